@@ -1,0 +1,185 @@
+//! `MutexBucket`: the plain token bucket of the seeds, behind a mutex. The oracle and baseline.
+//!
+//! This is the textbook bucket (a level and the time it was last updated, refilled lazily from
+//! the elapsed time, under a lock) in exact fixed point: the level is kept in nanoseconds of
+//! credit, one token being one emission interval, so that no rounding can ever differ from the
+//! GCRA limiter. It exists for two reasons:
+//! - it is the **oracle** of the tests, which run it beside [`Limiter`](crate::Limiter) on random
+//!   schedules and require the same decision, `remaining`, `retry_after` and `reset_after` at
+//!   every step;
+//! - it is the **baseline** of the benchmarks: the design a lock-free GCRA bucket replaces.
+//!
+//! It is not meant for production use: every check takes a lock.
+//!
+//! A stale `now` (earlier than the last update) is answered as of that instant: the level then
+//! was lower by the refill between `now` and the last update, so a stale reading can only be
+//! denied more, never granted more. This is what GCRA's `max(TAT, now)` does implicitly.
+
+use crate::clock::{Clock, MonotonicClock};
+use crate::nanos::Nanos;
+use crate::outcome::{Allowed, Denied, Level};
+use crate::quota::Quota;
+use std::sync::Mutex;
+
+/// A token bucket behind a `std::sync::Mutex`, with the same inputs and outcomes as
+/// [`Limiter`](crate::Limiter). See the [module docs](self).
+///
+/// ```
+/// use cellrate::baseline::MutexBucket;
+/// use cellrate::{Nanos, Quota};
+///
+/// let bucket = MutexBucket::new(Quota::per_second(2).with_burst(6));
+/// assert_eq!(bucket.check_n_at(6, Nanos::ZERO).unwrap().remaining(), 0);
+/// assert!(bucket.check_n_at(1, Nanos::ZERO).is_err());
+/// ```
+#[derive(Debug)]
+pub struct MutexBucket<C: Clock = MonotonicClock> {
+    state: Mutex<State>,
+    quota: Quota,
+    clock: C,
+}
+
+/// The bucket's level (credit in ns, at most the depth; negative only transiently) at `at`.
+#[derive(Debug, Clone, Copy)]
+struct State {
+    credit_ns: i128,
+    at: u64,
+}
+
+impl MutexBucket<MonotonicClock> {
+    /// A full bucket on a new [`MonotonicClock`].
+    pub fn new(quota: Quota) -> MutexBucket<MonotonicClock> {
+        MutexBucket::with_clock(quota, MonotonicClock::new())
+    }
+}
+
+impl<C: Clock> MutexBucket<C> {
+    /// A full bucket reading time from `clock`.
+    pub fn with_clock(quota: Quota, clock: C) -> MutexBucket<C> {
+        let full = State {
+            credit_ns: i128::from(quota.depth_ns()),
+            at: 0,
+        };
+        MutexBucket {
+            state: Mutex::new(full),
+            quota,
+            clock,
+        }
+    }
+
+    /// The same bucket, but empty now.
+    pub fn start_empty(self) -> MutexBucket<C> {
+        let now = self.clock.now();
+        self.start_empty_at(now)
+    }
+
+    /// [`MutexBucket::start_empty`] with the time passed in.
+    pub fn start_empty_at(self, now: Nanos) -> MutexBucket<C> {
+        *self.lock() = State {
+            credit_ns: 0,
+            at: now.as_u64(),
+        };
+        self
+    }
+
+    /// Spends one token now if there is one.
+    pub fn check(&self) -> Result<Allowed, Denied> {
+        self.check_n(1)
+    }
+
+    /// Spends `cost` tokens now if all of them are there.
+    pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
+        self.check_n_at(cost, self.clock.now())
+    }
+
+    /// Spends `cost` tokens at `now` if all of them are there; the same rules as
+    /// [`Limiter::check_n_at`](crate::Limiter::check_n_at).
+    pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
+        let now = now.as_u64();
+        let mut state = self.lock();
+        let credit = self.refill(&state, now);
+        let depth = i128::from(self.quota.depth_ns());
+        let interval = i128::from(self.quota.emission_interval_ns());
+        let cost_ns = i128::from(cost) * interval;
+        if cost == 0 {
+            return Ok(Allowed::new(self.level(credit)));
+        }
+        if cost > self.quota.burst() {
+            return Err(Denied::new(self.level(credit), None));
+        }
+        if credit < cost_ns {
+            let wait = (cost_ns - credit).min(i128::from(u64::MAX)) as u64;
+            return Err(Denied::new(self.level(credit), Some(wait)));
+        }
+        let after = credit - cost_ns;
+        // The time the bucket is full again must be representable, as it is for the GCRA TAT.
+        if i128::from(now) + (depth - after) > i128::from(u64::MAX) {
+            return Err(Denied::new(self.level(credit), None));
+        }
+        *state = State {
+            credit_ns: after,
+            at: now,
+        };
+        Ok(Allowed::new(self.level(after)))
+    }
+
+    /// Whole tokens available now. Spends nothing.
+    pub fn available(&self) -> u32 {
+        self.available_at(self.clock.now())
+    }
+
+    /// Whole tokens available at `now`. Spends nothing.
+    pub fn available_at(&self, now: Nanos) -> u32 {
+        let state = self.lock();
+        Allowed::new(self.level(self.refill(&state, now.as_u64()))).remaining()
+    }
+
+    /// Gives back `n` tokens, never beyond the capacity.
+    pub fn refund(&self, n: u32) {
+        self.refund_at(n, self.clock.now())
+    }
+
+    /// Gives back `n` tokens at `now`, never beyond the capacity.
+    pub fn refund_at(&self, n: u32, now: Nanos) {
+        let now = now.as_u64();
+        let mut state = self.lock();
+        let credit = self.refill(&state, now);
+        let depth = i128::from(self.quota.depth_ns());
+        if n == 0 || credit >= depth {
+            return;
+        }
+        let give = i128::from(n) * i128::from(self.quota.emission_interval_ns());
+        *state = State {
+            credit_ns: (credit + give).min(depth),
+            at: now,
+        };
+    }
+
+    /// The quota this bucket enforces.
+    pub fn quota(&self) -> &Quota {
+        &self.quota
+    }
+
+    /// The credit at `now`: the stored credit plus the time elapsed since it was stored
+    /// (negative elapsed for a stale `now`), capped at the depth.
+    fn refill(&self, state: &State, now: u64) -> i128 {
+        let elapsed = i128::from(now) - i128::from(state.at);
+        (state.credit_ns + elapsed).min(i128::from(self.quota.depth_ns()))
+    }
+
+    fn level(&self, credit: i128) -> Level {
+        let depth = i128::from(self.quota.depth_ns());
+        let reset_after = (depth - credit).clamp(0, i128::from(u64::MAX)) as u64;
+        Level {
+            reset_after_ns: reset_after,
+            depth_ns: self.quota.depth_ns(),
+            interval_ns: self.quota.emission_interval_ns(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the two numbers inconsistent (they are
+        // written together), so a poisoned lock is still a valid bucket.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

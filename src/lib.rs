@@ -1,0 +1,61 @@
+//! Lock-free GCRA rate limiting: one `AtomicU64` per bucket, exact token-bucket semantics.
+//!
+//! ```
+//! use cellrate::{Limiter, Quota};
+//!
+//! // 100 requests per second, up to 10 at once.
+//! let limiter = Limiter::new(Quota::per_second(100).with_burst(10));
+//! match limiter.check() {
+//!     Ok(allowed) => println!("go ahead; {} left", allowed.remaining()),
+//!     Err(denied) => println!("429; retry after {:?}", denied.retry_after()),
+//! }
+//! ```
+//!
+//! # The model
+//! A bucket is a token bucket of capacity `burst` that earns one token per
+//! `emission_interval`. It is stored as one number, the theoretical arrival time (TAT): the
+//! instant at which the bucket will be full again. Spending `c` tokens at `now` moves the TAT
+//! to `max(TAT, now) + c * T` and is allowed iff that is at most `burst * T` ahead of `now`.
+//! Every figure is an integer number of nanoseconds and every sum and product is checked, so:
+//!
+//! - the decisions, `remaining`, `retry_after` and `reset_after` are exactly those of a token
+//!   bucket that keeps its level in nanoseconds of credit
+//!   ([`baseline::MutexBucket`], which the tests run side by side with [`Limiter`]);
+//! - a denied request would pass at exactly `now + retry_after`, and not one nanosecond sooner;
+//! - `cost == 0` is a peek; `cost > burst` is denied with no retry time;
+//! - a stale `now` never grants tokens, and an overflow is a denial, never a wrap.
+//!
+//! # Atomic orderings
+//! A check is a load and a `compare_exchange_weak` on one word, all `Relaxed`: the TAT
+//! publishes no other memory. A limiter therefore orders nothing for its users: do not use an
+//! `Allowed` as a signal that another thread's writes are visible.
+//!
+//! # Features
+//! - `std` (default): [`MonotonicClock`], [`baseline::MutexBucket`] and `Limiter::new`.
+//!   Without it the crate is `no_std` and needs `alloc` (for [`ManualClock`]).
+//! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
+//!   64-bit compare-and-swap.
+#![cfg_attr(not(any(feature = "std", loom)), no_std)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+mod bucket;
+mod clock;
+mod gcra;
+mod limiter;
+mod nanos;
+mod outcome;
+mod quota;
+mod sync;
+
+#[cfg(feature = "std")]
+pub mod baseline;
+
+#[cfg(feature = "std")]
+pub use clock::MonotonicClock;
+pub use clock::{Clock, ManualClock};
+pub use limiter::Limiter;
+pub use nanos::Nanos;
+pub use outcome::{Allowed, Denied};
+pub use quota::{Quota, QuotaError};

@@ -1,0 +1,162 @@
+//! `Limiter`: one bucket, one quota, one clock.
+
+use crate::bucket::Bucket;
+use crate::clock::Clock;
+use crate::gcra;
+use crate::nanos::Nanos;
+use crate::outcome::{Allowed, Denied};
+use crate::quota::Quota;
+
+#[cfg(feature = "std")]
+use crate::clock::MonotonicClock;
+
+/// The clock a `Limiter` uses when none is named: [`MonotonicClock`] with `std`; without
+/// `std` there is no default clock to construct, so this only fills the type slot.
+#[cfg(feature = "std")]
+type DefaultClock = MonotonicClock;
+#[cfg(not(feature = "std"))]
+type DefaultClock = crate::clock::ManualClock;
+
+/// A lock-free rate limiter: one GCRA bucket (a single `AtomicU64`) with its quota and clock.
+///
+/// Checks take `&self` and never lock, so one `Limiter` can be shared by reference or in an
+/// `Arc` among any number of threads. Decisions are exactly those of a token bucket with the
+/// same quota (see the crate docs and [`MutexBucket`](crate::baseline::MutexBucket)).
+///
+/// ```
+/// use cellrate::{Limiter, ManualClock, Quota};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let limiter = Limiter::with_clock(Quota::per_second(2).with_burst(6), clock.clone());
+/// for _ in 0..6 {
+///     assert!(limiter.check().is_ok());
+/// }
+/// let denied = limiter.check().unwrap_err();
+/// assert_eq!(denied.retry_after(), Some(Duration::from_millis(500)));
+/// clock.advance(Duration::from_millis(500));
+/// assert!(limiter.check().is_ok());
+/// ```
+#[derive(Debug)]
+pub struct Limiter<C: Clock = DefaultClock> {
+    bucket: Bucket,
+    quota: Quota,
+    clock: C,
+}
+
+#[cfg(feature = "std")]
+impl Limiter<MonotonicClock> {
+    /// A full limiter on a new [`MonotonicClock`].
+    pub fn new(quota: Quota) -> Limiter<MonotonicClock> {
+        Limiter::with_clock(quota, MonotonicClock::new())
+    }
+}
+
+impl<C: Clock> Limiter<C> {
+    /// A full limiter reading time from `clock`.
+    pub fn with_clock(quota: Quota, clock: C) -> Limiter<C> {
+        Limiter {
+            bucket: Bucket::new(0),
+            quota,
+            clock,
+        }
+    }
+
+    /// The same limiter, but empty now: it admits nothing until tokens arrive, and is full one
+    /// bucket depth (`burst * emission_interval`) later. For cold starts that must not burst,
+    /// such as many instances restarting at once after a deploy.
+    pub fn start_empty(self) -> Limiter<C> {
+        let now = self.clock.now();
+        self.start_empty_at(now)
+    }
+
+    /// [`Limiter::start_empty`] with the time passed in.
+    pub fn start_empty_at(self, now: Nanos) -> Limiter<C> {
+        Limiter {
+            bucket: Bucket::new(gcra::empty_at(now.as_u64(), &self.quota)),
+            ..self
+        }
+    }
+
+    /// Spends one token now if there is one.
+    #[inline]
+    pub fn check(&self) -> Result<Allowed, Denied> {
+        self.check_n(1)
+    }
+
+    /// Spends `cost` tokens now if all of them are there; otherwise spends nothing.
+    ///
+    /// `cost == 0` is a peek: always allowed, nothing spent. `cost > burst` can never pass: it
+    /// is denied with [`Denied::retry_after`] `None`.
+    #[inline]
+    pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
+        self.check_n_at(cost, self.clock.now())
+    }
+
+    /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many
+    /// checks. A `now` earlier than one already used is answered as of that instant: it can
+    /// be denied where a later time would pass, and is never granted more.
+    #[inline]
+    pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
+        self.bucket.spend(cost, now.as_u64(), &self.quota)
+    }
+
+    /// Whole tokens available now. Spends nothing.
+    #[inline]
+    pub fn available(&self) -> u32 {
+        self.available_at(self.clock.now())
+    }
+
+    /// [`Limiter::available`] at a time passed in.
+    #[inline]
+    pub fn available_at(&self, now: Nanos) -> u32 {
+        self.bucket.available(now.as_u64(), &self.quota)
+    }
+
+    /// Gives back `n` tokens of a request that was admitted but not carried out. The level
+    /// never rises above the capacity; refunding into a full bucket does nothing. Safe to race
+    /// with checks and other refunds: no spend is lost.
+    #[inline]
+    pub fn refund(&self, n: u32) {
+        self.refund_at(n, self.clock.now())
+    }
+
+    /// [`Limiter::refund`] at a time passed in.
+    #[inline]
+    pub fn refund_at(&self, n: u32, now: Nanos) {
+        self.bucket.refund(n, now.as_u64(), &self.quota)
+    }
+
+    /// The quota this limiter enforces.
+    #[inline]
+    pub fn quota(&self) -> &Quota {
+        &self.quota
+    }
+
+    /// The clock this limiter reads.
+    #[inline]
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The theoretical arrival time: the instant the bucket is full again. For the loom models.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn theoretical_arrival(&self) -> Nanos {
+        Nanos::new(self.bucket.tat())
+    }
+
+    /// Deliberately broken `check_n_at` (load + store, no CAS). Only for the loom models.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn check_n_at_racy(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
+        self.bucket.spend_racy(cost, now.as_u64(), &self.quota)
+    }
+
+    /// Deliberately broken `refund_at` (load + store, no CAS). Only for the loom models.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn refund_at_racy(&self, n: u32, now: Nanos) {
+        self.bucket.refund_racy(n, now.as_u64(), &self.quota)
+    }
+}

@@ -1,0 +1,123 @@
+//! `Allowed` and `Denied`: what a check answers, with the figures an HTTP 429 needs.
+//!
+//! Both carry the bucket's state after the decision as two nanosecond figures and work out
+//! token counts only when asked, so that a check's hot path has no division in it.
+
+use core::fmt;
+use core::time::Duration;
+
+/// The bucket after a decision: how far its theoretical arrival time is ahead of `now`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Level {
+    /// Time until the bucket is full again (`TAT - now`, at least 0).
+    pub(crate) reset_after_ns: u64,
+    /// The bucket depth, `burst * emission_interval`.
+    pub(crate) depth_ns: u64,
+    /// The emission interval (at least 1).
+    pub(crate) interval_ns: u64,
+}
+
+impl Level {
+    /// Whole tokens in the bucket: `floor((depth - reset_after) / interval)`, 0 if overdrawn.
+    #[inline]
+    fn remaining(&self) -> u32 {
+        let tokens = self.depth_ns.saturating_sub(self.reset_after_ns) / self.interval_ns;
+        // tokens <= depth / interval = burst, a u32.
+        tokens as u32
+    }
+}
+
+/// A request that was admitted. Its tokens are spent.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Allowed {
+    level: Level,
+}
+
+impl Allowed {
+    #[inline]
+    pub(crate) fn new(level: Level) -> Allowed {
+        Allowed { level }
+    }
+
+    /// Whole tokens left after this request.
+    #[inline]
+    pub fn remaining(&self) -> u32 {
+        self.level.remaining()
+    }
+
+    /// Time until the bucket is full again if nothing more is spent.
+    #[inline]
+    pub fn reset_after(&self) -> Duration {
+        Duration::from_nanos(self.level.reset_after_ns)
+    }
+}
+
+/// A request that was refused. Nothing was spent.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Denied {
+    level: Level,
+    retry_after_ns: Option<u64>,
+}
+
+impl Denied {
+    #[inline]
+    pub(crate) fn new(level: Level, retry_after_ns: Option<u64>) -> Denied {
+        Denied {
+            level,
+            retry_after_ns,
+        }
+    }
+
+    /// How long to wait before the same request would be admitted: it would pass at exactly
+    /// `now + retry_after` (if nothing else is spent meanwhile) and at no earlier time.
+    ///
+    /// `None` when the request can never pass: its cost exceeds the burst, or (at times within
+    /// one bucket depth of [`Nanos::MAX`](crate::Nanos::MAX), 584 years after the clock's
+    /// origin) the time it would need cannot be represented.
+    #[inline]
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after_ns.map(Duration::from_nanos)
+    }
+
+    /// Whole tokens in the bucket now (fewer than the request asked for).
+    #[inline]
+    pub fn remaining(&self) -> u32 {
+        self.level.remaining()
+    }
+
+    /// Time until the bucket is full again.
+    #[inline]
+    pub fn reset_after(&self) -> Duration {
+        Duration::from_nanos(self.level.reset_after_ns)
+    }
+}
+
+impl fmt::Debug for Allowed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Allowed")
+            .field("remaining", &self.remaining())
+            .field("reset_after", &self.reset_after())
+            .finish()
+    }
+}
+
+impl fmt::Debug for Denied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Denied")
+            .field("retry_after", &self.retry_after())
+            .field("remaining", &self.remaining())
+            .field("reset_after", &self.reset_after())
+            .finish()
+    }
+}
+
+impl fmt::Display for Denied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.retry_after() {
+            Some(wait) => write!(f, "rate limited: retry after {wait:?}"),
+            None => f.write_str("rate limited: the request can never pass (cost above burst)"),
+        }
+    }
+}
+
+impl core::error::Error for Denied {}

@@ -1,0 +1,216 @@
+//! `Quota`: how fast tokens arrive (the emission interval) and how many can be saved (the burst).
+
+use core::fmt;
+use core::num::NonZeroU32;
+use core::time::Duration;
+
+const NANOS_PER_SECOND: u64 = 1_000_000_000;
+const NANOS_PER_MINUTE: u64 = 60 * NANOS_PER_SECOND;
+const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
+
+/// A rate limit: one token every `emission_interval`, at most `burst` tokens saved.
+///
+/// The bucket depth, `burst * emission_interval` in nanoseconds, must fit in a `u64` (about 584
+/// years); quotas beyond that are rejected. Rates that do not divide a second are rounded so that
+/// the long-run rate never exceeds the one configured: `per_second(3)` emits a token every
+/// 333,333,334 ns.
+///
+/// ```
+/// use cellrate::Quota;
+/// use std::time::Duration;
+///
+/// let q = Quota::per_second(100).with_burst(10);
+/// assert_eq!(q.burst(), 10);
+/// assert_eq!(q.emission_interval(), Duration::from_millis(10));
+///
+/// // Runtime configuration: the fallible forms return a QuotaError instead of panicking.
+/// assert!(Quota::try_per_second(0).is_err());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Quota {
+    interval_ns: u64,
+    depth_ns: u64,
+    burst: u32,
+}
+
+/// Why a [`Quota`] could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QuotaError {
+    /// A rate of zero tokens per period.
+    ZeroRate,
+    /// A burst (capacity) of zero tokens.
+    ZeroBurst,
+    /// An emission interval or period of zero.
+    ZeroPeriod,
+    /// An emission interval or period longer than `u64::MAX` nanoseconds.
+    PeriodTooLong,
+    /// `burst * emission_interval` does not fit in `u64` nanoseconds.
+    DepthOverflow {
+        /// The emission interval in nanoseconds.
+        interval_ns: u64,
+        /// The burst that was asked for.
+        burst: u32,
+    },
+}
+
+impl fmt::Display for QuotaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QuotaError::ZeroRate => f.write_str("quota rate must be at least 1 token per period"),
+            QuotaError::ZeroBurst => f.write_str("quota burst must be at least 1 token"),
+            QuotaError::ZeroPeriod => f.write_str("quota period must be at least 1 nanosecond"),
+            QuotaError::PeriodTooLong => {
+                f.write_str("quota period must be at most u64::MAX nanoseconds (about 584 years)")
+            }
+            QuotaError::DepthOverflow { interval_ns, burst } => write!(
+                f,
+                "quota depth overflows: burst {burst} x emission interval {interval_ns} ns \
+                 exceeds u64::MAX nanoseconds (about 584 years)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for QuotaError {}
+
+impl Quota {
+    /// `n` tokens per second, burst `n`.
+    ///
+    /// # Panics
+    /// If `n` is zero. [`Quota::try_per_second`] returns the error instead.
+    pub fn per_second(n: u32) -> Quota {
+        Quota::try_per_second(n).unwrap_or_else(|e| panic!("Quota::per_second({n}): {e}"))
+    }
+
+    /// `n` tokens per minute, burst `n`.
+    ///
+    /// # Panics
+    /// If `n` is zero. [`Quota::try_per_minute`] returns the error instead.
+    pub fn per_minute(n: u32) -> Quota {
+        Quota::try_per_minute(n).unwrap_or_else(|e| panic!("Quota::per_minute({n}): {e}"))
+    }
+
+    /// `n` tokens per hour, burst `n`.
+    ///
+    /// # Panics
+    /// If `n` is zero. [`Quota::try_per_hour`] returns the error instead.
+    pub fn per_hour(n: u32) -> Quota {
+        Quota::try_per_hour(n).unwrap_or_else(|e| panic!("Quota::per_hour({n}): {e}"))
+    }
+
+    /// One token every `period`, burst 1.
+    ///
+    /// # Panics
+    /// If `period` is zero or longer than `u64::MAX` nanoseconds. [`Quota::try_with_period`]
+    /// returns the error instead.
+    pub fn with_period(period: Duration) -> Quota {
+        Quota::try_with_period(period)
+            .unwrap_or_else(|e| panic!("Quota::with_period({period:?}): {e}"))
+    }
+
+    /// The same rate with a capacity of `burst` tokens.
+    ///
+    /// # Panics
+    /// If `burst` is zero or `burst * emission_interval` overflows `u64` nanoseconds.
+    /// [`Quota::try_with_burst`] returns the error instead.
+    pub fn with_burst(self, burst: u32) -> Quota {
+        self.try_with_burst(burst)
+            .unwrap_or_else(|e| panic!("Quota::with_burst({burst}): {e}"))
+    }
+
+    /// Fallible [`Quota::per_second`].
+    pub fn try_per_second(n: u32) -> Result<Quota, QuotaError> {
+        Quota::per_period_ns(n, NANOS_PER_SECOND)
+    }
+
+    /// Fallible [`Quota::per_minute`].
+    pub fn try_per_minute(n: u32) -> Result<Quota, QuotaError> {
+        Quota::per_period_ns(n, NANOS_PER_MINUTE)
+    }
+
+    /// Fallible [`Quota::per_hour`].
+    pub fn try_per_hour(n: u32) -> Result<Quota, QuotaError> {
+        Quota::per_period_ns(n, NANOS_PER_HOUR)
+    }
+
+    /// Fallible [`Quota::with_period`].
+    pub fn try_with_period(period: Duration) -> Result<Quota, QuotaError> {
+        Quota::try_new(period, 1)
+    }
+
+    /// Fallible [`Quota::with_burst`].
+    pub fn try_with_burst(self, burst: u32) -> Result<Quota, QuotaError> {
+        Quota::from_parts(self.interval_ns, burst)
+    }
+
+    /// One token every `emission_interval`, at most `burst` saved: the general constructor.
+    pub fn try_new(emission_interval: Duration, burst: u32) -> Result<Quota, QuotaError> {
+        let ns = u64::try_from(emission_interval.as_nanos())
+            .map_err(|_| QuotaError::PeriodTooLong)?;
+        Quota::from_parts(ns, burst)
+    }
+
+    fn per_period_ns(n: u32, period_ns: u64) -> Result<Quota, QuotaError> {
+        let n = NonZeroU32::new(n).ok_or(QuotaError::ZeroRate)?;
+        // Round the interval up: the long-run rate never exceeds what was configured.
+        let interval_ns = period_ns.div_ceil(u64::from(n.get()));
+        Quota::from_parts(interval_ns, n.get())
+    }
+
+    fn from_parts(interval_ns: u64, burst: u32) -> Result<Quota, QuotaError> {
+        if interval_ns == 0 {
+            return Err(QuotaError::ZeroPeriod);
+        }
+        if burst == 0 {
+            return Err(QuotaError::ZeroBurst);
+        }
+        let depth_ns = interval_ns
+            .checked_mul(u64::from(burst))
+            .ok_or(QuotaError::DepthOverflow { interval_ns, burst })?;
+        Ok(Quota {
+            interval_ns,
+            depth_ns,
+            burst,
+        })
+    }
+
+    /// The capacity: how many tokens a full bucket holds.
+    #[inline]
+    pub fn burst(&self) -> u32 {
+        self.burst
+    }
+
+    /// The time it takes to earn one token.
+    #[inline]
+    pub fn emission_interval(&self) -> Duration {
+        Duration::from_nanos(self.interval_ns)
+    }
+
+    /// The time an empty bucket takes to become full (`burst * emission_interval`).
+    #[inline]
+    pub fn replenish_all(&self) -> Duration {
+        Duration::from_nanos(self.depth_ns)
+    }
+
+    /// The emission interval in nanoseconds (at least 1).
+    #[inline]
+    pub fn emission_interval_ns(&self) -> u64 {
+        self.interval_ns
+    }
+
+    /// The bucket depth, `burst * emission_interval`, in nanoseconds.
+    #[inline]
+    pub fn depth_ns(&self) -> u64 {
+        self.depth_ns
+    }
+}
+
+impl fmt::Debug for Quota {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Quota")
+            .field("emission_interval_ns", &self.interval_ns)
+            .field("burst", &self.burst)
+            .finish()
+    }
+}
