@@ -73,10 +73,12 @@ impl<C: Clock> MutexBucket<C> {
         self.start_empty_at(now)
     }
 
-    /// [`MutexBucket::start_empty`] with the time passed in.
+    /// [`MutexBucket::start_empty`] with the time passed in. Within one bucket depth of
+    /// [`Nanos::MAX`] the full-again time saturates at `Nanos::MAX`, as the GCRA TAT does.
     pub fn start_empty_at(self, now: Nanos) -> MutexBucket<C> {
+        let full_in = self.quota.depth_ns().min(u64::MAX - now.as_u64());
         *self.lock() = State {
-            credit_ns: 0,
+            credit_ns: i128::from(self.quota.depth_ns() - full_in),
             at: now.as_u64(),
         };
         self
@@ -107,15 +109,19 @@ impl<C: Clock> MutexBucket<C> {
         if cost > self.quota.burst() {
             return Err(Denied::new(self.level(credit), None));
         }
-        if credit < cost_ns {
-            let wait = (cost_ns - credit).min(i128::from(u64::MAX)) as u64;
-            return Err(Denied::new(self.level(credit), Some(wait)));
-        }
-        let after = credit - cost_ns;
-        // The time the bucket is full again must be representable, as it is for the GCRA TAT.
-        if i128::from(now) + (depth - after) > i128::from(u64::MAX) {
+        // How far ahead of `now` the bucket's full-again time would be after the spend; like
+        // the GCRA TAT, that time must be representable, or the request can never pass.
+        let need = depth - credit + cost_ns;
+        if i128::from(now) + need > i128::from(u64::MAX) {
             return Err(Denied::new(self.level(credit), None));
         }
+        if credit < cost_ns {
+            return Err(Denied::new(
+                self.level(credit),
+                Some((cost_ns - credit) as u64),
+            ));
+        }
+        let after = credit - cost_ns;
         *state = State {
             credit_ns: after,
             at: now,
@@ -148,7 +154,9 @@ impl<C: Clock> MutexBucket<C> {
         if n == 0 || credit >= depth {
             return;
         }
-        let give = i128::from(n) * i128::from(self.quota.emission_interval_ns());
+        // More than a full bucket cannot be given back (as for the GCRA refund).
+        let give =
+            i128::from(n.min(self.quota.burst())) * i128::from(self.quota.emission_interval_ns());
         *state = State {
             credit_ns: (credit + give).min(depth),
             at: now,
