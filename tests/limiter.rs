@@ -1,0 +1,344 @@
+//! `Limiter`: the rules of design.md section 1, one by one, with the figures each outcome reports.
+
+use cellrate::{Allowed, Clock, Denied, Limiter, ManualClock, MonotonicClock, Nanos, Quota};
+use std::time::Duration;
+
+fn quota(interval_ns: u64, burst: u32) -> Quota {
+    Quota::try_new(Duration::from_nanos(interval_ns), burst).unwrap()
+}
+
+fn at(ns: u64) -> Nanos {
+    Nanos::new(ns)
+}
+
+fn ns(n: u64) -> Duration {
+    Duration::from_nanos(n)
+}
+
+fn limiter(quota: Quota) -> Limiter<ManualClock> {
+    Limiter::with_clock(quota, ManualClock::new())
+}
+
+/// Small quotas, including intervals that do not divide a second and bursts from 1 up.
+fn quota_grid() -> Vec<Quota> {
+    vec![
+        quota(1, 1),
+        quota(1, 7),
+        quota(3, 4),
+        quota(7, 3),
+        quota(10, 5),
+        Quota::per_second(3),
+        Quota::per_second(7).with_burst(5),
+        Quota::per_second(2).with_burst(6),
+        Quota::per_minute(7),
+        Quota::per_hour(13).with_burst(4),
+        quota(999_999_937, 3),
+    ]
+}
+
+/// A fresh limiter on `quota` with `spent` tokens spent at `when`.
+fn spent_at(quota: Quota, spent: u32, when: u64) -> Limiter<ManualClock> {
+    let limiter = limiter(quota);
+    limiter
+        .check_n_at(spent, at(when))
+        .expect("the setup spend");
+    limiter
+}
+
+// Static assertion: a limiter can be shared between threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Limiter>();
+    send_sync::<Limiter<ManualClock>>();
+    send_sync::<Allowed>();
+    send_sync::<Denied>();
+};
+
+#[test]
+fn a_new_limiter_starts_full() {
+    let l = limiter(quota(10, 5));
+    assert_eq!(l.available(), 5);
+    for left in (0..5).rev() {
+        assert_eq!(l.check_n_at(1, at(0)).unwrap().remaining(), left);
+    }
+    assert!(l.check_n_at(1, at(0)).is_err());
+
+    // Full whatever the clock reads when it is made.
+    let clock = ManualClock::new();
+    clock.set(at(1 << 40));
+    let l = Limiter::with_clock(quota(10, 5), clock);
+    assert_eq!(l.available(), 5);
+    assert_eq!(l.check_n(5).unwrap().remaining(), 0);
+    assert!(l.check().is_err());
+}
+
+#[test]
+fn limiter_new_reads_the_monotonic_clock_and_starts_full() {
+    let l: Limiter<MonotonicClock> = Limiter::new(Quota::per_hour(3));
+    assert_eq!(l.quota(), &Quota::per_hour(3));
+    assert_eq!(l.check_n(3).unwrap().remaining(), 0);
+    assert!(
+        l.check().is_err(),
+        "an hourly token arrived within the test"
+    );
+}
+
+#[test]
+fn start_empty_at_holds_no_tokens_and_is_full_one_depth_later() {
+    let l = limiter(quota(10, 5)).start_empty_at(at(1_000));
+    assert_eq!(l.available_at(at(1_000)), 0);
+    let denied = l.check_n_at(1, at(1_000)).unwrap_err();
+    assert_eq!(denied.retry_after(), Some(ns(10)));
+    assert_eq!((denied.remaining(), denied.reset_after()), (0, ns(50)));
+    assert_eq!(l.available_at(at(1_009)), 0);
+    assert_eq!(l.available_at(at(1_010)), 1);
+    assert_eq!(l.available_at(at(1_049)), 4);
+    assert_eq!(l.available_at(at(1_050)), 5);
+    assert_eq!(l.check_n_at(5, at(1_050)).unwrap().remaining(), 0);
+}
+
+#[test]
+fn start_empty_reads_the_clock() {
+    let clock = ManualClock::new();
+    clock.set(at(7_000));
+    let l = Limiter::with_clock(quota(10, 5), clock.clone()).start_empty();
+    assert_eq!((l.clock().now(), l.quota()), (at(7_000), &quota(10, 5)));
+    assert_eq!(l.available(), 0);
+    assert!(l.check().is_err());
+    clock.advance(ns(49));
+    assert_eq!(l.available(), 4);
+    clock.advance(ns(1));
+    assert_eq!(l.available(), 5);
+}
+
+#[test]
+fn a_peek_reports_the_level_and_spends_nothing() {
+    let l = spent_at(quota(10, 5), 2, 0);
+    for _ in 0..100 {
+        let peek = l.check_n_at(0, at(5)).unwrap();
+        assert_eq!((peek.remaining(), peek.reset_after()), (3, ns(15)));
+    }
+    assert_eq!(l.available_at(at(5)), 3);
+    assert_eq!(l.check_n_at(3, at(5)).unwrap().remaining(), 0);
+    // Even an empty bucket admits a peek.
+    assert_eq!(l.check_n_at(0, at(5)).unwrap().remaining(), 0);
+}
+
+#[test]
+fn a_peek_at_a_stale_time_stores_nothing() {
+    let l = spent_at(quota(10, 5), 3, 1_000);
+    let peek = l.check_n_at(0, at(0)).unwrap();
+    assert_eq!((peek.remaining(), peek.reset_after()), (0, ns(1_030)));
+    assert_eq!(l.available_at(at(1_000)), 2);
+    assert_eq!(l.check_n_at(2, at(1_000)).unwrap().remaining(), 0);
+
+    // A peek at a late time must not move the TAT up to that time either: an earlier check
+    // still finds the bucket full.
+    let l = limiter(quota(10, 5));
+    assert_eq!(l.check_n_at(0, at(1_000_000)).unwrap().remaining(), 5);
+    assert_eq!(l.available_at(at(0)), 5);
+    assert_eq!(l.check_n_at(5, at(0)).unwrap().remaining(), 0);
+}
+
+#[test]
+fn a_cost_above_the_burst_never_passes_and_spends_nothing() {
+    let l = spent_at(quota(10, 5), 1, 0);
+    for cost in [6, 7, 1_000, u32::MAX] {
+        let denied = l.check_n_at(cost, at(0)).unwrap_err();
+        assert_eq!(denied.retry_after(), None, "cost {cost}");
+        assert_eq!((denied.remaining(), denied.reset_after()), (4, ns(10)));
+    }
+    assert_eq!(l.available_at(at(0)), 4);
+    assert_eq!(l.check_n_at(4, at(0)).unwrap().remaining(), 0);
+    let full_later = l.check_n_at(6, at(1 << 40)).unwrap_err();
+    assert_eq!(full_later.retry_after(), None);
+    assert_eq!(full_later.remaining(), 5);
+}
+
+/// Over the grid: after `spent` tokens at 0, every denied `cost` at `now` reports
+/// `retry_after = (max(TAT, now) - now + cost*T) - D`, is denied 1 ns before `now + retry_after`
+/// and passes at exactly `now + retry_after`, filling the bucket to the brim.
+#[test]
+fn retry_after_is_exact_to_the_nanosecond() {
+    for q in quota_grid() {
+        let (t, b, d) = (q.emission_interval_ns(), q.burst(), q.depth_ns());
+        let mut denials = 0;
+        for spent in 0..=b {
+            let tat = u64::from(spent) * t;
+            for now in [0, 1, t / 2, t - 1, t, t + 1, 2 * t + t / 3] {
+                for cost in 1..=b {
+                    let l = spent_at(q, spent, 0);
+                    let Err(denied) = l.check_n_at(cost, at(now)) else {
+                        continue;
+                    };
+                    denials += 1;
+                    let need = tat.saturating_sub(now) + u64::from(cost) * t;
+                    let wait = denied.retry_after().unwrap().as_nanos() as u64;
+                    let case = format!("{q:?} spent {spent} now {now} cost {cost}");
+                    assert_eq!(wait, need - d, "{case}");
+                    assert!(
+                        l.check_n_at(cost, at(now + wait - 1)).is_err(),
+                        "{case}: early"
+                    );
+                    let allowed = l.check_n_at(cost, at(now + wait)).expect(&case);
+                    assert_eq!(allowed.remaining(), 0, "{case}");
+                    assert_eq!(allowed.reset_after(), ns(d), "{case}");
+                }
+            }
+        }
+        assert!(denials > 0, "{q:?}: the grid denied nothing");
+    }
+}
+
+/// After spending at `late`, nothing checked at an earlier `stale` time does better than at
+/// `late`: no more tokens, no admission that `late` would refuse, no earlier retry instant.
+#[test]
+fn a_stale_now_never_grants_more() {
+    for q in quota_grid() {
+        let (t, b) = (q.emission_interval_ns(), q.burst());
+        let late = 5 * t + 3;
+        let cases = (1..=b).flat_map(|spent| {
+            let stale = [0, 1, t, 5 * t, late - 1];
+            stale
+                .into_iter()
+                .flat_map(move |stale| (1..=b).map(move |cost| (spent, stale, cost)))
+        });
+        for (spent, stale, cost) in cases {
+            let case = format!("{q:?} spent {spent} stale {stale} cost {cost}");
+            let (old, new) = (spent_at(q, spent, late), spent_at(q, spent, late));
+            assert!(
+                old.available_at(at(stale)) <= old.available_at(at(late)),
+                "{case}"
+            );
+            match (
+                old.check_n_at(cost, at(stale)),
+                new.check_n_at(cost, at(late)),
+            ) {
+                (Ok(_), Err(_)) => panic!("{case}: admitted only at the stale time"),
+                (Ok(_), Ok(_)) => assert!(
+                    old.available_at(at(late)) <= new.available_at(at(late)),
+                    "{case}: a stale spend cost less"
+                ),
+                (Err(o), Err(n)) => assert_eq!(
+                    stale + o.retry_after().unwrap().as_nanos() as u64,
+                    late + n.retry_after().unwrap().as_nanos() as u64,
+                    "{case}: the retry instants differ"
+                ),
+                (Err(_), Ok(_)) => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn a_refund_gives_tokens_back_up_to_the_capacity() {
+    let l = spent_at(quota(10, 5), 3, 0);
+    l.refund_at(2, at(0));
+    assert_eq!(l.available_at(at(0)), 4);
+    l.refund_at(10, at(0));
+    assert_eq!(l.available_at(at(0)), 5);
+    assert_eq!(l.check_n_at(5, at(0)).unwrap().remaining(), 0);
+    assert!(l.check_n_at(1, at(0)).is_err());
+    // Full as of the refund's time: it banks nothing for an earlier reading either.
+    let l = spent_at(quota(10, 5), 3, 1_000);
+    l.refund_at(10, at(1_000));
+    assert_eq!((l.available_at(at(1_000)), l.available_at(at(990))), (5, 4));
+    // A partial token survives a refund: 1.5 tokens at 15 ns after spending all at 0.
+    let l = spent_at(quota(10, 5), 5, 0);
+    l.refund_at(1, at(5));
+    assert_eq!(l.check_n_at(0, at(15)).unwrap().reset_after(), ns(25));
+    l.refund_at(0, at(15));
+    assert_eq!(l.available_at(at(15)), 2);
+}
+
+#[test]
+fn a_refund_into_a_full_bucket_does_nothing() {
+    for when in [0, 1_000_000] {
+        let l = limiter(quota(10, 5));
+        l.refund_at(3, at(when));
+        assert_eq!(l.check_n_at(5, at(when)).unwrap().remaining(), 0);
+        assert!(
+            l.check_n_at(1, at(when)).is_err(),
+            "the refund banked tokens"
+        );
+    }
+}
+
+#[test]
+fn refunding_u32_max_fills_the_bucket_exactly() {
+    let clock = ManualClock::new();
+    let l = Limiter::with_clock(Quota::per_second(2).with_burst(6), clock.clone()).start_empty();
+    l.refund(u32::MAX);
+    assert_eq!(l.available(), 6);
+    assert_eq!(l.check_n(6).unwrap().reset_after(), Duration::from_secs(3));
+    assert!(l.check().is_err());
+}
+
+#[test]
+fn available_counts_whole_tokens() {
+    let clock = ManualClock::new();
+    let l = Limiter::with_clock(quota(10, 5), clock.clone());
+    l.check_n(5).unwrap();
+    for (now, expect) in [
+        (0, 0),
+        (9, 0),
+        (10, 1),
+        (19, 1),
+        (20, 2),
+        (49, 4),
+        (50, 5),
+        (500, 5),
+    ] {
+        assert_eq!(l.available_at(at(now)), expect, "at {now}");
+        clock.set(at(now));
+        assert_eq!(l.available(), expect, "clock at {now}");
+    }
+}
+
+#[test]
+fn outcomes_report_remaining_and_reset_after() {
+    let clock = ManualClock::new();
+    let l = Limiter::with_clock(Quota::per_second(2).with_burst(6), clock.clone());
+    let ms = Duration::from_millis;
+    let a = l.check().unwrap();
+    assert_eq!((a.remaining(), a.reset_after()), (5, ms(500)));
+    let a = l.check_n(3).unwrap();
+    assert_eq!((a.remaining(), a.reset_after()), (2, ms(2_000)));
+    clock.advance(ms(250));
+    let a = l.check_n(2).unwrap();
+    assert_eq!((a.remaining(), a.reset_after()), (0, ms(2_750)));
+    let d = l.check_n(2).unwrap_err();
+    assert_eq!(
+        (d.remaining(), d.reset_after(), d.retry_after()),
+        (0, ms(2_750), Some(ms(750)))
+    );
+    clock.advance(ms(500));
+    let d = l.check_n(2).unwrap_err();
+    assert_eq!(
+        (d.remaining(), d.reset_after(), d.retry_after()),
+        (1, ms(2_250), Some(ms(250)))
+    );
+}
+
+#[test]
+fn outcomes_format_for_people() {
+    let l = spent_at(Quota::per_second(2).with_burst(6), 6, 0);
+    let denied = l.check_n_at(1, at(0)).unwrap_err();
+    assert_eq!(denied.to_string(), "rate limited: retry after 500ms");
+    let never = l.check_n_at(7, at(0)).unwrap_err();
+    assert_eq!(
+        never.to_string(),
+        "rate limited: the request can never pass (cost above burst)"
+    );
+    let error: Box<dyn std::error::Error> = Box::new(denied);
+    assert!(error.to_string().contains("500ms"));
+    let allowed = limiter(quota(10, 5)).check_n_at(2, at(0)).unwrap();
+    assert_eq!(
+        format!("{allowed:?}"),
+        "Allowed { remaining: 3, reset_after: 20ns }"
+    );
+    assert_eq!(
+        format!("{denied:?}"),
+        "Denied { retry_after: Some(500ms), remaining: 0, reset_after: 3s }"
+    );
+}
