@@ -12,7 +12,12 @@ use crate::quota::Quota;
 /// The outcome of spending `cost` tokens at `now` from a bucket at `tat`: on `Ok`, the TAT to
 /// store (equal to `tat` for a peek, which stores nothing) and the answer.
 #[inline(always)]
-pub(crate) fn spend(tat: u64, now: u64, cost: u32, quota: &Quota) -> Result<(u64, Allowed), Denied> {
+pub(crate) fn spend(
+    tat: u64,
+    now: u64,
+    cost: u32,
+    quota: &Quota,
+) -> Result<(u64, Allowed), Denied> {
     // How far the bucket is from full; `max(TAT, now) - now`. A stale `now` (earlier than one
     // already used) makes this larger, never smaller: a stale clock never grants tokens.
     let ahead = tat.saturating_sub(now);
@@ -25,15 +30,13 @@ pub(crate) fn spend(tat: u64, now: u64, cost: u32, quota: &Quota) -> Result<(u64
     // cost <= burst, so cost * T <= D: no overflow.
     let cost_ns = u64::from(cost) * quota.emission_interval_ns();
     let depth = quota.depth_ns();
-    match ahead.checked_add(cost_ns) {
-        Some(need) if need <= depth => match now.checked_add(need) {
-            Some(new_tat) => Ok((new_tat, Allowed::new(level(need, quota)))),
-            // The new TAT is past the end of the clock: it can never be stored.
-            None => Err(Denied::new(level(ahead, quota), None)),
-        },
-        Some(need) => Err(Denied::new(level(ahead, quota), Some(need - depth))),
-        // `ahead` is near u64::MAX (a stale `now` far behind the TAT): the wait saturates.
-        None => Err(Denied::new(level(ahead, quota), Some(u64::MAX))),
+    // `need` is how far ahead of `now` the TAT would be; the new TAT must be representable.
+    let need = ahead.checked_add(cost_ns);
+    match need.and_then(|need| Some((need, now.checked_add(need)?))) {
+        Some((need, new_tat)) if need <= depth => Ok((new_tat, Allowed::new(level(need, quota)))),
+        Some((need, _)) => Err(Denied::new(level(ahead, quota), Some(need - depth))),
+        // The TAT would pass the end of the clock (584 years): it can never be stored.
+        None => Err(Denied::new(level(ahead, quota), None)),
     }
 }
 
@@ -47,6 +50,51 @@ pub(crate) fn refund(tat: u64, now: u64, n: u32, quota: &Quota) -> Option<u64> {
     // min(n, burst) * T <= D: no overflow, and more than a full bucket cannot be given back.
     let give_ns = u64::from(n.min(quota.burst())) * quota.emission_interval_ns();
     Some(tat.saturating_sub(give_ns).max(now))
+}
+
+/// The TAT after undoing a spend of `cost` tokens that moved the TAT from `before` to
+/// `after`, when other writes landed since (`tat != after`).
+///
+/// Every later spend `i` moved the TAT to `max(TAT, t_i) + c_i * T`. Without ours, the same
+/// spends would have built on `before` instead of `after`, giving at most
+/// `max(before, now) + later` (where `later = tat - after` bounds what they added) provided
+/// every `t_i <= now`; and never less than `tat - cost * T`. (When the TAT has dropped below
+/// `after`, tokens under or over this spend were given back, and `before` is lowered by as
+/// much.) The result is the larger of the two, never above `tat`: exact when everything
+/// happened at one instant, and otherwise never below what the later spends alone would have
+/// left, so the rollback admits nothing beyond the limit. `None` when nothing changes.
+#[inline]
+pub(crate) fn unwind_spend(
+    tat: u64,
+    now: u64,
+    before: u64,
+    after: u64,
+    cost: u32,
+    quota: &Quota,
+) -> Option<u64> {
+    let cost_ns = u64::from(cost.min(quota.burst())) * quota.emission_interval_ns();
+    let rebuilt = if tat >= after {
+        before.max(now).saturating_add(tat - after)
+    } else {
+        // Something under or over this spend was given back since: the bucket it sits on is
+        // lower by at least that much.
+        before.saturating_sub(after - tat).max(now)
+    };
+    let new = tat.saturating_sub(cost_ns).max(rebuilt).min(tat);
+    (new < tat).then_some(new)
+}
+
+/// The TAT after giving back `n` tokens of a booking that moved the TAT to `after`. Only a
+/// booking that nothing was booked or spent on since (`tat <= after`) gives tokens back: a
+/// later booking keeps the time it was given, and a new one must not be handed a slot that
+/// overlaps it. Never below `now`. `None` when nothing changes.
+#[inline]
+pub(crate) fn unwind_booking(tat: u64, now: u64, after: u64, n: u32, quota: &Quota) -> Option<u64> {
+    if tat > after || tat <= now || n == 0 {
+        return None;
+    }
+    let back = u64::from(n.min(quota.burst())) * quota.emission_interval_ns();
+    Some(tat.saturating_sub(back).max(now))
 }
 
 /// Whole tokens available at `now`, spending nothing.
@@ -68,4 +116,64 @@ fn level(reset_after_ns: u64, quota: &Quota) -> Level {
         depth_ns: quota.depth_ns(),
         interval_ns: quota.emission_interval_ns(),
     }
+}
+
+/// A booking: when the reserved tokens are ready, and the bucket right after booking them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Booking {
+    pub(crate) ready_at: u64,
+    pub(crate) allowed: Allowed,
+}
+
+/// The outcome of reserving `cost` tokens at `now`, waiting at most `max_wait_ns` for them:
+/// the TAT moves exactly as for a spend, but the spend may lie in the future. A reservation
+/// that would wait longer than `max_wait_ns` is refused with the [`Denied`] a check would give
+/// (its `retry_after` is the wait it would have needed).
+#[inline]
+pub(crate) fn reserve(
+    tat: u64,
+    now: u64,
+    cost: u32,
+    max_wait_ns: u64,
+    quota: &Quota,
+) -> Result<(u64, Booking), Denied> {
+    let ahead = tat.saturating_sub(now);
+    if cost == 0 {
+        let allowed = Allowed::new(level(ahead, quota));
+        return Ok((
+            tat,
+            Booking {
+                ready_at: now,
+                allowed,
+            },
+        ));
+    }
+    let refused = |wait: Option<u64>| Denied::new(level(ahead, quota), wait);
+    if cost > quota.burst() {
+        return Err(refused(None));
+    }
+    // cost <= burst, so cost * T <= D: no overflow.
+    let need = ahead.checked_add(u64::from(cost) * quota.emission_interval_ns());
+    // As in `spend`: a TAT past the end of the clock can never be stored.
+    let (need, new_tat) = need
+        .and_then(|need| Some((need, now.checked_add(need)?)))
+        .ok_or(refused(None))?;
+    let wait = need.saturating_sub(quota.depth_ns());
+    if wait > max_wait_ns {
+        return Err(refused(Some(wait)));
+    }
+    let booking = Booking {
+        ready_at: now + wait, // wait <= need, and now + need did not overflow
+        allowed: Allowed::new(level(need, quota)),
+    };
+    Ok((new_tat, booking))
+}
+
+/// The TAT after spending `n` more tokens unconditionally at `now` (a settled reservation that
+/// cost more than it booked): the bucket may go into debt, and later requests wait it out.
+/// Saturates at `u64::MAX` rather than wrap.
+#[inline]
+pub(crate) fn force(tat: u64, now: u64, n: u32, quota: &Quota) -> u64 {
+    let extra = u64::from(n).saturating_mul(quota.emission_interval_ns());
+    tat.max(now).saturating_add(extra)
 }

@@ -33,6 +33,8 @@
 //! # Features
 //! - `std` (default): [`MonotonicClock`], [`baseline::MutexBucket`] and `Limiter::new`.
 //!   Without it the crate is `no_std` and needs `alloc` (for [`ManualClock`]).
+//! - `async`: [`Limiter::until_ready_n`], an executor-independent async wait (timer from the
+//!   futures-timer crate).
 //! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
 //!   64-bit compare-and-swap.
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
@@ -40,6 +42,7 @@
 
 extern crate alloc;
 
+mod all_of;
 mod bucket;
 mod clock;
 mod gcra;
@@ -47,11 +50,15 @@ mod limiter;
 mod nanos;
 mod outcome;
 mod quota;
+mod reservation;
 mod sync;
+#[cfg(feature = "std")]
+mod wait;
 
 #[cfg(feature = "std")]
 pub mod baseline;
 
+pub use all_of::{all_of, AllOf, Limit, Undo};
 #[cfg(feature = "std")]
 pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};
@@ -59,3 +66,4 @@ pub use limiter::Limiter;
 pub use nanos::Nanos;
 pub use outcome::{Allowed, Denied};
 pub use quota::{Quota, QuotaError};
+pub use reservation::Reservation;

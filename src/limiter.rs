@@ -139,6 +139,11 @@ impl<C: Clock> Limiter<C> {
         &self.clock
     }
 
+    #[inline]
+    pub(crate) fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
+
     /// The theoretical arrival time: the instant the bucket is full again. For the loom models.
     #[cfg(loom)]
     #[doc(hidden)]

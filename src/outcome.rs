@@ -7,7 +7,7 @@ use core::fmt;
 use core::time::Duration;
 
 /// The bucket after a decision: how far its theoretical arrival time is ahead of `now`.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy)]
 pub(crate) struct Level {
     /// Time until the bucket is full again (`TAT - now`, at least 0).
     pub(crate) reset_after_ns: u64,
@@ -18,6 +18,26 @@ pub(crate) struct Level {
 }
 
 impl Level {
+    /// A level that reports exactly `remaining` tokens and `reset_after_ns`: what a combination
+    /// of several buckets (with different quotas) reports. With an interval of 1 ns the token
+    /// count is `depth - reset_after`, so the depth is set to make it `remaining` (saturating
+    /// only for a `reset_after_ns` within 2^32 ns of u64::MAX, 584 years).
+    fn exact(reset_after_ns: u64, remaining: u32) -> Level {
+        Level {
+            reset_after_ns,
+            depth_ns: reset_after_ns.saturating_add(u64::from(remaining)),
+            interval_ns: 1,
+        }
+    }
+
+    /// The stricter of two levels: the fewer tokens and the longer time to full.
+    fn stricter(self, other: Level) -> Level {
+        Level::exact(
+            self.reset_after_ns.max(other.reset_after_ns),
+            self.remaining().min(other.remaining()),
+        )
+    }
+
     /// Whole tokens in the bucket: `floor((depth - reset_after) / interval)`, 0 if overdrawn.
     #[inline]
     fn remaining(&self) -> u32 {
@@ -28,7 +48,9 @@ impl Level {
 }
 
 /// A request that was admitted. Its tokens are spent.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Two answers are equal when they report the same `remaining` and `reset_after`.
+#[derive(Clone, Copy)]
 pub struct Allowed {
     level: Level,
 }
@@ -45,6 +67,17 @@ impl Allowed {
         self.level.remaining()
     }
 
+    /// An answer for a request that no bucket limits: `u32::MAX` remaining, full now.
+    pub(crate) fn unlimited() -> Allowed {
+        Allowed::new(Level::exact(0, u32::MAX))
+    }
+
+    /// The answer for a request admitted by several buckets: the smallest `remaining` and the
+    /// longest `reset_after` of the two.
+    pub(crate) fn stricter(self, other: Allowed) -> Allowed {
+        Allowed::new(self.level.stricter(other.level))
+    }
+
     /// Time until the bucket is full again if nothing more is spent.
     #[inline]
     pub fn reset_after(&self) -> Duration {
@@ -53,7 +86,10 @@ impl Allowed {
 }
 
 /// A request that was refused. Nothing was spent.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Two answers are equal when they report the same `retry_after`, `remaining` and
+/// `reset_after`.
+#[derive(Clone, Copy)]
 pub struct Denied {
     level: Level,
     retry_after_ns: Option<u64>,
@@ -90,7 +126,49 @@ impl Denied {
     pub fn reset_after(&self) -> Duration {
         Duration::from_nanos(self.level.reset_after_ns)
     }
+
+    /// The answer for a request refused by `self`'s bucket, given what another bucket says
+    /// (another refusal, or the level of a bucket that would admit it): the longest
+    /// `retry_after` (`None`, never, is the longest), the smallest `remaining`, the longest
+    /// `reset_after`.
+    pub(crate) fn stricter(self, other: Result<Allowed, Denied>) -> Denied {
+        match other {
+            Ok(allowed) => Denied::new(self.level.stricter(allowed.level), self.retry_after_ns),
+            Err(denied) => {
+                let retry = match (self.retry_after_ns, denied.retry_after_ns) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                };
+                Denied::new(self.level.stricter(denied.level), retry)
+            }
+        }
+    }
 }
+
+impl PartialEq for Allowed {
+    fn eq(&self, other: &Allowed) -> bool {
+        (self.remaining(), self.level.reset_after_ns)
+            == (other.remaining(), other.level.reset_after_ns)
+    }
+}
+
+impl Eq for Allowed {}
+
+impl PartialEq for Denied {
+    fn eq(&self, other: &Denied) -> bool {
+        (
+            self.retry_after_ns,
+            self.remaining(),
+            self.level.reset_after_ns,
+        ) == (
+            other.retry_after_ns,
+            other.remaining(),
+            other.level.reset_after_ns,
+        )
+    }
+}
+
+impl Eq for Denied {}
 
 impl fmt::Debug for Allowed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -45,6 +45,8 @@ pub enum QuotaError {
     ZeroPeriod,
     /// An emission interval or period longer than `u64::MAX` nanoseconds.
     PeriodTooLong,
+    /// A quota split into zero shares.
+    ZeroShares,
     /// `burst * emission_interval` does not fit in `u64` nanoseconds.
     DepthOverflow {
         /// The emission interval in nanoseconds.
@@ -60,6 +62,7 @@ impl fmt::Display for QuotaError {
             QuotaError::ZeroRate => f.write_str("quota rate must be at least 1 token per period"),
             QuotaError::ZeroBurst => f.write_str("quota burst must be at least 1 token"),
             QuotaError::ZeroPeriod => f.write_str("quota period must be at least 1 nanosecond"),
+            QuotaError::ZeroShares => f.write_str("a quota must be split into at least 1 share"),
             QuotaError::PeriodTooLong => {
                 f.write_str("quota period must be at most u64::MAX nanoseconds (about 584 years)")
             }
@@ -144,10 +147,47 @@ impl Quota {
         Quota::from_parts(self.interval_ns, burst)
     }
 
+    /// One server's share of this quota when `n` servers enforce it together without a central
+    /// store: a rate `n` times slower (emission interval times `n`) and a burst of `burst / n`
+    /// rounded down, at least 1.
+    ///
+    /// Inaccuracy: the shares add up to at most the global rate, and to at most the global
+    /// burst when `burst >= n` (each share's burst is at least 1, so with `burst < n` the
+    /// servers together can burst `n`). Under skewed load the global limit is under-used: a
+    /// server that receives most of the traffic is held to its `1/n` share while the others'
+    /// shares go unspent. With load spread evenly (round-robin) it is close to exact. When
+    /// that matters, keep the bucket in one place (the Redis backend).
+    ///
+    /// ```
+    /// use cellrate::Quota;
+    /// use std::time::Duration;
+    ///
+    /// let share = Quota::per_second(100).with_burst(20).split(4);
+    /// assert_eq!(share.emission_interval(), Duration::from_millis(40)); // 25/s
+    /// assert_eq!(share.burst(), 5);
+    /// ```
+    ///
+    /// # Panics
+    /// If `n` is zero or the share's interval overflows. [`Quota::try_split`] returns the error.
+    pub fn split(self, n: u32) -> Quota {
+        self.try_split(n)
+            .unwrap_or_else(|e| panic!("Quota::split({n}): {e}"))
+    }
+
+    /// Fallible [`Quota::split`].
+    pub fn try_split(self, n: u32) -> Result<Quota, QuotaError> {
+        let n = NonZeroU32::new(n).ok_or(QuotaError::ZeroShares)?;
+        let interval_ns = self
+            .interval_ns
+            .checked_mul(u64::from(n.get()))
+            .ok_or(QuotaError::PeriodTooLong)?;
+        Quota::from_parts(interval_ns, (self.burst / n).max(1))
+    }
+
     /// One token every `emission_interval`, at most `burst` saved: the general constructor.
     pub fn try_new(emission_interval: Duration, burst: u32) -> Result<Quota, QuotaError> {
-        let ns = u64::try_from(emission_interval.as_nanos())
-            .map_err(|_| QuotaError::PeriodTooLong)?;
+        let ns =
+            u64::try_from(emission_interval.as_nanos()).map_err(|_| QuotaError::PeriodTooLong)?;
         Quota::from_parts(ns, burst)
     }
 

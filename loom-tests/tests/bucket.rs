@@ -44,7 +44,10 @@ fn spend_model(threads: usize, burst: u32, racy: bool) {
     }
     let admitted = admitted.load(Ordering::Relaxed);
     assert!(admitted <= burst, "admitted {admitted} > burst {burst}");
-    assert_eq!(admitted, burst, "a token was left unspent by {threads} spenders");
+    assert_eq!(
+        admitted, burst,
+        "a token was left unspent by {threads} spenders"
+    );
     assert_eq!(
         limiter.theoretical_arrival(),
         Nanos::new(u64::from(admitted) * T),
@@ -97,7 +100,11 @@ fn spend_refund_model(racy_spend: bool, racy_refund: bool) {
         limiter.refund_at(1, Nanos::ZERO);
     }
     spender.join().unwrap();
-    assert_eq!(limiter.theoretical_arrival(), Nanos::new(T), "lost spend or refund");
+    assert_eq!(
+        limiter.theoretical_arrival(),
+        Nanos::new(T),
+        "lost spend or refund"
+    );
     assert_eq!(limiter.available_at(Nanos::ZERO), 1);
 }
 

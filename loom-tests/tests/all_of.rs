@@ -1,0 +1,120 @@
+//! Models of all-or-nothing checks across several buckets (`cellrate::all_of`).
+//!
+//! Threads check overlapping sets of buckets at one instant. Whatever the interleaving, no
+//! bucket admits more than its burst, and each bucket's final TAT is exactly
+//! `admitted * T`: a refused multi-check leaves every TAT as if it had never run. The twin
+//! without rollback must fail.
+#![cfg(loom)]
+
+use cellrate::{all_of, Limit, Limiter, ManualClock, Nanos, Quota};
+use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use std::time::Duration;
+
+const T: u64 = 10; // emission interval of every model, in ns
+
+struct World {
+    buckets: Vec<Limiter<ManualClock>>,
+    admitted: Vec<AtomicU32>,
+}
+
+impl World {
+    fn new(bursts: &[u32]) -> Arc<World> {
+        let limiter = |burst| {
+            let quota = Quota::try_new(Duration::from_nanos(T), burst).unwrap();
+            Limiter::with_clock(quota, ManualClock::new())
+        };
+        Arc::new(World {
+            buckets: bursts.iter().map(|&b| limiter(b)).collect(),
+            admitted: bursts.iter().map(|_| AtomicU32::new(0)).collect(),
+        })
+    }
+
+    /// Checks one token against the buckets named by `set`, and counts the admissions.
+    fn check(&self, set: &[usize], rollback: bool) {
+        let limits: Vec<&dyn Limit> = set
+            .iter()
+            .map(|&i| &self.buckets[i] as &dyn Limit)
+            .collect();
+        let check = all_of(&limits);
+        let outcome = if rollback {
+            check.check_n_at(1, Nanos::ZERO)
+        } else {
+            check.check_n_at_without_rollback(1, Nanos::ZERO)
+        };
+        if outcome.is_ok() {
+            for &i in set {
+                // Relaxed: counters read after every thread is joined.
+                self.admitted[i].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn assert_exact(&self) {
+        for (i, bucket) in self.buckets.iter().enumerate() {
+            let admitted = self.admitted[i].load(Ordering::Relaxed);
+            let burst = bucket.quota().burst();
+            assert!(
+                admitted <= burst,
+                "bucket {i} admitted {admitted} > burst {burst}"
+            );
+            assert_eq!(
+                bucket.theoretical_arrival(),
+                Nanos::new(u64::from(admitted) * T),
+                "bucket {i}: TAT is not what the admitted checks alone would leave"
+            );
+        }
+    }
+}
+
+/// Runs one thread per set, all at `now = 0`, then checks the invariants.
+fn model(bursts: &[u32], sets: &'static [&'static [usize]], rollback: bool) {
+    let world = World::new(bursts);
+    let threads: Vec<_> = sets
+        .iter()
+        .map(|set| {
+            let world = world.clone();
+            thread::spawn(move || world.check(set, rollback))
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    world.assert_exact();
+}
+
+// Two threads: {A, B} against {B}, with B holding one token: one of them must be refused, and
+// a refusal of {A, B} must give A's token back.
+const TWO: &[&[usize]] = &[&[0, 1], &[1]];
+
+#[test]
+fn two_overlapping_checks_roll_back_exactly() {
+    loom::model(|| model(&[1, 1], TWO, true));
+}
+
+#[test]
+#[should_panic(expected = "TAT is not what the admitted checks alone would leave")]
+fn two_overlapping_checks_without_rollback_leak_a_spend() {
+    loom::model(|| model(&[1, 1], TWO, false));
+}
+
+// Three threads over three buckets in different orders; A has room for two.
+const THREE: &[&[usize]] = &[&[0, 1], &[1, 2], &[2, 0]];
+
+#[test]
+fn three_overlapping_checks_never_over_admit() {
+    bounded(2).check(|| model(&[2, 1, 1], THREE, true));
+}
+
+#[test]
+#[should_panic(expected = "TAT is not what the admitted checks alone would leave")]
+fn three_overlapping_checks_without_rollback_leak_a_spend() {
+    bounded(2).check(|| model(&[2, 1, 1], THREE, false));
+}
+
+fn bounded(preemptions: usize) -> loom::model::Builder {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(preemptions);
+    builder
+}

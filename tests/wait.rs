@@ -1,0 +1,252 @@
+//! Waiting for tokens: `Limiter::wait_n` (blocking, real clock) and, with feature `async`,
+//! `Limiter::until_ready_n` on a hand-written executor. Real-clock tests use generous bounds
+//! and check only what the limiter promises: never early, refusals at once, booking order.
+
+use cellrate::{Clock, Limiter, MonotonicClock, Nanos, Quota};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+const LONG: Duration = Duration::from_secs(3600);
+/// How long a call that must not wait may take on a loaded machine.
+const AT_ONCE: Duration = Duration::from_millis(500);
+
+#[test]
+fn sequential_waits_are_spaced_by_the_emission_interval() {
+    let limiter = Limiter::new(Quota::per_second(5).with_burst(1));
+    let start = Instant::now();
+    for _ in 0..4 {
+        let allowed = limiter.wait_n(1, LONG).unwrap();
+        assert_eq!(allowed.remaining(), 0);
+    }
+    let elapsed = start.elapsed();
+    // The 1st call goes at once, the 4th is ready 3 intervals after the 1st booking.
+    assert!(elapsed >= Duration::from_millis(598), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+}
+
+#[test]
+fn a_wait_beyond_max_wait_is_refused_at_once_and_books_nothing() {
+    let limiter = Limiter::new(Quota::per_second(1));
+    limiter.wait_n(1, LONG).unwrap();
+    let first_booked_by = limiter.clock().now();
+    let start = Instant::now();
+    let refused = limiter.wait_n(1, Duration::from_millis(100)).unwrap_err();
+    assert!(start.elapsed() < AT_ONCE, "{:?}", start.elapsed());
+    let retry = refused.retry_after().unwrap();
+    assert!(retry > Duration::from_millis(100) && retry <= Duration::from_secs(1));
+    // Had the refusal booked, the next slot would be two intervals after the first booking.
+    let next = limiter.reserve_n(1, LONG).unwrap();
+    assert!(next.ready_at() <= first_booked_by.saturating_add(Duration::from_secs(1)));
+}
+
+#[test]
+fn a_cost_above_the_burst_is_refused_at_once() {
+    let limiter = Limiter::new(Quota::per_second(5));
+    let start = Instant::now();
+    let refused = limiter.wait_n(6, Duration::MAX).unwrap_err();
+    assert!(start.elapsed() < AT_ONCE, "{:?}", start.elapsed());
+    assert_eq!(refused.retry_after(), None);
+    assert_eq!(limiter.available(), 5);
+}
+
+thread_local! {
+    /// Every reading of a `RecordingClock` made by this thread.
+    static READINGS: RefCell<Vec<Nanos>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The monotonic clock, remembering per thread what it answered: the first reading inside
+/// `wait_n` is the `now` its reservation was booked at.
+struct RecordingClock(MonotonicClock);
+
+impl Clock for RecordingClock {
+    fn now(&self) -> Nanos {
+        let now = self.0.now();
+        READINGS.with(|r| r.borrow_mut().push(now));
+        now
+    }
+}
+
+/// One waiter's story: where it was booked and when it woke.
+struct Waiter {
+    /// The TAT its booking left: its place in line.
+    slot: u64,
+    ready_at: u64,
+    woke_at: u64,
+    wake_rank: usize,
+}
+
+#[test]
+fn concurrent_waiters_wake_in_booking_order_and_never_early() {
+    const THREADS: usize = 8;
+    let quota = Quota::per_second(20).with_burst(1);
+    let interval = quota.emission_interval_ns();
+    let limiter = Limiter::with_clock(quota, RecordingClock(MonotonicClock::new()));
+    let start = Barrier::new(THREADS);
+    let woken = AtomicUsize::new(0);
+    let mut waiters: Vec<Waiter> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    READINGS.with(|r| r.borrow_mut().clear());
+                    let allowed = limiter.wait_n(1, LONG).unwrap();
+                    let wake_rank = woken.fetch_add(1, Ordering::Relaxed);
+                    let woke_at = limiter.clock().0.now().as_u64();
+                    let booked_at = READINGS.with(|r| r.borrow()[0]).as_u64();
+                    let slot = booked_at + allowed.reset_after().as_nanos() as u64;
+                    Waiter {
+                        slot,
+                        ready_at: slot - interval, // burst 1: ready one interval before full
+                        woke_at,
+                        wake_rank,
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    waiters.sort_by_key(|w| w.slot);
+    for pair in waiters.windows(2) {
+        assert!(
+            pair[1].slot >= pair[0].slot + interval,
+            "two waiters share a slot"
+        );
+    }
+    for (booking_rank, w) in waiters.iter().enumerate() {
+        assert!(
+            w.woke_at >= w.ready_at,
+            "woke {} ns early",
+            w.ready_at - w.woke_at
+        );
+        assert_eq!(w.wake_rank, booking_rank, "woke out of booking order");
+    }
+}
+
+#[cfg(feature = "async")]
+mod until_ready {
+    use super::{AT_ONCE, LONG};
+    use cellrate::{Limiter, ManualClock, Nanos, Quota};
+    use std::future::Future;
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+    use std::thread::{self, Thread};
+    use std::time::{Duration, Instant};
+
+    /// Wakes a parked thread: the whole of the executor below.
+    struct Unpark(Thread);
+
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    /// Runs a future to completion on this thread, parking while it is pending.
+    fn block_on<F: Future>(future: F) -> F::Output {
+        let mut future = pin!(future);
+        let waker = Waker::from(Arc::new(Unpark(thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        loop {
+            match future.as_mut().poll(&mut cx) {
+                Poll::Ready(output) => return output,
+                Poll::Pending => thread::park(),
+            }
+        }
+    }
+
+    /// Polls `future` once with a waker that does nothing.
+    fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+        future.poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    fn manual(per_second: u32, burst: u32) -> Limiter<ManualClock> {
+        Limiter::with_clock(
+            Quota::per_second(per_second).with_burst(burst),
+            ManualClock::new(),
+        )
+    }
+
+    #[test]
+    fn until_ready_returns_after_the_wait() {
+        let limiter = Limiter::new(Quota::per_second(5).with_burst(1));
+        let start = Instant::now();
+        block_on(limiter.until_ready_n(1, LONG)).unwrap();
+        assert!(start.elapsed() < AT_ONCE, "the first token is there");
+        block_on(limiter.until_ready_n(1, LONG)).unwrap();
+        let elapsed = start.elapsed();
+        assert!(elapsed >= Duration::from_millis(195), "{elapsed:?}");
+        assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    }
+
+    #[test]
+    fn a_completed_wait_keeps_its_tokens() {
+        let limiter = manual(10, 1);
+        limiter.check_n(1).unwrap(); // the next token is 100 ms away on the manual clock
+        block_on(limiter.until_ready_n(1, LONG)).unwrap();
+        let peek = limiter.check_n(0).unwrap();
+        assert_eq!(
+            peek.reset_after(),
+            Duration::from_millis(200),
+            "booking kept"
+        );
+    }
+
+    #[test]
+    fn a_dropped_future_gives_its_tokens_back() {
+        let limiter = manual(1, 2);
+        let twin = manual(1, 2);
+        limiter.check_n(1).unwrap();
+        twin.check_n(1).unwrap();
+        assert_eq!(limiter.available(), 1);
+        {
+            let mut waiting = pin!(limiter.until_ready_n(2, LONG));
+            assert!(
+                poll_once(waiting.as_mut()).is_pending(),
+                "2 tokens need 1 s"
+            );
+            assert_eq!(limiter.available(), 0, "booked on the first poll");
+            assert_eq!(
+                limiter.check_n(0).unwrap().reset_after(),
+                Duration::from_secs(3)
+            );
+        }
+        assert_eq!(limiter.available(), 1);
+        let next =
+            |l: &Limiter<ManualClock>| l.reserve_n_at(2, LONG, Nanos::ZERO).map(|r| r.ready_at());
+        assert_eq!(next(&limiter), Ok(Nanos::new(1_000_000_000)));
+        assert_eq!(next(&twin), Ok(Nanos::new(1_000_000_000)));
+    }
+
+    #[test]
+    fn a_future_never_polled_books_nothing() {
+        let limiter = manual(1, 2);
+        drop(limiter.until_ready_n(2, LONG));
+        assert_eq!(limiter.available(), 2);
+    }
+
+    #[test]
+    fn refusals_resolve_on_the_first_poll_and_book_nothing() {
+        let limiter = manual(1, 2);
+        let mut too_costly = pin!(limiter.until_ready_n(3, LONG));
+        match poll_once(too_costly.as_mut()) {
+            Poll::Ready(Err(refused)) => assert_eq!(refused.retry_after(), None),
+            other => panic!("cost above burst: {other:?}"),
+        }
+        limiter.check_n(2).unwrap();
+        let mut too_long = pin!(limiter.until_ready_n(1, Duration::from_millis(900)));
+        match poll_once(too_long.as_mut()) {
+            Poll::Ready(Err(refused)) => {
+                assert_eq!(refused.retry_after(), Some(Duration::from_secs(1)))
+            }
+            other => panic!("beyond max_wait: {other:?}"),
+        }
+        assert_eq!(
+            limiter.check_n(0).unwrap().reset_after(),
+            Duration::from_secs(2),
+            "nothing booked"
+        );
+    }
+}
