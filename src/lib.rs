@@ -35,6 +35,8 @@
 //!   Without it the crate is `no_std` and needs `alloc` (for [`ManualClock`]).
 //! - `async`: [`Limiter::until_ready_n`], an executor-independent async wait (timer from the
 //!   futures-timer crate).
+//! - `quanta`: [`QuantaClock`], a clock read from the CPU's timestamp counter, several times
+//!   cheaper than `std::time::Instant`.
 //! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
 //!   64-bit compare-and-swap.
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
@@ -49,6 +51,8 @@ mod gcra;
 mod limiter;
 mod nanos;
 mod outcome;
+#[cfg(feature = "quanta")]
+mod quanta_clock;
 mod quota;
 mod reservation;
 mod sync;
@@ -65,5 +69,7 @@ pub use clock::{Clock, ManualClock};
 pub use limiter::Limiter;
 pub use nanos::Nanos;
 pub use outcome::{Allowed, Denied};
+#[cfg(feature = "quanta")]
+pub use quanta_clock::QuantaClock;
 pub use quota::{Quota, QuotaError};
 pub use reservation::Reservation;

@@ -119,3 +119,52 @@ fn references_and_arcs_of_clocks_are_clocks() {
     let by_ref: &dyn Clock = &clock;
     assert_eq!(read(by_ref), Nanos::new(43));
 }
+
+#[cfg(feature = "quanta")]
+mod quanta_clock {
+    use cellrate::{Clock, Limiter, QuantaClock, Quota};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn never_goes_backwards_and_follows_real_time() {
+        let clock = QuantaClock::new();
+        let (start, real_start) = (clock.now(), Instant::now());
+        let mut last = start;
+        for _ in 0..5_000 {
+            let now = clock.now();
+            assert!(now >= last, "{now:?} < {last:?}");
+            last = now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let (elapsed, real) = (
+            clock.now().saturating_duration_since(start),
+            real_start.elapsed(),
+        );
+        // Generous bounds: the point is the scale (ns, not ticks), not the precision.
+        assert!(
+            elapsed >= Duration::from_millis(15),
+            "{elapsed:?} vs {real:?}"
+        );
+        assert!(
+            elapsed <= real + Duration::from_millis(50),
+            "{elapsed:?} vs {real:?}"
+        );
+    }
+
+    #[test]
+    fn clones_and_new_clocks_share_one_origin() {
+        let a = QuantaClock::new();
+        let b = QuantaClock::new();
+        let (first, second) = (a.now(), b.now());
+        assert!(second >= first);
+        assert!(second.saturating_duration_since(first) < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn drives_a_limiter() {
+        let limiter = Limiter::with_clock(Quota::per_second(1).with_burst(2), QuantaClock::new());
+        assert!(limiter.check().is_ok());
+        assert!(limiter.check().is_ok());
+        assert!(limiter.check().is_err());
+    }
+}

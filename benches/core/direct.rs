@@ -1,7 +1,8 @@
 //! `direct/*`: one limiter on one thread, each check on one path, against its physical floor.
 //!
 //! `_at` groups pass the time in (cellrate and the mutex bucket at [`NOW`](super::subjects::NOW),
-//! governor on its standing-still test clock); `_clock` groups read each limiter's default clock.
+//! governor on its standing-still test clock); `_clock` groups read each limiter's default clock,
+//! and with `--features quanta` also cellrate on its TSC clock.
 
 use crate::subjects::{
     time_spends, CellrateAt, CellrateClock, FloorCas, FloorClockRead, FloorLoad, GovernorClock,
@@ -40,6 +41,14 @@ pub fn allowed_clock(c: &mut Criterion) {
     bench_spends(&mut group, "mutex_bucket", path, || MutexClock::new(path));
     bench_spends(&mut group, "governor", path, || GovernorClock::new(path));
     bench_spends(&mut group, "floor_clock_read", path, FloorClockRead::new);
+    #[cfg(feature = "quanta")]
+    {
+        use crate::subjects::{CellrateQuanta, FloorQuantaRead};
+        bench_spends(&mut group, "cellrate_quanta", path, || {
+            CellrateQuanta::new(path)
+        });
+        bench_spends(&mut group, "floor_quanta_read", path, FloorQuantaRead::new);
+    }
     group.finish();
 }
 
@@ -50,6 +59,13 @@ pub fn denied_clock(c: &mut Criterion) {
     bench_spends(&mut group, "cellrate", path, || CellrateClock::new(path));
     bench_spends(&mut group, "mutex_bucket", path, || MutexClock::new(path));
     bench_spends(&mut group, "governor", path, || GovernorClock::new(path));
+    #[cfg(feature = "quanta")]
+    {
+        use crate::subjects::CellrateQuanta;
+        bench_spends(&mut group, "cellrate_quanta", path, || {
+            CellrateQuanta::new(path)
+        });
+    }
     group.finish();
 }
 

@@ -278,3 +278,44 @@ impl Spend for FloorClockRead {
         true
     }
 }
+
+/// cellrate on [`QuantaClock`](cellrate::QuantaClock) (feature `quanta`): the TSC clock.
+#[cfg(feature = "quanta")]
+pub struct CellrateQuanta(Limiter<cellrate::QuantaClock>);
+
+#[cfg(feature = "quanta")]
+impl CellrateQuanta {
+    pub fn new(path: Path) -> CellrateQuanta {
+        let limiter = Limiter::with_clock(path.quota(), cellrate::QuantaClock::new());
+        path.prime(CellrateQuanta(limiter))
+    }
+}
+
+#[cfg(feature = "quanta")]
+impl Spend for CellrateQuanta {
+    #[inline]
+    fn spend(&self) -> bool {
+        self.0.check().is_ok()
+    }
+}
+
+/// One read of [`QuantaClock`](cellrate::QuantaClock).
+#[cfg(feature = "quanta")]
+pub struct FloorQuantaRead(cellrate::QuantaClock);
+
+#[cfg(feature = "quanta")]
+impl FloorQuantaRead {
+    pub fn new() -> FloorQuantaRead {
+        FloorQuantaRead(cellrate::QuantaClock::new())
+    }
+}
+
+#[cfg(feature = "quanta")]
+impl Spend for FloorQuantaRead {
+    #[inline]
+    fn spend(&self) -> bool {
+        use cellrate::Clock;
+        black_box(self.0.now());
+        true
+    }
+}
