@@ -10,7 +10,8 @@ use crate::outcome::{Allowed, Denied, Level};
 use crate::quota::Quota;
 
 /// The outcome of spending `cost` tokens at `now` from a bucket at `tat`: on `Ok`, the TAT to
-/// store (equal to `tat` for a peek, which stores nothing) and the answer.
+/// store (equal to `tat` for a peek, which stores nothing) and the answer. A spend is a
+/// reservation that may not wait at all.
 #[inline(always)]
 pub(crate) fn spend(
     tat: u64,
@@ -18,26 +19,7 @@ pub(crate) fn spend(
     cost: u32,
     quota: &Quota,
 ) -> Result<(u64, Allowed), Denied> {
-    // How far the bucket is from full; `max(TAT, now) - now`. A stale `now` (earlier than one
-    // already used) makes this larger, never smaller: a stale clock never grants tokens.
-    let ahead = tat.saturating_sub(now);
-    if cost == 0 {
-        return Ok((tat, Allowed::new(level(ahead, quota))));
-    }
-    if cost > quota.burst() {
-        return Err(Denied::new(level(ahead, quota), None));
-    }
-    // cost <= burst, so cost * T <= D: no overflow.
-    let cost_ns = u64::from(cost) * quota.emission_interval_ns();
-    let depth = quota.depth_ns();
-    // `need` is how far ahead of `now` the TAT would be; the new TAT must be representable.
-    let need = ahead.checked_add(cost_ns);
-    match need.and_then(|need| Some((need, now.checked_add(need)?))) {
-        Some((need, new_tat)) if need <= depth => Ok((new_tat, Allowed::new(level(need, quota)))),
-        Some((need, _)) => Err(Denied::new(level(ahead, quota), Some(need - depth))),
-        // The TAT would pass the end of the clock (584 years): it can never be stored.
-        None => Err(Denied::new(level(ahead, quota), None)),
-    }
+    reserve(tat, now, cost, 0, quota).map(|(new_tat, booking)| (new_tat, booking.allowed))
 }
 
 /// The TAT after giving back `n` tokens at `now`: `max(TAT - n * T, now)`, so the level never
@@ -126,10 +108,10 @@ pub(crate) struct Booking {
 }
 
 /// The outcome of reserving `cost` tokens at `now`, waiting at most `max_wait_ns` for them:
-/// the TAT moves exactly as for a spend, but the spend may lie in the future. A reservation
-/// that would wait longer than `max_wait_ns` is refused with the [`Denied`] a check would give
-/// (its `retry_after` is the wait it would have needed).
-#[inline]
+/// the TAT moves to `max(TAT, now) + cost * T`, and the tokens are ready once that is at most
+/// one depth ahead. A reservation that would wait longer than `max_wait_ns` is refused with
+/// the [`Denied`] a check would give (its `retry_after` is the wait it would have needed).
+#[inline(always)]
 pub(crate) fn reserve(
     tat: u64,
     now: u64,
@@ -137,6 +119,8 @@ pub(crate) fn reserve(
     max_wait_ns: u64,
     quota: &Quota,
 ) -> Result<(u64, Booking), Denied> {
+    // How far the bucket is from full; `max(TAT, now) - now`. A stale `now` (earlier than one
+    // already used) makes this larger, never smaller: a stale clock never grants tokens.
     let ahead = tat.saturating_sub(now);
     if cost == 0 {
         let allowed = Allowed::new(level(ahead, quota));
@@ -148,16 +132,19 @@ pub(crate) fn reserve(
             },
         ));
     }
-    let refused = |wait: Option<u64>| Denied::new(level(ahead, quota), wait);
+    let refused = |retry_after_ns| Denied::new(level(ahead, quota), retry_after_ns);
     if cost > quota.burst() {
         return Err(refused(None));
     }
-    // cost <= burst, so cost * T <= D: no overflow.
-    let need = ahead.checked_add(u64::from(cost) * quota.emission_interval_ns());
-    // As in `spend`: a TAT past the end of the clock can never be stored.
-    let (need, new_tat) = need
+    // cost <= burst, so cost * T <= D: no overflow. `need` is how far ahead of `now` the TAT
+    // would be; the new TAT must be representable, or the request can never pass.
+    let cost_ns = u64::from(cost) * quota.emission_interval_ns();
+    let Some((need, new_tat)) = ahead
+        .checked_add(cost_ns)
         .and_then(|need| Some((need, now.checked_add(need)?)))
-        .ok_or(refused(None))?;
+    else {
+        return Err(refused(None));
+    };
     let wait = need.saturating_sub(quota.depth_ns());
     if wait > max_wait_ns {
         return Err(refused(Some(wait)));
