@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""Turns one run of benches/report.sh into BENCHMARKS.md tables, benches/chart.svg and a summary.
+
+Standard library only. Reads criterion's target/criterion/**/new/{benchmark,estimates}.json
+(median, ns) written during the runs listed in the manifest (older results are ignored), the
+output of plain harness = false bench binaries, and the machine's description; rewrites only the
+part of BENCHMARKS.md between the generated markers, and prints three summary lines.
+
+A criterion id is split into a subject (cellrate[_variant], mutex_bucket, governor, floor_*, or
+any other name, which gets its own column) and a row (the group and the id's other parts).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import re
+import subprocess
+import sys
+from collections import namedtuple
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+BEGIN, END = "<!-- generated:begin -->", "<!-- generated:end -->"
+COLUMNS = ("cellrate", "mutex_bucket", "governor", "floor")
+HEAD = {"cellrate": "cellrate", "mutex_bucket": "mutex bucket", "governor": "governor",
+        "floor": "floor"}
+COLORS = {"cellrate": "#1b9e77", "mutex_bucket": "#d95f02", "governor": "#7570b3"}
+SCENARIO = {"direct/allowed_at": "allowed, time passed in",
+            "direct/denied_at": "denied, time passed in",
+            "direct/allowed_clock": "allowed, real clock",
+            "direct/denied_clock": "denied, real clock"}
+TABLE_TITLE = {"direct": "direct: one limiter, one thread",
+               "contention": "contention: threads sharing one limiter"}
+UNIT = {"contention": ("thread", "threads")}  # what a number in a row's id counts
+FLOOR = {"cas": "bare CAS", "load": "bare load", "clock_read": "Instant::now",
+         "quanta_read": "quanta read"}
+VARIANT = {"quanta": "cellrate on QuantaClock"}
+
+Run = namedtuple("Run", "name kind status begin end command out")
+Result = namedtuple("Result", "group parts name column variant ns elements run")
+
+
+def read_runs(manifest):
+    """The bench targets of the last run, as report.sh recorded them (tab-separated)."""
+    rows = [line.split("\t") for line in Path(manifest).read_text().splitlines()]
+    return [Run(n, k, s, int(b), int(e), c, o) for n, k, s, b, e, c, o in rows]
+
+
+def classify(name):
+    """(column, variant) of a subject name; column None for subjects outside COLUMNS."""
+    for column in ("cellrate", "mutex_bucket", "governor"):
+        if name == column or name.startswith(column + "_"):
+            return column, name[len(column) + 1:]
+    return ("floor", name[len("floor_"):]) if name.startswith("floor_") else (None, "")
+
+
+def load_results(criterion_dir, runs):
+    """Every criterion result written during one of `runs`."""
+    results = []
+    for meta_path in sorted(criterion_dir.glob("**/new/benchmark.json")):
+        estimates = meta_path.with_name("estimates.json")
+        mtime = estimates.stat().st_mtime if estimates.exists() else -1
+        run = next((r for r in runs if r.kind == "criterion" and r.begin <= mtime <= r.end), None)
+        if run is None:
+            continue  # left over from an older run, or incomplete
+        meta = json.loads(meta_path.read_text())
+        ns = json.loads(estimates.read_text())["median"]["point_estimate"]
+        parts = (meta.get("function_id") or "value").split("/")
+        known = [i for i, p in enumerate(parts) if classify(p)[0]]
+        name = parts.pop(known[0] if known else -1)  # unknown subjects: the function's last part
+        parts += [meta["value_str"]] if meta.get("value_str") else []
+        elements = (meta.get("throughput") or {}).get("Elements")
+        results.append(Result(meta["group_id"], tuple(parts), name, *classify(name), ns,
+                              elements, run))
+    return results
+
+
+def collect_rows(results):
+    """{(group, parts, variant): {column or subject name: Result}}; a cellrate variant gets its
+    own row, which shows the same mutex bucket and governor measurements as the plain row."""
+    variants = {}
+    for r in results:
+        if r.column in ("cellrate", "mutex_bucket", "governor") and r.variant:
+            variants.setdefault((r.group, r.parts), set()).add(r.variant)
+    rows = {}
+    for r in results:
+        variant = r.variant
+        if r.column == "floor":  # floor_quanta_read belongs to the quanta row
+            own = variants.get((r.group, r.parts), ())
+            variant = next((v for v in sorted(own) if r.variant.startswith(v)), "")
+        rows.setdefault((r.group, r.parts, variant), {})[r.column or r.name] = r
+    for (group, parts, variant), row in rows.items():
+        base = rows.get((group, parts, ""), {}) if variant else {}
+        for column in ("mutex_bucket", "governor"):
+            if column not in row and column in base:
+                row[column] = base[column]
+    return rows
+
+
+def row_order(key):
+    """Known scenarios first in SCENARIO's order, then by group; numbers sort numerically."""
+    group, parts, variant = key
+    rank = list(SCENARIO).index(group) if group in SCENARIO else len(SCENARIO)
+    natural = [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts]
+    return (rank, group, natural, variant)
+
+
+def row_label(group, parts, variant):
+    words = [SCENARIO.get(group, group.split("/", 1)[1].replace("_", " "))] if "/" in group else []
+    for part in parts:
+        if part.isdigit():
+            unit = UNIT.get(group, ("", ""))[int(part) != 1]
+            words.append(f"{int(part):,} {unit}".strip())
+        else:
+            words.append(part.replace("_", " "))
+    if variant:
+        words.append(VARIANT.get(variant, "cellrate_" + variant))
+    return ", ".join(words) or group
+
+
+def per_second(r):
+    return (r.elements or 1) / r.ns * 1e9
+
+
+def sig3(v):
+    """`v` to 3 significant digits, trailing zeros kept: 3.00, 15.4, 159, 1304."""
+    return f"{v:.{max(0, 2 - math.floor(math.log10(abs(v))))}f}" if v else "0"
+
+
+def amount(r, rate):
+    """A result in M decisions/s (`rate`) or in ns, to 3 significant digits; n/a if missing."""
+    return "n/a" if r is None else sig3(per_second(r) / 1e6 if rate else r.ns)
+
+
+def ratio(mine, other, rate):
+    """`mine` over `other`: throughput ratio if `rate`, else time ratio; n/a if missing."""
+    if mine is None or other is None:
+        return "n/a"
+    return f"{per_second(mine) / per_second(other) if rate else mine.ns / other.ns:.2f}"
+
+
+def floor_name(r):
+    return FLOOR.get(r.variant, r.variant.replace("_", " "))
+
+
+def table_md(prefix, keyed):
+    """One markdown table for the rows `keyed` [(key, row)] whose groups start with `prefix`."""
+    results = [r for _, row in keyed for r in row.values()]
+    rate = any(r.elements for r in results)
+    extra = sorted({k for _, row in keyed for k in row if k not in COLUMNS})
+    note = ("Decisions (criterion throughput elements) per second from the median time, all "
+            "threads together; ratios are cellrate's throughput over the other's: above 1 = "
+            "cellrate faster."
+            if rate else "Median ns per check; ratios are cellrate's time over the other's: "
+            "below 1 = cellrate faster.")
+    head = ["scenario", *(HEAD[c] for c in COLUMNS), *extra, "cellrate/governor", "cellrate/mutex"]
+    lines = [f"### {TABLE_TITLE.get(prefix, prefix)}", "",
+             *(f"Command: `{c}`" for c in sorted({r.run.command for r in results})), "",
+             note, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, row in keyed:
+        cells = [row_label(*key)]
+        for column in (*COLUMNS, *extra):
+            r = row.get(column)
+            text = f"{amount(r, rate)} {'M/s' if rate else 'ns'}" if r else ""
+            cells.append(f"{text} ({floor_name(r)})" if column == "floor" and r else text)
+        mine = row.get("cellrate")
+        cells += [ratio(mine, row.get(c), rate) for c in ("governor", "mutex_bucket")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def chart_rows(rows):
+    """(label, {column: ns}, floor ns or None) per row; throughput rows in ns per decision
+    (the wall time of all threads over their decisions)."""
+    out = []
+    for key in sorted(rows, key=row_order):
+        ns = {c: r.ns / (r.elements or 1) for c, r in rows[key].items() if c in COLUMNS}
+        prefix = key[0].split("/")[0]
+        label = row_label(*key) if prefix == "direct" else f"{prefix}: {row_label(*key)}"
+        if any(c in ns for c in COLORS):
+            out.append((label, ns, ns.get("floor")))
+    return out
+
+
+def chart_svg(rows, subtitle):
+    """A horizontal grouped bar chart of ns per check, log scale, values printed on the bars."""
+    values = [v for _, ns, _ in rows for v in ns.values() if v > 0]
+    lo = 10 ** math.floor(math.log10(min(values)))
+    hi = max(values) * 1.6  # room for the value printed after the longest bar
+    left, plot_w, right, top, bar, band = 290, 540, 70, 78, 12, 52
+    width, bottom = left + plot_w + right, top + band * len(rows)
+
+    def x(v):
+        return left + plot_w * math.log10(v / lo) / math.log10(hi / lo)
+
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{bottom + 34}" '
+           f'viewBox="0 0 {width} {bottom + 34}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{bottom + 34}" fill="white"/>',
+           '<text x="12" y="22" font-size="15" font-weight="bold">'
+           'ns per check, median (log scale; shorter is faster)</text>',
+           f'<text x="12" y="40" fill="#555">{escape(subtitle)}</text>',
+           '<line x1="469" y1="48" x2="469" y2="64" stroke="black" stroke-width="2"/>'
+           '<text x="478" y="60">floor (bare CAS / load / clock read)</text>']
+    for i, column in enumerate(COLORS):
+        svg.append(f'<rect x="{12 + i * 150}" y="50" width="14" height="12" fill="'
+                   f'{COLORS[column]}"/><text x="{32 + i * 150}" y="60">{HEAD[column]}</text>')
+    svg += [f'<rect x="0" y="{top + i * band}" width="{width}" height="{band}" fill="#f3f3f3"/>'
+            for i in range(0, len(rows), 2)]
+    decades = range(math.ceil(math.log10(hi / lo)))
+    ticks = [(lo * 10 ** d * m, m == 1) for d in decades for m in (1, 2, 5)]
+    for v, major in (t for t in ticks if t[0] <= hi):
+        svg.append(f'<line x1="{x(v):.1f}" y1="{top}" x2="{x(v):.1f}" y2="{bottom}" '
+                   f'stroke="{"#999" if major else "#ddd"}"/>')
+        if major:
+            svg.append(f'<text x="{x(v):.1f}" y="{bottom + 16}" text-anchor="middle">{v:g} ns'
+                       '</text>')
+    for i, (label, ns, floor) in enumerate(rows):
+        y0 = top + i * band + 6
+        svg.append(f'<text x="{left - 8}" y="{y0 + 23}" text-anchor="end">'
+                   f'{escape(label)}</text>')
+        for j, column in enumerate(COLORS):
+            y, v = y0 + j * (bar + 1), ns.get(column)
+            svg.append(f'<rect x="{left}" y="{y}" width="{max(x(v) - left, 1):.1f}" height="{bar}"'
+                       f' fill="{COLORS[column]}"/><text x="{x(v) + 4:.1f}" y="{y + 10}" '
+                       f'font-size="10">{sig3(v)}</text>' if v else
+                       f'<text x="{left + 4}" y="{y + 10}" font-size="10" fill="#777">'
+                       'not measured</text>')
+        if floor:
+            svg.append(f'<line x1="{x(floor):.1f}" y1="{y0 - 3}" x2="{x(floor):.1f}" '
+                       f'y2="{y0 + 3 * (bar + 1) + 2}" stroke="black" stroke-width="2"/>')
+    return "\n".join(svg) + "\n</svg>\n"
+
+
+def command_output(args, cwd):
+    try:
+        return subprocess.run(args, cwd=cwd, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def cpu():
+    """'model x count' from /proc/cpuinfo."""
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    models = re.findall(r"^model name\s*:\s*(.+)$", info, re.M)
+    return f"{models[0] if models else 'unknown CPU'} x {len(models)}"
+
+
+def machine(repo, when):
+    """Markdown lines describing the machine, the toolchain and the compared versions."""
+    lock = (repo / "Cargo.lock").read_text() if (repo / "Cargo.lock").exists() else ""
+    versions = ", ".join(
+        f"{crate} {m.group(1) if m else '?'}" for crate in ("criterion", "governor", "quanta")
+        for m in [re.search(rf'name = "{crate}"\nversion = "([^"]+)"', lock)])
+    return [f"- CPU: {cpu()} (`nproc`: {command_output(['nproc'], repo)})",
+            f"- Toolchain: {command_output(['rustc', '--version'], repo)}; {versions}",
+            f"- Run: {when:%Y-%m-%d %H:%M} UTC"]
+
+
+def summary(rows):
+    """Three lines for the README: time passed in, real clock, 2 threads; cellrate/other in
+    brackets (time ratios for ns, throughput ratios for M decisions/s)."""
+    def get(group, column, parts=(), variant=""):
+        return rows.get((group, parts, variant), {}).get(column)
+
+    def vs(group, parts=(), columns=("governor", "mutex_bucket"), rate=False):
+        mine = get(group, "cellrate", parts)
+        others = [(get(group, c, parts), c) for c in columns]
+        return f"cellrate {amount(mine, rate)} vs " + ", ".join(
+            f"{floor_name(o) if c == 'floor' and o else HEAD[c].split()[0]} "
+            f"{amount(o, rate)} ({ratio(mine, o, rate)})" for o, c in others)
+
+    def clock(group):
+        std, tsc = get(group, "cellrate"), get(group, "cellrate", (), "quanta")
+        gov = get(group, "governor")
+        return (f"cellrate {amount(std, False)} on Instant, {amount(tsc, False)} on QuantaClock "
+                f"vs governor {amount(gov, False)} ({ratio(std, gov, False)}, "
+                f"{ratio(tsc, gov, False)})")
+
+    floor = ("governor", "mutex_bucket", "floor")
+    one = get("contention", "cellrate", ("allowed", "1"))
+    return [f"Time passed in (ns/check): allowed {vs('direct/allowed_at', columns=floor)}; "
+            f"denied {vs('direct/denied_at', columns=floor)}.",
+            f"Real clock (ns/check): allowed {clock('direct/allowed_clock')}; denied "
+            f"{clock('direct/denied_clock')}.",
+            f"2 threads on one limiter (M decisions/s): allowed "
+            f"{vs('contention', ('allowed', '2'), rate=True)}, 1 thread {amount(one, True)}; "
+            f"denied {vs('contention', ('denied', '2'), rate=True)}."]
+
+
+def generated(rows, runs, lines, repo, when):
+    """The text between the markers."""
+    out = ["_Generated by `benches/report.sh`; edits here are overwritten._", "",
+           "### Machine", "", *machine(repo, when), "", "### Summary", "",
+           "cellrate/other in brackets: below 1 = cellrate faster for ns, above 1 for M/s.", "",
+           *(f"- {line}" for line in lines), "", "![ns per check](benches/chart.svg)", ""]
+    keys = sorted(rows, key=row_order)
+    prefixes = sorted({k[0].split("/")[0] for k in keys}, key=lambda p: (p != "direct", p))
+    for prefix in prefixes:
+        out += [table_md(prefix, [(k, rows[k]) for k in keys if k[0].split("/")[0] == prefix]),
+                ""]
+    for run in runs:
+        if run.kind == "plain" and run.status == "ok":
+            text = Path(run.out).read_text().strip() if Path(run.out).exists() else ""
+            out += [f"### {run.name}", "", f"Command: `{run.command}`", "", "```",
+                    text or "(no output)", "```", ""]
+    failed = [f"`{r.name}`" for r in runs if r.status != "ok"]
+    if failed:
+        out += [f"Not in this run (failed or could not run here): {', '.join(failed)}.", ""]
+    return "\n".join(out)
+
+
+def rewrite(doc, body):
+    """Replaces the text between the markers of `doc`, keeping everything else."""
+    text = doc.read_text() if doc.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        sys.exit(f"report.py: {doc} must contain {BEGIN} then {END}, once each")
+    head, rest = text.split(BEGIN)
+    doc.write_text(f"{head}{BEGIN}\n{body}\n{END}{rest.split(END)[1]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, required=True)
+    parser.add_argument("--target-dir", type=Path, required=True)
+    parser.add_argument("--manifest", type=Path, required=True)
+    args = parser.parse_args()
+    runs = read_runs(args.manifest)
+    results = load_results(args.target_dir / "criterion", runs)
+    if not results:
+        sys.exit("report.py: no criterion results from the recorded run were found")
+    rows = collect_rows(results)
+    lines = summary(rows)
+    when = datetime.datetime.fromtimestamp(min(r.begin for r in runs), datetime.timezone.utc)
+    rewrite(args.repo / "BENCHMARKS.md", generated(rows, runs, lines, args.repo, when))
+    bars = chart_rows(rows)
+    if bars:
+        subtitle = f"{cpu()}, {when:%Y-%m-%d}; throughput rows (contention, keyed): " \
+            "wall-clock ns per decision, all threads together"
+        (args.repo / "benches" / "chart.svg").write_text(chart_svg(bars, subtitle))
+    print(f"report.py: wrote {args.repo / 'BENCHMARKS.md'}"
+          f"{' and benches/chart.svg' if bars else ' (nothing to chart)'} from "
+          f"{len(results)} results", file=sys.stderr)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
