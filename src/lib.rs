@@ -35,6 +35,8 @@
 //!   Without it the crate is `no_std` and needs `alloc` (for [`ManualClock`]).
 //! - `async`: [`Limiter::until_ready_n`], an executor-independent async wait (timer from the
 //!   futures-timer crate).
+//! - `redis`: [`redis::RedisLimiter`], buckets kept in Redis and shared by many servers, with
+//!   the same decisions (redis and tokio crates; implies `std`).
 //! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
 //!   64-bit compare-and-swap.
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
@@ -57,6 +59,8 @@ mod wait;
 
 #[cfg(feature = "std")]
 pub mod baseline;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 pub use all_of::{all_of, AllOf, Limit, Undo};
 #[cfg(feature = "std")]
