@@ -83,19 +83,13 @@ fn redis_script_flush_is_recovered_transparently() {
         .block_on(RedisLimiter::connect(&server.url(), Quota::per_hour(10)))
         .unwrap();
     assert_eq!(rt.block_on(limiter.check_key("a")).unwrap().remaining(), 9);
-    let _: () = server
-        .query(&mut redis::cmd("SCRIPT").arg("FLUSH"))
-        .unwrap();
+    let _: () = server.query(redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
     assert_eq!(rt.block_on(limiter.check_key("a")).unwrap().remaining(), 8);
-    let _: () = server
-        .query(&mut redis::cmd("SCRIPT").arg("FLUSH"))
-        .unwrap();
+    let _: () = server.query(redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
     let many = rt.block_on(limiter.check_many(&[("a", 1), ("b", 2), ("a", 1)]));
     let remaining: Vec<u32> = many.iter().map(|r| r.unwrap().remaining()).collect();
     assert_eq!(remaining, [7, 8, 6]);
-    let _: () = server
-        .query(&mut redis::cmd("SCRIPT").arg("FLUSH"))
-        .unwrap();
+    let _: () = server.query(redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
     rt.block_on(limiter.try_refund_key_n("a", 2, None)).unwrap();
     assert_eq!(
         rt.block_on(limiter.check_key_n("a", 0))
@@ -219,9 +213,7 @@ fn redis_cluster_connection_on_a_one_node_cluster() {
     assert_eq!(answers[20].unwrap().remaining(), 0);
     assert_eq!(answers[21].unwrap().remaining(), 0);
     assert!(rt.block_on(limiter.check_key("{u}:a")).is_err());
-    let _: () = server
-        .query(&mut redis::cmd("SCRIPT").arg("FLUSH"))
-        .unwrap();
+    let _: () = server.query(redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
     assert!(rt.block_on(limiter.check_key("k3")).is_ok());
     let slot = |k: &str| -> i64 {
         server
