@@ -47,6 +47,7 @@
 //! Cluster slot. [`RedisLimiter::check_many`] sends many decisions in one round trip (one per
 //! slot on a Cluster).
 
+mod batch;
 mod conn;
 mod error;
 mod options;
@@ -158,6 +159,13 @@ impl RedisLimiter {
         full
     }
 
+    /// The SHA1 of the decision script, as EVALSHA names it (for example to drive the same
+    /// script from `redis-benchmark`). Its arguments are documented in the crate source
+    /// (`src/redis/script.rs`).
+    pub fn decision_script_sha1(&self) -> &str {
+        self.decide.get_hash()
+    }
+
     /// Spends one token of `key`'s bucket, on the server's clock; the failure policy applies.
     pub async fn check_key(&self, key: &str) -> Result<Allowed, Denied> {
         self.check_key_n(key, 1).await
@@ -216,55 +224,6 @@ impl RedisLimiter {
     ) -> Result<Result<Allowed, Denied>, Error> {
         self.decide_one(key, cost, &MicroQuota::new(quota)?, now)
             .await
-    }
-
-    /// Many decisions in one round trip, on the server's clock: each `(key, cost)` as by
-    /// [`RedisLimiter::check_key_n`], answers in order, the failure policy applied to each.
-    /// Use it for all the keys one request must pass, or for many requests at once.
-    pub async fn check_many(&self, requests: &[(&str, u32)]) -> Vec<Result<Allowed, Denied>> {
-        match self.try_check_many(requests, None).await {
-            Ok(answers) => answers
-                .into_iter()
-                .zip(requests)
-                .map(|(answer, &(_, cost))| self.settle(answer, cost, self.quota.burst))
-                .collect(),
-            Err(e) => {
-                let burst = self.quota.burst;
-                let fallback = self.fallback();
-                requests
-                    .iter()
-                    .map(|&(_, cost)| fallback.answer(&e, cost, burst, &self.counters))
-                    .collect()
-            }
-        }
-    }
-
-    /// Many decisions in one round trip at `now` (or, `None`, the server's clock), without a
-    /// failure policy. The outer error is a failure of the whole batch (its outcome may be
-    /// unknown); an inner error belongs to one request (for example a key of the wrong type).
-    pub async fn try_check_many(
-        &self,
-        requests: &[(&str, u32)],
-        now: Option<Nanos>,
-    ) -> Result<Vec<Result<Result<Allowed, Denied>, Error>>, Error> {
-        let now_us = now.map(script::micros_since_epoch).transpose()?;
-        let calls: Vec<Call> = requests
-            .iter()
-            .map(|&(key, cost)| Call {
-                key: self.redis_key(key),
-                args: self.args(&self.quota, cost, now_us),
-            })
-            .collect();
-        let replies = self
-            .deadline(self.conn.invoke_many(&self.decide, &calls))
-            .await?;
-        Ok(replies
-            .iter()
-            .map(|reply| match reply {
-                redis::Value::ServerError(e) => Err(Error::Redis(e.clone().into())),
-                reply => script::decode_decision(reply, &self.quota),
-            })
-            .collect())
     }
 
     /// Gives back `n` tokens of `key` at `now` (or, `None`, the server's clock): a request
