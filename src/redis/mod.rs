@@ -6,7 +6,8 @@
 //! [`Limiter`](crate::Limiter) in whole microseconds: the TAT is stored as an integer string,
 //! written only when a request is allowed, with an expiry equal to the time until the bucket is
 //! full again, so a missing key is a full bucket and idle clients cost no memory. Nothing is
-//! written for a denial or a peek.
+//! written for a denial or a peek (except the first sight of a bucket under
+//! [`RedisOptions::start_empty`]). Needs Redis 5 or later.
 //!
 //! ```no_run
 //! use cellrate::redis::{RedisLimiter, RedisOptions, FailurePolicy};
@@ -194,8 +195,10 @@ impl RedisLimiter {
         self.settle(outcome, cost, quota.burst())
     }
 
-    /// The decision for `cost` tokens of `key` at `now` (nanoseconds since the Unix epoch),
-    /// without a failure policy: Redis's answer or why there is none.
+    /// The decision for `cost` tokens of `key` at `now` (nanoseconds since the Unix epoch,
+    /// rounded down to whole microseconds), without a failure policy: Redis's answer or why
+    /// there is none. On the microsecond grid it equals
+    /// [`Limiter::check_n_at`](crate::Limiter::check_n_at) on the same schedule.
     pub async fn try_check_key_n_at(
         &self,
         key: &str,

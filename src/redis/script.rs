@@ -20,10 +20,12 @@ const MAX_DEPTH_US: u64 = 1 << 51;
 /// depth of at most 2^51, every TAT and sum in the scripts stays below 2^53.
 pub(crate) const MAX_NOW_US: u64 = 1 << 52;
 
-/// The decision. KEYS[1]: the bucket. ARGV: interval µs, burst, cost, now µs (-1: the server's
-/// TIME), start empty (1/0), keep ms (extra key lifetime for start-empty buckets).
-/// Returns {1, reset_after µs} when allowed; {0, reset_after µs, retry_after µs or -1} when
-/// denied.
+/// The decision, the same steps as `gcra::spend`. KEYS[1]: the bucket. ARGV: interval µs,
+/// burst, cost, now µs (-1: the server's TIME), start empty (1/0), keep ms (extra key
+/// lifetime). Returns {1, reset_after µs} when allowed; {0, reset_after µs, retry_after µs or
+/// -1 for never} when denied. Writes the new TAT only when allowed, expiring when the bucket is
+/// full again (+ keep ms); the one other write is the first sight of a start-empty bucket,
+/// which is remembered even when denied (otherwise it would never fill).
 const DECIDE_LUA: &str = r#"
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
