@@ -143,3 +143,80 @@ fn redis_decisions_equal_the_in_process_limiter() {
         })
         .unwrap();
 }
+
+/// One step of an all-or-nothing schedule: which buckets (indices into the three), the cost.
+#[derive(Clone, Debug)]
+struct AllOfStep {
+    advance_us: u64,
+    buckets: Vec<usize>,
+    cost: u32,
+}
+
+fn all_of_steps() -> impl Strategy<Value = Vec<AllOfStep>> {
+    let step = (
+        prop_oneof![2 => Just(0u64), 3 => 0u64..=4_000],
+        proptest::collection::vec(0usize..3, 1..=3),
+        0u32..=7,
+    )
+        .prop_map(|(advance_us, buckets, cost)| AllOfStep {
+            advance_us,
+            buckets,
+            cost,
+        });
+    proptest::collection::vec(step, 1..50)
+}
+
+#[test]
+fn redis_check_all_equals_all_of_in_process() {
+    let Some(server) = RedisServer::start("redis_check_all_equals_all_of_in_process") else {
+        return;
+    };
+    let rt = runtime();
+    let quotas = [
+        Quota::try_new(Duration::from_micros(700), 3).unwrap(), // a user
+        Quota::try_new(Duration::from_micros(1_100), 5).unwrap(), // another user
+        Quota::try_new(Duration::from_micros(300), 6).unwrap(), // the whole org
+    ];
+    let options = RedisOptions::default().expiry_margin(Duration::from_secs(600));
+    let limiter = rt
+        .block_on(RedisLimiter::connect_with(
+            &server.url(),
+            quotas[0],
+            options,
+        ))
+        .expect("connect");
+    let mut runner = TestRunner::new(Config {
+        cases: 128,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let case = std::sync::atomic::AtomicU64::new(0);
+    runner
+        .run(&all_of_steps(), |steps| {
+            let run = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let keys: Vec<String> = (0..3).map(|i| format!("{{all{run}}}:{i}")).collect();
+            let model: Vec<Limiter<ManualClock>> = quotas
+                .iter()
+                .map(|&q| Limiter::with_clock(q, ManualClock::new()))
+                .collect();
+            let mut now_us = EPOCH_START_NS / 1000;
+            for (i, step) in steps.iter().enumerate() {
+                now_us += step.advance_us;
+                let now = Nanos::new(now_us * 1000);
+                let limits: Vec<(&str, Quota)> = step
+                    .buckets
+                    .iter()
+                    .map(|&b| (keys[b].as_str(), quotas[b]))
+                    .collect();
+                let got = rt
+                    .block_on(limiter.try_check_all(&limits, step.cost, Some(now)))
+                    .expect("redis answers");
+                let set: Vec<&dyn cellrate::Limit> =
+                    step.buckets.iter().map(|&b| &model[b] as _).collect();
+                let want = cellrate::all_of(&set).check_n_at(step.cost, now);
+                prop_assert_eq!(got, want, "step {}: {:?}", i, step);
+            }
+            Ok(())
+        })
+        .unwrap();
+}

@@ -54,8 +54,22 @@ impl Conn {
 
     /// Runs `script` on one key (EVALSHA; on NOSCRIPT, SCRIPT LOAD and EVALSHA again).
     pub(crate) async fn invoke(&self, script: &Script, call: &Call) -> RedisResult<Value> {
-        let mut invocation = script.key(&call.key);
-        invocation.arg(&call.args[..]);
+        self.invoke_keys(script, std::slice::from_ref(&call.key), &call.args)
+            .await
+    }
+
+    /// Runs `script` on several keys at once (on a Cluster they must share one slot).
+    pub(crate) async fn invoke_keys(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[i64],
+    ) -> RedisResult<Value> {
+        let mut invocation = script.prepare_invoke();
+        for key in keys {
+            invocation.key(key);
+        }
+        invocation.arg(args);
         match self.clone() {
             Conn::Single(mut c) => invocation.invoke_async(&mut c).await,
             Conn::Cluster(mut c) => invocation.invoke_async(&mut c).await,

@@ -48,6 +48,7 @@
 //! Cluster slot. [`RedisLimiter::check_many`] sends many decisions in one round trip (one per
 //! slot on a Cluster).
 
+mod all_of;
 mod batch;
 mod conn;
 mod error;
@@ -79,6 +80,7 @@ pub struct RedisLimiter {
     options: RedisOptions,
     decide: Arc<Script>,
     refund: Arc<Script>,
+    all_of: Arc<Script>,
     counters: Arc<Counters>,
 }
 
@@ -132,6 +134,7 @@ impl RedisLimiter {
             options,
             decide: Arc::new(script::decide_script()),
             refund: Arc::new(script::refund_script()),
+            all_of: Arc::new(all_of::all_of_script()),
             counters: Arc::new(Counters::default()),
         }
     }

@@ -145,7 +145,8 @@ impl MicroQuota {
         Quota::try_new(interval, self.burst).expect("depth checked at most 2^51 us")
     }
 
-    fn level(&self, reset_after_us: u64) -> Level {
+    /// The level of a bucket `reset_after_us` from full, in the core's nanoseconds.
+    pub(crate) fn level(&self, reset_after_us: u64) -> Level {
         Level {
             reset_after_ns: reset_after_us * 1000,
             depth_ns: self.interval_us * u64::from(self.burst) * 1000,
