@@ -215,6 +215,25 @@ fn redis_cluster_connection_on_a_one_node_cluster() {
     assert!(rt.block_on(limiter.check_key("{u}:a")).is_err());
     let _: () = server.query(redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
     assert!(rt.block_on(limiter.check_key("k3")).is_ok());
+    // All-or-nothing across keys of one slot; keys of different slots are refused by the
+    // server, and nothing is spent.
+    let q = Quota::per_hour(3);
+    let both = [("{v}:user", q), ("{v}:org", Quota::per_hour(1))];
+    assert_eq!(
+        rt.block_on(limiter.check_all(&both, 1))
+            .unwrap()
+            .remaining(),
+        0
+    );
+    assert!(rt.block_on(limiter.check_all(&both, 1)).is_err());
+    let cross = [("x1", q), ("x2", q)];
+    assert!(rt.block_on(limiter.try_check_all(&cross, 1, None)).is_err());
+    assert_eq!(
+        rt.block_on(limiter.check_key_n("x1", 0))
+            .unwrap()
+            .remaining(),
+        3
+    );
     let slot = |k: &str| -> i64 {
         server
             .query(
@@ -226,4 +245,5 @@ fn redis_cluster_connection_on_a_one_node_cluster() {
     };
     assert_eq!(slot("{u}:a"), slot("{u}:b"));
     assert_eq!(limiter.stats().failed_open, 0);
+    assert_eq!(limiter.stats().denied, 2);
 }

@@ -45,8 +45,10 @@
 //!
 //! # Keys and batches
 //! Keys get a configurable prefix; a key's `{hash tag}` is kept, so related keys can share a
-//! Cluster slot. [`RedisLimiter::check_many`] sends many decisions in one round trip (one per
-//! slot on a Cluster).
+//! Cluster slot. [`RedisLimiter::check_many`] sends many independent decisions in one round
+//! trip (one per slot on a Cluster); [`RedisLimiter::check_all`] spends in several buckets (a
+//! user's, their org's) or in none, in one atomic script whose keys must share a slot on a
+//! Cluster.
 
 mod all_of;
 mod batch;
