@@ -47,7 +47,10 @@ impl Conn {
         let client = ClusterClientBuilder::new(urls.iter().copied())
             .connection_timeout(options.connection_timeout)
             .response_timeout(options.deadline)
-            .retries(options.reconnect_retries as u32)
+            // Never resend a request: after a lost connection the script may have run. A
+            // redirect (MOVED/ASK while slots move) then fails that call, which did not run,
+            // and the slot map is refreshed for the next.
+            .retries(0)
             .build()?;
         Ok(Conn::Cluster(client.get_async_connection().await?))
     }

@@ -76,7 +76,9 @@ impl RedisOptions {
 
     /// How many times a lost connection is retried (with a short exponential backoff) before
     /// calls fail; the next call after that starts a new attempt. Reconnection runs in the
-    /// background: calls meanwhile wait at most their deadline.
+    /// background: calls meanwhile wait at most their deadline. A call itself is never sent
+    /// twice, on a single server or a Cluster (where a redirect during resharding therefore
+    /// fails that one call, which did not run).
     pub fn reconnect_retries(mut self, retries: usize) -> RedisOptions {
         self.reconnect_retries = retries;
         self
