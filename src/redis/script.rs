@@ -31,8 +31,6 @@ local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
-local start_empty = ARGV[5] == '1'
-local keep_ms = tonumber(ARGV[6])
 if now < 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -43,29 +41,29 @@ local tat = now
 if stored then
   tat = tonumber(stored)
   if not tat then return redis.error_reply('cellrate: key does not hold an integer TAT') end
-elseif start_empty then
+elseif ARGV[5] == '1' then
   tat = now + depth
 end
 local ahead = 0
 if tat > now then ahead = tat - now end
-local function expire_ms(us)
-  local ms = math.floor(us / 1000)
-  while ms * 1000 > us do ms = ms - 1 end
-  while ms * 1000 < us do ms = ms + 1 end
-  return ms + keep_ms
-end
-local function deny(retry)
-  if not stored and start_empty then
-    redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', expire_ms(ahead))
-  end
-  return {0, ahead, retry}
-end
 if cost == 0 then return {1, ahead} end
-if cost > burst then return deny(-1) end
 local need = ahead + cost * interval
-if need > depth then return deny(need - depth) end
-redis.call('SET', KEYS[1], string.format('%d', now + need), 'PX', expire_ms(need))
-return {1, need}
+local reply
+if cost > burst then
+  reply = {0, ahead, -1}
+elseif need > depth then
+  reply = {0, ahead, need - depth}
+else
+  reply = {1, need}
+  tat = now + need
+end
+if reply[1] == 0 and (stored or ARGV[5] ~= '1') then return reply end
+local until_full = tat - now
+local ms = math.floor(until_full / 1000)
+while ms * 1000 > until_full do ms = ms - 1 end
+while ms * 1000 < until_full do ms = ms + 1 end
+redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', ms + tonumber(ARGV[6]))
+return reply
 "#;
 
 /// The refund. KEYS[1]: the bucket. ARGV: interval µs, burst, n, now µs (-1: TIME), start
