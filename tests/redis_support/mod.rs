@@ -2,6 +2,7 @@
 //! persistence, killed when dropped.
 #![allow(dead_code)] // each test file uses a different part of it
 
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -24,7 +25,9 @@ pub fn redis_available(test: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !found {
-        eprintln!(
+        // Written to the real stderr, past the test harness's capture, so that it shows.
+        let _ = writeln!(
+            std::io::stderr(),
             "SKIPPED {test}: no redis-server on PATH \
              (Debian: apt-get install redis-server redis-tools)"
         );
