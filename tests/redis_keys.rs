@@ -135,6 +135,17 @@ fn redis_prefix_hash_tags_batches_and_per_call_quota() {
     assert!(get(&server, "api:{user1}:read").is_some());
     assert!(get(&server, "api:{user1}:write").is_some());
 
+    // A time off the microsecond grid is rounded down: 999 ns later is the same instant.
+    let late = Nanos::new(t.as_u64() + 999);
+    let first = rt
+        .block_on(limiter.try_check_key_n_at("grid", 1, t))
+        .unwrap();
+    let second = rt
+        .block_on(limiter.try_check_key_n_at("grid", 1, late))
+        .unwrap();
+    assert_eq!(first.unwrap().reset_after(), Duration::from_secs(720));
+    assert_eq!(second.unwrap().reset_after(), Duration::from_secs(1440));
+
     // One bad key in a batch fails alone.
     let _: () = server
         .query(redis::cmd("LPUSH").arg("api:list").arg(1))
