@@ -33,10 +33,12 @@
 //! # Features
 //! - `std` (default): [`MonotonicClock`], [`baseline::MutexBucket`] and `Limiter::new`.
 //!   Without it the crate is `no_std` and needs `alloc` (for [`ManualClock`]).
-//! - `async`: [`Limiter::until_ready_n`], an executor-independent async wait (timer from the
+//! - `async`: `Limiter::until_ready_n`, an executor-independent async wait (timer from the
 //!   futures-timer crate).
-//! - `quanta`: [`QuantaClock`], a clock read from the CPU's timestamp counter, several times
+//! - `quanta`: `QuantaClock`, a clock read from the CPU's timestamp counter, several times
 //!   cheaper than `std::time::Instant`.
+//! - `redis`: `redis::RedisLimiter`, buckets kept in Redis and shared by many servers, with
+//!   the same decisions (redis and tokio crates; implies `std`).
 //! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
 //!   64-bit compare-and-swap.
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
@@ -61,6 +63,8 @@ mod wait;
 
 #[cfg(feature = "std")]
 pub mod baseline;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 pub use all_of::{all_of, AllOf, Limit, Undo};
 #[cfg(feature = "std")]

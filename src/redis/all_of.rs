@@ -1,0 +1,190 @@
+//! All-or-nothing checks across several keys (per user, per org, global) in one atomic script:
+//! the Redis form of [`all_of`](crate::all_of), with the same answers.
+//!
+//! The script spends in each bucket in the order given, on a local copy; only if every bucket
+//! admits are the new TATs written. Atomic on the server, so unlike the in-process form it
+//! needs no rollback. On a Redis Cluster every key must share one slot: give them one hash
+//! tag, such as `{acme}:user7` and `{acme}:org`.
+
+use super::script::{self, MicroQuota};
+use super::{Error, RedisLimiter};
+use crate::nanos::Nanos;
+use crate::outcome::{Allowed, Denied};
+use crate::quota::Quota;
+use redis::{Script, Value};
+
+/// KEYS: the buckets. ARGV: cost, now µs (-1: TIME), start empty (1/0), keep ms, then interval
+/// µs and burst per key. Admitted: {1, reset_after µs per key}. Refused: {0, index of the
+/// refusing key, its reset_after, its retry (-1: never)}, then for every key, judged alone on
+/// the state before this call, {reset_after, retry (-1: never, -2: would admit)}.
+const ALL_OF_LUA: &str = r#"
+local cost = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+local start_empty = ARGV[3] == '1'
+local keep_ms = tonumber(ARGV[4])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function expire_ms(us)
+  local ms = math.floor(us / 1000)
+  while ms * 1000 > us do ms = ms - 1 end
+  while ms * 1000 < us do ms = ms + 1 end
+  return ms + keep_ms
+end
+local n = #KEYS
+local interval, burst, before, tat, fresh = {}, {}, {}, {}, {}
+for i = 1, n do
+  interval[i] = tonumber(ARGV[3 + 2 * i])
+  burst[i] = tonumber(ARGV[4 + 2 * i])
+  local key = KEYS[i]
+  if before[key] == nil then
+    local stored = redis.call('GET', key)
+    if stored then
+      before[key] = tonumber(stored)
+      if not before[key] then return redis.error_reply('cellrate: key does not hold an integer TAT') end
+    elseif start_empty then
+      before[key] = now + burst[i] * interval[i]
+      fresh[key] = true
+    else
+      before[key] = now
+    end
+    tat[key] = before[key]
+  end
+end
+local function ahead_of(t) if t > now then return t - now end return 0 end
+local resets, refused = {}, nil
+for i = 1, n do
+  local ahead = ahead_of(tat[KEYS[i]])
+  local need = ahead + cost * interval[i]
+  if cost > burst[i] then refused = {0, i, ahead, -1} break end
+  if need > burst[i] * interval[i] then refused = {0, i, ahead, need - burst[i] * interval[i]} break end
+  resets[i] = need
+  if cost > 0 then tat[KEYS[i]] = now + need end
+end
+if not refused then
+  if cost > 0 then
+    for key, t in pairs(tat) do
+      redis.call('SET', key, string.format('%d', t), 'PX', expire_ms(t - now))
+    end
+  end
+  table.insert(resets, 1, 1)
+  return resets
+end
+for i = 1, n do
+  local key = KEYS[i]
+  local ahead = ahead_of(before[key])
+  local retry = -2
+  if cost > burst[i] then retry = -1
+  elseif ahead + cost * interval[i] > burst[i] * interval[i] then
+    retry = ahead + cost * interval[i] - burst[i] * interval[i]
+  end
+  table.insert(refused, ahead)
+  table.insert(refused, retry)
+  if fresh[key] and cost > 0 then
+    redis.call('SET', key, string.format('%d', before[key]), 'PX', expire_ms(ahead))
+    fresh[key] = nil
+  end
+end
+return refused
+"#;
+
+/// The all-of script.
+pub(crate) fn all_of_script() -> Script {
+    Script::new(ALL_OF_LUA)
+}
+
+impl RedisLimiter {
+    /// Spends `cost` tokens in every `(key, quota)` bucket, or in none, on the server's clock;
+    /// the failure policy applies. Answers exactly as [`all_of`](crate::all_of) would over
+    /// in-process limiters with the same quotas: admitted, the smallest `remaining` and longest
+    /// `reset_after`; refused, the longest `retry_after` (`None` if any bucket can never admit
+    /// the cost), the smallest `remaining` and longest `reset_after`, nothing spent.
+    pub async fn check_all(&self, limits: &[(&str, Quota)], cost: u32) -> Result<Allowed, Denied> {
+        let outcome = self.try_check_all(limits, cost, None).await;
+        let burst = limits
+            .iter()
+            .map(|(_, q)| q.burst())
+            .min()
+            .unwrap_or(u32::MAX);
+        self.settle(outcome, cost, burst)
+    }
+
+    /// [`RedisLimiter::check_all`] at `now` (ns since the Unix epoch; `None`: the server's
+    /// clock), without a failure policy. An empty set admits everything.
+    pub async fn try_check_all(
+        &self,
+        limits: &[(&str, Quota)],
+        cost: u32,
+        now: Option<Nanos>,
+    ) -> Result<Result<Allowed, Denied>, Error> {
+        if limits.is_empty() {
+            return Ok(Ok(Allowed::unlimited()));
+        }
+        let now_us = now.map(script::micros_since_epoch).transpose()?;
+        let quotas = limits
+            .iter()
+            .map(|(_, q)| MicroQuota::new(q))
+            .collect::<Result<Vec<_>, _>>()?;
+        let keys: Vec<String> = limits.iter().map(|(k, _)| self.redis_key(k)).collect();
+        // [interval, burst, cost, now, start empty, keep]: the last four, then each quota.
+        let common = self.args(&quotas[0], cost, now_us);
+        let mut args = common[2..].to_vec();
+        for q in &quotas {
+            args.extend([q.interval_us as i64, i64::from(q.burst)]);
+        }
+        let reply = self
+            .deadline(self.conn.invoke_keys(&self.all_of, &keys, &args))
+            .await?;
+        decode(&reply, &quotas)
+    }
+}
+
+/// The combined answer a reply of the all-of script stands for.
+fn decode(reply: &Value, quotas: &[MicroQuota]) -> Result<Result<Allowed, Denied>, Error> {
+    let bad = || Error::UnexpectedReply(format!("{reply:?}"));
+    let ints: Vec<i64> = match reply {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| {
+                if let Value::Int(i) = v {
+                    Ok(*i)
+                } else {
+                    Err(bad())
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(bad()),
+    };
+    let us = |i: i64| u64::try_from(i).map_err(|_| bad());
+    let retry = |i: i64| {
+        if i == -1 {
+            Ok(None)
+        } else {
+            us(i).map(|r| Some(r * 1000))
+        }
+    };
+    match ints.split_first() {
+        Some((1, resets)) if resets.len() == quotas.len() => {
+            let mut answer = Allowed::unlimited();
+            for (q, &reset) in quotas.iter().zip(resets) {
+                answer = Allowed::new(q.level(us(reset)?)).stricter(answer);
+            }
+            Ok(Ok(answer))
+        }
+        Some((0, [index, reset, wait, each @ ..])) if each.len() == 2 * quotas.len() => {
+            let position = usize::try_from(*index).map_err(|_| bad())?;
+            let q = quotas.get(position.wrapping_sub(1)).ok_or_else(bad)?;
+            let mut answer = Denied::new(q.level(us(*reset)?), retry(*wait)?);
+            for (q, pair) in quotas.iter().zip(each.chunks(2)) {
+                let level = q.level(us(pair[0])?);
+                answer = answer.stricter(match pair[1] {
+                    -2 => Ok(Allowed::new(level)),
+                    wait => Err(Denied::new(level, retry(wait)?)),
+                });
+            }
+            Ok(Err(answer))
+        }
+        _ => Err(bad()),
+    }
+}
