@@ -43,6 +43,8 @@ extern crate alloc;
 mod bucket;
 mod clock;
 mod gcra;
+#[cfg(feature = "std")]
+mod keyed;
 mod limiter;
 mod nanos;
 mod outcome;
@@ -55,6 +57,13 @@ pub mod baseline;
 #[cfg(feature = "std")]
 pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};
+#[cfg(all(feature = "std", loom))]
+pub use keyed::Broken;
+#[cfg(feature = "std")]
+pub use keyed::{
+    KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, OverflowPolicy,
+    DEFAULT_MAX_KEYS,
+};
 pub use limiter::Limiter;
 pub use nanos::Nanos;
 pub use outcome::{Allowed, Denied};

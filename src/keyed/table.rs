@@ -1,0 +1,429 @@
+//! The keyed table: a fixed array of one-word slots, linear probing within a bounded window,
+//! and the lock-free protocol that gives each key at most one bucket.
+//!
+//! # Layout
+//! A key's *home* is its fingerprint scaled onto the slot count (multiply-shift, so the count
+//! need not be a power of two). Its *window* is the `window` slots from home on, wrapping at
+//! the end. The table never grows, so there is no migration step that could lose an update.
+//!
+//! # Invariants
+//! 1. A slot is never EMPTY again once used: removal writes TOMBSTONE.
+//! 2. A key is claimed only at the first free slot of its window in a scan that saw every
+//!    earlier slot non-EMPTY, so a key (pending or live) at window position `p` has no EMPTY
+//!    slot before `p` in its window. A scan may therefore stop at the first EMPTY slot.
+//! 3. At most one LIVE slot holds a fingerprint at any time (the claim protocol below).
+//!
+//! # Inserting a new key X
+//! 1. **Claim** a free slot (EMPTY, TOMBSTONE, or an idle bucket of another key: `TAT <= now`,
+//!    whose removal loses nothing) by a CAS to `(X, PENDING)`. A PENDING slot holds no tokens,
+//!    so retracting it (CAS back to TOMBSTONE) loses nothing either.
+//! 2. **Resolve**: rescan the window for another slot of X. A live X: retract mine, use it. A
+//!    pending X earlier in the window: retract mine and restart (the restart helps that one).
+//!    A pending X later in the window: retract it by CAS; if it went live meanwhile, retract
+//!    mine and use it.
+//! 3. **Publish** by a CAS `(X, PENDING) -> (X, initial TAT)`. If it fails, mine was retracted:
+//!    restart the look-up.
+//!
+//! A look-up that meets `(X, PENDING)` resolves and publishes it on the owner's behalf
+//! instead of waiting, so a preempted inserter blocks no one. Why two publishes of X cannot
+//! both succeed: each publisher read the other's slot during its rescan, after the claim it
+//! resolves; in the single total order of `SeqCst` operations, one of those reads comes after
+//! the other slot's claim and sees X there, and its publisher then backs off (or retracts the
+//! other, which then cannot publish). Hence every operation that changes a slot's fingerprint
+//! (claim, publish, retract, eviction) and every read of the scans is `SeqCst`: the argument
+//! is about two different words, which weaker orderings do not order. A spend changes only the
+//! TAT of a word whose fingerprint it checks in the same CAS, and publishes no other memory,
+//! so it is `Relaxed`, as in [`Bucket`](crate::bucket).
+
+use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
+use super::stats::Counters;
+use super::OverflowPolicy;
+use crate::gcra;
+use crate::outcome::{Allowed, Denied, Level};
+use crate::quota::Quota;
+use crate::sync::{AtomicU128, Ordering};
+use alloc::boxed::Box;
+
+/// Deliberately broken steps, one per loom model, which the models must catch.
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Broken {
+    /// The real protocol.
+    Nothing,
+    /// Claim a slot straight to LIVE, skipping PENDING and the rescan.
+    ClaimLiveDirectly,
+    /// Evict an idle key by load + store instead of CAS.
+    EvictByStore,
+    /// Spend by a CAS that compares only the TAT half of the word.
+    CasTatOnly,
+}
+
+/// A fixed-capacity table of buckets keyed by 64-bit fingerprints.
+pub(crate) struct Table {
+    slots: Box<[AtomicU128]>,
+    window: usize,
+    policy: OverflowPolicy,
+    pub(crate) counters: Counters,
+    #[cfg(loom)]
+    pub(crate) broken: Broken,
+}
+
+/// What a scan of a key's window found.
+enum Found {
+    /// The key's bucket: window position and TAT.
+    Live(usize, u64),
+    /// No bucket: where one could go.
+    Absent(Room),
+}
+
+/// The free slot a scan met first and the live bucket nearest to full, with the words read.
+#[derive(Default)]
+struct Room {
+    free: Option<(usize, u128)>,
+    nearest_full: Option<(usize, u128)>,
+}
+
+/// The end of a resolve or insert: the key's bucket, or start the look-up again.
+enum Step {
+    Live(usize, u64),
+    Restart,
+}
+
+impl Table {
+    /// A table of `slots` EMPTY slots (at least 1) searched `window` slots from home.
+    pub(crate) fn new(slots: Box<[AtomicU128]>, window: usize, policy: OverflowPolicy) -> Table {
+        let window = window.clamp(1, slots.len());
+        Table {
+            slots,
+            window,
+            policy,
+            counters: Counters::default(),
+            #[cfg(loom)]
+            broken: Broken::Nothing,
+        }
+    }
+
+    /// The number of slots.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The home index of a fingerprint: its high bits scaled onto the slot count.
+    #[inline(always)]
+    fn home(&self, fp: u64) -> usize {
+        ((u128::from(fp) * self.slots.len() as u128) >> 64) as usize
+    }
+
+    /// The slot at window position `i` from `home`, wrapping at the end of the array.
+    #[inline(always)]
+    fn at(&self, home: usize, i: usize) -> &AtomicU128 {
+        let j = home + i;
+        let j = if j >= self.slots.len() {
+            j - self.slots.len()
+        } else {
+            j
+        };
+        &self.slots[j]
+    }
+
+    /// Spends `cost` at `now` from the bucket of `fp`, creating it (with TAT `initial`) if it
+    /// is absent and the decision changes it.
+    pub(crate) fn spend(
+        &self,
+        fp: u64,
+        now: u64,
+        cost: u32,
+        quota: &Quota,
+        initial: u64,
+    ) -> Result<Allowed, Denied> {
+        let home = self.home(fp);
+        loop {
+            let (i, tat) = match self.find(home, fp, now, initial) {
+                Found::Live(i, tat) => (i, tat),
+                Found::Absent(room) => {
+                    if initial == 0 {
+                        // A full bucket that this decision leaves full (a peek, or a cost above
+                        // the burst) need not be stored: an absent key is full.
+                        match gcra::spend(0, now, cost, quota) {
+                            Ok((0, allowed)) => return Ok(allowed),
+                            Err(denied) => return Err(denied),
+                            Ok(_) => {}
+                        }
+                    }
+                    match self.insert(home, fp, now, initial, room, quota) {
+                        Ok(Step::Live(i, tat)) => (i, tat),
+                        Ok(Step::Restart) => continue,
+                        Err(denied) => return Err(denied),
+                    }
+                }
+            };
+            if let Some(outcome) = self.spend_in(self.at(home, i), fp, tat, now, cost, quota) {
+                return outcome;
+            }
+        }
+    }
+
+    /// The CAS loop of one bucket, as in [`Bucket::spend`](crate::bucket), with the
+    /// fingerprint in the compared word. `None` if the slot no longer holds the key.
+    #[inline]
+    fn spend_in(
+        &self,
+        slot: &AtomicU128,
+        fp: u64,
+        mut current: u64,
+        now: u64,
+        cost: u32,
+        quota: &Quota,
+    ) -> Option<Result<Allowed, Denied>> {
+        loop {
+            let (new, allowed) = match gcra::spend(current, now, cost, quota) {
+                Ok(ok) => ok,
+                Err(denied) => return Some(Err(denied)),
+            };
+            if new == current {
+                return Some(Ok(allowed)); // a peek: nothing to store
+            }
+            if new == PENDING_TAT {
+                // The last nanosecond of the clock marks PENDING slots: unrepresentable.
+                return Some(Err(Denied::new(
+                    level(current.saturating_sub(now), quota),
+                    None,
+                )));
+            }
+            #[cfg(loom)]
+            if self.broken == Broken::CasTatOnly {
+                match slot.compare_exchange_tat_only(current, new) {
+                    Ok(()) => return Some(Ok(allowed)),
+                    Err(_) => return None,
+                }
+            }
+            // Relaxed on both arms: the word publishes no other memory, and the fingerprint
+            // in it is compared by this same CAS (see the module docs).
+            match slot.compare_exchange(
+                slot::pack(fp, current),
+                slot::pack(fp, new),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(Ok(allowed)),
+                Err(actual) if slot::fingerprint(actual) == fp && slot::is_live(actual) => {
+                    current = slot::tat(actual);
+                }
+                Err(_) => return None, // evicted, reclaimed or retracted: look up again
+            }
+        }
+    }
+
+    /// Scans the window of `fp` up to the first EMPTY slot. A PENDING slot of `fp` met on the
+    /// way is resolved on its owner's behalf.
+    fn find(&self, home: usize, fp: u64, now: u64, initial: u64) -> Found {
+        'restart: loop {
+            let mut room = Room::default();
+            for i in 0..self.window {
+                // SeqCst: a read of the claim protocol (module docs).
+                let word = self.at(home, i).load(Ordering::SeqCst);
+                if slot::fingerprint(word) == fp {
+                    if slot::tat(word) != PENDING_TAT {
+                        return Found::Live(i, slot::tat(word));
+                    }
+                    match self.resolve(home, fp, i, initial) {
+                        Step::Live(i, tat) => return Found::Live(i, tat),
+                        Step::Restart => continue 'restart,
+                    }
+                }
+                if word == EMPTY {
+                    room.free.get_or_insert((i, word));
+                    break;
+                }
+                let free = word == TOMBSTONE || (slot::is_live(word) && slot::tat(word) <= now);
+                if free {
+                    room.free.get_or_insert((i, word));
+                } else if slot::is_live(word)
+                    && room
+                        .nearest_full
+                        .is_none_or(|(_, n)| slot::tat(word) < slot::tat(n))
+                {
+                    room.nearest_full = Some((i, word));
+                }
+            }
+            return Found::Absent(room);
+        }
+    }
+
+    /// Claims room for `fp` (a free slot, or by the overflow policy) and resolves the claim.
+    fn insert(
+        &self,
+        home: usize,
+        fp: u64,
+        now: u64,
+        initial: u64,
+        room: Room,
+        quota: &Quota,
+    ) -> Result<Step, Denied> {
+        let (i, seen, overflow) = match (room.free, self.policy) {
+            (Some((i, seen)), _) => (i, seen, false),
+            (None, OverflowPolicy::EvictNearestFull) if room.nearest_full.is_some() => {
+                let (i, seen) = room.nearest_full.unwrap_or_default();
+                (i, seen, true)
+            }
+            (None, _) => {
+                self.counters.count_denial();
+                // Room appears when the bucket nearest to full in the window is full (it is
+                // not yet: its TAT is after `now`, or it would have been free).
+                let wait = room.nearest_full.map_or(1, |(_, w)| slot::tat(w) - now);
+                // No tokens: the key has no bucket to hold any.
+                let empty = level(wait.max(quota.depth_ns()), quota);
+                return Err(Denied::new(empty, Some(wait)));
+            }
+        };
+        #[cfg(loom)]
+        if self.broken == Broken::ClaimLiveDirectly {
+            let claimed = self.at(home, i).compare_exchange(
+                seen,
+                slot::pack(fp, initial),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+            return Ok(match claimed {
+                Ok(_) => Step::Live(i, initial),
+                Err(_) => Step::Restart,
+            });
+        }
+        // SeqCst: a claim of the protocol (module docs).
+        let claim = self.at(home, i).compare_exchange(
+            seen,
+            slot::pack(fp, PENDING_TAT),
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+        if claim.is_err() {
+            return Ok(Step::Restart);
+        }
+        if slot::is_live(seen) {
+            self.counters.key_removed();
+            if overflow {
+                self.counters.count_eviction();
+            }
+        }
+        Ok(self.resolve(home, fp, i, initial))
+    }
+
+    /// Steps 2 and 3 of an insert (module docs) for the PENDING slot of `fp` at position `p`,
+    /// by its owner or by a helper.
+    fn resolve(&self, home: usize, fp: u64, p: usize, initial: u64) -> Step {
+        for i in (0..self.window).filter(|&i| i != p) {
+            let other = self.at(home, i);
+            // SeqCst: a read of the claim protocol (module docs).
+            let mut word = other.load(Ordering::SeqCst);
+            if word == EMPTY {
+                break;
+            }
+            while slot::fingerprint(word) == fp {
+                if slot::tat(word) != PENDING_TAT {
+                    self.retract(home, fp, p);
+                    return Step::Live(i, slot::tat(word));
+                }
+                if i < p {
+                    self.retract(home, fp, p);
+                    return Step::Restart;
+                }
+                // SeqCst: a retraction of the protocol (module docs).
+                match other.compare_exchange(word, TOMBSTONE, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(_) => break,
+                    Err(actual) => word = actual,
+                }
+            }
+        }
+        // SeqCst: a publish of the protocol (module docs).
+        match self.at(home, p).compare_exchange(
+            slot::pack(fp, PENDING_TAT),
+            slot::pack(fp, initial),
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        ) {
+            Ok(_) => {
+                self.counters.key_added();
+                Step::Live(p, initial)
+            }
+            Err(actual) if slot::fingerprint(actual) == fp && slot::is_live(actual) => {
+                Step::Live(p, slot::tat(actual)) // a helper published it
+            }
+            Err(_) => Step::Restart, // retracted
+        }
+    }
+
+    /// Turns the PENDING slot of `fp` at position `p` into a TOMBSTONE, if it still is one.
+    fn retract(&self, home: usize, fp: u64, p: usize) {
+        // SeqCst: a retraction of the protocol (module docs). A failure means someone else
+        // retracted it already (it cannot have been published: see the module docs).
+        let _ = self.at(home, p).compare_exchange(
+            slot::pack(fp, PENDING_TAT),
+            TOMBSTONE,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+    }
+
+    /// The TAT of the bucket of `fp`, if it has one. Creates and helps nothing.
+    pub(crate) fn tat_of(&self, fp: u64) -> Option<u64> {
+        let home = self.home(fp);
+        for i in 0..self.window {
+            // SeqCst: as the scans of the claim protocol (cheap: a plain load on x86_64).
+            let word = self.at(home, i).load(Ordering::SeqCst);
+            if slot::fingerprint(word) == fp && slot::is_live(word) {
+                return Some(slot::tat(word));
+            }
+            if word == EMPTY {
+                break;
+            }
+        }
+        None
+    }
+
+    /// Removes every bucket that is full at `now` (`TAT <= now`); returns how many.
+    pub(crate) fn evict_idle(&self, now: u64) -> usize {
+        let mut removed = 0;
+        for slot in self.slots.iter() {
+            // Relaxed: only a guess; the CAS below decides.
+            let word = slot.load(Ordering::Relaxed);
+            if !slot::is_live(word) || slot::tat(word) > now {
+                continue;
+            }
+            #[cfg(loom)]
+            if self.broken == Broken::EvictByStore {
+                slot.store(TOMBSTONE, Ordering::SeqCst);
+                removed += 1;
+                self.counters.key_removed();
+                continue;
+            }
+            // SeqCst: changes a fingerprint (module docs). Comparing the whole word means a
+            // spend that moved the TAT since the load makes this fail: no spend is lost.
+            if slot
+                .compare_exchange(word, TOMBSTONE, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                removed += 1;
+                self.counters.key_removed();
+            }
+        }
+        removed
+    }
+
+    /// How many slots hold a bucket or a claim of `fp`. For the loom models.
+    #[cfg(loom)]
+    pub(crate) fn slots_holding(&self, fp: u64) -> usize {
+        let held = |s: &AtomicU128| slot::fingerprint(s.load(Ordering::SeqCst)) == fp;
+        self.slots.iter().filter(|s| held(s)).count()
+    }
+}
+
+/// The level of a bucket `reset_after_ns` from full under `quota`.
+#[inline]
+fn level(reset_after_ns: u64, quota: &Quota) -> Level {
+    Level {
+        reset_after_ns,
+        depth_ns: quota.depth_ns(),
+        interval_ns: quota.emission_interval_ns(),
+    }
+}
