@@ -21,7 +21,7 @@ use core::borrow::Borrow;
 use core::fmt;
 use core::hash::{BuildHasher, Hash};
 use core::marker::PhantomData;
-use table::Table;
+use table::{Request, Table};
 
 #[cfg(not(loom))]
 type FingerprintHasher = std::collections::hash_map::RandomState;
@@ -179,9 +179,13 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized,
     {
         let now = now.as_u64();
-        let initial = self.initial_tat(now, quota);
-        self.table
-            .spend(self.fingerprint(key), now, cost, quota, initial)
+        self.table.spend(&Request {
+            fp: self.fingerprint(key),
+            now,
+            cost,
+            quota,
+            initial: self.initial_tat(now, quota),
+        })
     }
 
     /// Whole tokens in `key`'s bucket now. Spends nothing and creates nothing.
@@ -286,6 +290,15 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
     {
         self.table.slots_holding(self.fingerprint(key))
+    }
+
+    /// The home slot of `key`, so that a model can choose keys that share a window.
+    #[doc(hidden)]
+    pub fn loom_home<Q: Hash + ?Sized>(&self, key: &Q) -> usize
+    where
+        K: Borrow<Q>,
+    {
+        self.table.home(self.fingerprint(key))
     }
 }
 

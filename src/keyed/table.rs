@@ -21,8 +21,11 @@
 //!    pending X earlier in the window: retract mine and restart (the restart helps that one).
 //!    A pending X later in the window: retract it by CAS; if it went live meanwhile, retract
 //!    mine and use it.
-//! 3. **Publish** by a CAS `(X, PENDING) -> (X, initial TAT)`. If it fails, mine was retracted:
-//!    restart the look-up.
+//! 3. **Publish** by a CAS `(X, PENDING) -> (X, TAT)`, where the TAT is the new bucket's after
+//!    the publisher's own request: a new bucket is never visible full and unspent, so another
+//!    new key cannot reclaim it as idle before its first spend lands (which could livelock two
+//!    keys in one slot). If the CAS fails, mine was retracted (restart the look-up) or a helper
+//!    published it (spend from it as from any live bucket).
 //!
 //! A look-up that meets `(X, PENDING)` resolves and publishes it on the owner's behalf
 //! instead of waiting, so a preempted inserter blocks no one. Why two publishes of X cannot
@@ -69,8 +72,20 @@ pub(crate) struct Table {
     pub(crate) broken: Broken,
 }
 
+/// One check: the key's fingerprint, the time, the cost, the quota, and the TAT a new bucket
+/// of the key starts from.
+pub(crate) struct Request<'q> {
+    pub(crate) fp: u64,
+    pub(crate) now: u64,
+    pub(crate) cost: u32,
+    pub(crate) quota: &'q Quota,
+    pub(crate) initial: u64,
+}
+
 /// What a scan of a key's window found.
 enum Found {
+    /// The key was pending and this check published it, with its own spend applied.
+    Mine(Result<Allowed, Denied>),
     /// The key's bucket: window position and TAT.
     Live(usize, u64),
     /// No bucket: where one could go.
@@ -86,6 +101,8 @@ struct Room {
 
 /// The end of a resolve or insert: the key's bucket, or start the look-up again.
 enum Step {
+    /// This check published the key's new bucket with its own spend applied.
+    Mine(Result<Allowed, Denied>),
     Live(usize, u64),
     Restart,
 }
@@ -111,7 +128,7 @@ impl Table {
 
     /// The home index of a fingerprint: its high bits scaled onto the slot count.
     #[inline(always)]
-    fn home(&self, fp: u64) -> usize {
+    pub(crate) fn home(&self, fp: u64) -> usize {
         ((u128::from(fp) * self.slots.len() as u128) >> 64) as usize
     }
 
@@ -127,38 +144,32 @@ impl Table {
         &self.slots[j]
     }
 
-    /// Spends `cost` at `now` from the bucket of `fp`, creating it (with TAT `initial`) if it
+    /// Spends `req.cost` at `req.now` from the bucket of `req.fp`, creating the bucket if it
     /// is absent and the decision changes it.
-    pub(crate) fn spend(
-        &self,
-        fp: u64,
-        now: u64,
-        cost: u32,
-        quota: &Quota,
-        initial: u64,
-    ) -> Result<Allowed, Denied> {
-        let home = self.home(fp);
+    pub(crate) fn spend(&self, req: &Request<'_>) -> Result<Allowed, Denied> {
+        let home = self.home(req.fp);
         loop {
-            let (i, tat) = match self.find(home, fp, now, initial) {
+            let (i, tat) = match self.find(home, req) {
+                Found::Mine(outcome) => return outcome,
                 Found::Live(i, tat) => (i, tat),
                 Found::Absent(room) => {
-                    if initial == 0 {
+                    if req.initial == 0 {
                         // A full bucket that this decision leaves full (a peek, or a cost above
                         // the burst) need not be stored: an absent key is full.
-                        match gcra::spend(0, now, cost, quota) {
-                            Ok((0, allowed)) => return Ok(allowed),
-                            Err(denied) => return Err(denied),
-                            Ok(_) => {}
+                        let (tat, outcome) = decide(0, req);
+                        if tat == 0 {
+                            return outcome;
                         }
                     }
-                    match self.insert(home, fp, now, initial, room, quota) {
+                    match self.insert(home, req, room) {
+                        Ok(Step::Mine(outcome)) => return outcome,
                         Ok(Step::Live(i, tat)) => (i, tat),
                         Ok(Step::Restart) => continue,
                         Err(denied) => return Err(denied),
                     }
                 }
             };
-            if let Some(outcome) = self.spend_in(self.at(home, i), fp, tat, now, cost, quota) {
+            if let Some(outcome) = self.spend_in(self.at(home, i), tat, req) {
                 return outcome;
             }
         }
@@ -170,44 +181,31 @@ impl Table {
     fn spend_in(
         &self,
         slot: &AtomicU128,
-        fp: u64,
         mut current: u64,
-        now: u64,
-        cost: u32,
-        quota: &Quota,
+        req: &Request<'_>,
     ) -> Option<Result<Allowed, Denied>> {
         loop {
-            let (new, allowed) = match gcra::spend(current, now, cost, quota) {
-                Ok(ok) => ok,
-                Err(denied) => return Some(Err(denied)),
-            };
+            let (new, outcome) = decide(current, req);
             if new == current {
-                return Some(Ok(allowed)); // a peek: nothing to store
-            }
-            if new == PENDING_TAT {
-                // The last nanosecond of the clock marks PENDING slots: unrepresentable.
-                return Some(Err(Denied::new(
-                    level(current.saturating_sub(now), quota),
-                    None,
-                )));
+                return Some(outcome); // a denial or a peek: nothing to store
             }
             #[cfg(loom)]
             if self.broken == Broken::CasTatOnly {
-                match slot.compare_exchange_tat_only(current, new) {
-                    Ok(()) => return Some(Ok(allowed)),
-                    Err(_) => return None,
-                }
+                return slot
+                    .compare_exchange_tat_only(current, new)
+                    .ok()
+                    .map(|()| outcome);
             }
             // Relaxed on both arms: the word publishes no other memory, and the fingerprint
             // in it is compared by this same CAS (see the module docs).
             match slot.compare_exchange(
-                slot::pack(fp, current),
-                slot::pack(fp, new),
+                slot::pack(req.fp, current),
+                slot::pack(req.fp, new),
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Some(Ok(allowed)),
-                Err(actual) if slot::fingerprint(actual) == fp && slot::is_live(actual) => {
+                Ok(_) => return Some(outcome),
+                Err(actual) if slot::fingerprint(actual) == req.fp && slot::is_live(actual) => {
                     current = slot::tat(actual);
                 }
                 Err(_) => return None, // evicted, reclaimed or retracted: look up again
@@ -215,19 +213,20 @@ impl Table {
         }
     }
 
-    /// Scans the window of `fp` up to the first EMPTY slot. A PENDING slot of `fp` met on the
-    /// way is resolved on its owner's behalf.
-    fn find(&self, home: usize, fp: u64, now: u64, initial: u64) -> Found {
+    /// Scans the window of the key up to the first EMPTY slot. A PENDING slot of the key met
+    /// on the way is resolved on its owner's behalf.
+    fn find(&self, home: usize, req: &Request<'_>) -> Found {
         'restart: loop {
             let mut room = Room::default();
             for i in 0..self.window {
                 // SeqCst: a read of the claim protocol (module docs).
                 let word = self.at(home, i).load(Ordering::SeqCst);
-                if slot::fingerprint(word) == fp {
+                if slot::fingerprint(word) == req.fp {
                     if slot::tat(word) != PENDING_TAT {
                         return Found::Live(i, slot::tat(word));
                     }
-                    match self.resolve(home, fp, i, initial) {
+                    match self.resolve(home, i, req) {
+                        Step::Mine(outcome) => return Found::Mine(outcome),
                         Step::Live(i, tat) => return Found::Live(i, tat),
                         Step::Restart => continue 'restart,
                     }
@@ -236,8 +235,8 @@ impl Table {
                     room.free.get_or_insert((i, word));
                     break;
                 }
-                let free = word == TOMBSTONE || (slot::is_live(word) && slot::tat(word) <= now);
-                if free {
+                let idle = slot::is_live(word) && slot::tat(word) <= req.now;
+                if word == TOMBSTONE || idle {
                     room.free.get_or_insert((i, word));
                 } else if slot::is_live(word)
                     && room
@@ -251,49 +250,37 @@ impl Table {
         }
     }
 
-    /// Claims room for `fp` (a free slot, or by the overflow policy) and resolves the claim.
-    fn insert(
-        &self,
-        home: usize,
-        fp: u64,
-        now: u64,
-        initial: u64,
-        room: Room,
-        quota: &Quota,
-    ) -> Result<Step, Denied> {
-        let (i, seen, overflow) = match (room.free, self.policy) {
-            (Some((i, seen)), _) => (i, seen, false),
-            (None, OverflowPolicy::EvictNearestFull) if room.nearest_full.is_some() => {
-                let (i, seen) = room.nearest_full.unwrap_or_default();
-                (i, seen, true)
-            }
-            (None, _) => {
+    /// Claims room for the key (a free slot, or by the overflow policy) and resolves the claim.
+    fn insert(&self, home: usize, req: &Request<'_>, room: Room) -> Result<Step, Denied> {
+        let (i, seen, overflow) = match (room.free, room.nearest_full, self.policy) {
+            (Some((i, seen)), _, _) => (i, seen, false),
+            (None, Some((i, seen)), OverflowPolicy::EvictNearestFull) => (i, seen, true),
+            (None, nearest, _) => {
                 self.counters.count_denial();
                 // Room appears when the bucket nearest to full in the window is full (it is
-                // not yet: its TAT is after `now`, or it would have been free).
-                let wait = room.nearest_full.map_or(1, |(_, w)| slot::tat(w) - now);
+                // not yet: its TAT is after `now`, or it would have been free). With no such
+                // bucket, every slot is being inserted into: room appears very soon.
+                let wait = nearest.map_or(1, |(_, w)| slot::tat(w) - req.now);
                 // No tokens: the key has no bucket to hold any.
-                let empty = level(wait.max(quota.depth_ns()), quota);
+                let empty = level(wait.max(req.quota.depth_ns()), req.quota);
                 return Err(Denied::new(empty, Some(wait)));
             }
         };
         #[cfg(loom)]
         if self.broken == Broken::ClaimLiveDirectly {
+            let (tat, outcome) = decide(req.initial, req);
             let claimed = self.at(home, i).compare_exchange(
                 seen,
-                slot::pack(fp, initial),
+                slot::pack(req.fp, tat),
                 Ordering::SeqCst,
                 Ordering::SeqCst,
             );
-            return Ok(match claimed {
-                Ok(_) => Step::Live(i, initial),
-                Err(_) => Step::Restart,
-            });
+            return Ok(claimed.map_or(Step::Restart, |_| Step::Mine(outcome)));
         }
         // SeqCst: a claim of the protocol (module docs).
         let claim = self.at(home, i).compare_exchange(
             seen,
-            slot::pack(fp, PENDING_TAT),
+            slot::pack(req.fp, PENDING_TAT),
             Ordering::SeqCst,
             Ordering::SeqCst,
         );
@@ -306,12 +293,14 @@ impl Table {
                 self.counters.count_eviction();
             }
         }
-        Ok(self.resolve(home, fp, i, initial))
+        Ok(self.resolve(home, i, req))
     }
 
-    /// Steps 2 and 3 of an insert (module docs) for the PENDING slot of `fp` at position `p`,
-    /// by its owner or by a helper.
-    fn resolve(&self, home: usize, fp: u64, p: usize, initial: u64) -> Step {
+    /// Steps 2 and 3 of an insert (module docs) for the PENDING slot of the key at position
+    /// `p`, by its owner or by a helper. Whoever publishes applies its own request in the
+    /// publishing CAS, so a new bucket is never visible full-and-unspent to other keys.
+    fn resolve(&self, home: usize, p: usize, req: &Request<'_>) -> Step {
+        let fp = req.fp;
         for i in (0..self.window).filter(|&i| i != p) {
             let other = self.at(home, i);
             // SeqCst: a read of the claim protocol (module docs).
@@ -335,16 +324,17 @@ impl Table {
                 }
             }
         }
+        let (tat, outcome) = decide(req.initial, req);
         // SeqCst: a publish of the protocol (module docs).
         match self.at(home, p).compare_exchange(
             slot::pack(fp, PENDING_TAT),
-            slot::pack(fp, initial),
+            slot::pack(fp, tat),
             Ordering::SeqCst,
             Ordering::SeqCst,
         ) {
             Ok(_) => {
                 self.counters.key_added();
-                Step::Live(p, initial)
+                Step::Mine(outcome)
             }
             Err(actual) if slot::fingerprint(actual) == fp && slot::is_live(actual) => {
                 Step::Live(p, slot::tat(actual)) // a helper published it
@@ -415,6 +405,20 @@ impl Table {
     pub(crate) fn slots_holding(&self, fp: u64) -> usize {
         let held = |s: &AtomicU128| slot::fingerprint(s.load(Ordering::SeqCst)) == fp;
         self.slots.iter().filter(|s| held(s)).count()
+    }
+}
+
+/// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
+/// peek) and the answer. A TAT equal to the PENDING marker cannot be stored: denied.
+#[inline(always)]
+fn decide(tat: u64, req: &Request<'_>) -> (u64, Result<Allowed, Denied>) {
+    match gcra::spend(tat, req.now, req.cost, req.quota) {
+        Ok((new, _)) if new == PENDING_TAT => {
+            let ahead = tat.saturating_sub(req.now);
+            (tat, Err(Denied::new(level(ahead, req.quota), None)))
+        }
+        Ok((new, allowed)) => (new, Ok(allowed)),
+        Err(denied) => (tat, Err(denied)),
     }
 }
 
