@@ -1,8 +1,8 @@
 //! Models of the keyed table: concurrent inserts of one new key, eviction racing a check, and
 //! slot reuse after eviction (ABA).
 //!
-//! Each model runs the real protocol on a tiny table (a few slots, every key's window covering
-//! all of them) and has a twin with one step deliberately broken, which must fail. The 128-bit
+//! Each model runs the real protocol on a tiny table (one or two slots, every key's window
+//! covering all of them) and has a twin with one step deliberately broken, which must fail. The 128-bit
 //! slots are loom's mutex-backed stand-in (src/sync.rs), so these models check the protocol
 //! under sequential consistency.
 #![cfg(loom)]
@@ -28,27 +28,31 @@ fn keyed(burst: u32, slots: usize, broken: Broken) -> Arc<Keyed> {
     ))
 }
 
-/// The first two keys whose home is slot 0, so that each sees the other first in its window.
-fn two_keys_at_home_zero(limiter: &Keyed) -> (u64, u64) {
+/// The first three keys whose home is slot 0, so that their windows are in the same order.
+fn keys_at_home_zero(limiter: &Keyed) -> [u64; 3] {
     let mut keys = (0..).filter(|k| limiter.loom_home(k) == 0);
-    (keys.next().unwrap(), keys.next().unwrap())
+    [(); 3].map(|()| keys.next().unwrap())
 }
 
-/// Threads spending one token of the same new key `x`, one thread per `now` in `nows`.
-/// Slot 0 holds key `y`, full again at `T`: threads at `now >= T` see it idle and claim its
-/// slot, threads at `now < T` do not, so the inserters race for different slots. Returns how
-/// many spends were admitted, after checking that `x` ended in exactly one slot.
-fn insert_model(burst: u32, nows: &[u64], broken: Broken) -> u32 {
-    let limiter = keyed(burst, nows.len(), broken);
-    let (y, x) = two_keys_at_home_zero(&limiter);
+/// Spends one token of `key` at 0 under a quota of burst 1 and interval `interval`, so that
+/// its bucket is full again at `interval`.
+fn fill(limiter: &Keyed, key: u64, interval: u64) {
+    let quota = Quota::try_new(Duration::from_nanos(interval), 1).unwrap();
     limiter
-        .check_key_n_with_at(
-            &y,
-            1,
-            &Quota::try_new(Duration::from_nanos(T), 1).unwrap(),
-            Nanos::ZERO,
-        )
+        .check_key_n_with_at(&key, 1, &quota, Nanos::ZERO)
         .unwrap();
+}
+
+/// Threads spending one token of the same new key `x`, one thread per `now` in `nows`, in a
+/// table of two slots: `z` (full again at 8) then `y` (full again at 6). A thread at 10 sees
+/// both idle and claims the first, `z`'s; a thread at 5 sees neither idle and evicts the one
+/// nearest to full, `y`'s. So the inserters race for different slots. Returns how many spends
+/// were admitted, after checking that `x` ended in exactly one slot.
+fn insert_model(burst: u32, nows: &[u64], broken: Broken) -> u32 {
+    let limiter = keyed(burst, 2, broken);
+    let [z, y, x] = keys_at_home_zero(&limiter);
+    fill(&limiter, z, 8);
+    fill(&limiter, y, 6);
     let admitted = Arc::new(AtomicU32::new(0));
     let handles: Vec<_> = nows
         .iter()
@@ -137,7 +141,7 @@ fn eviction_by_store_loses_the_spend() {
 /// its one spend made at 0).
 fn reuse_model(broken: Broken) {
     let limiter = keyed(2, 1, broken);
-    let (x, y) = two_keys_at_home_zero(&limiter);
+    let [x, y, _] = keys_at_home_zero(&limiter);
     limiter.check_key_n_at(&x, 1, Nanos::ZERO).unwrap();
     let spender = {
         let limiter = limiter.clone();

@@ -8,14 +8,13 @@
 //!
 //! # Invariants
 //! 1. A slot is never EMPTY again once used: removal writes TOMBSTONE.
-//! 2. A key is claimed only at the first free slot of its window in a scan that saw every
-//!    earlier slot non-EMPTY, so a key (pending or live) at window position `p` has no EMPTY
+//! 2. A key is claimed only in a scan that saw every earlier slot of its window non-EMPTY, so a key (pending or live) at window position `p` has no EMPTY
 //!    slot before `p` in its window. A scan may therefore stop at the first EMPTY slot.
 //! 3. At most one LIVE slot holds a fingerprint at any time (the claim protocol below).
 //!
 //! # Inserting a new key X
-//! 1. **Claim** a free slot (EMPTY, TOMBSTONE, or an idle bucket of another key: `TAT <= now`,
-//!    whose removal loses nothing) by a CAS to `(X, PENDING)`. A PENDING slot holds no tokens,
+//! 1. **Claim** a free slot (EMPTY or TOMBSTONE; failing that, an idle bucket of another key:
+//!    `TAT <= now`, whose removal loses nothing) by a CAS to `(X, PENDING)`. A PENDING slot holds no tokens,
 //!    so retracting it (CAS back to TOMBSTONE) loses nothing either.
 //! 2. **Resolve**: rescan the window for another slot of X. A live X: retract mine, use it. A
 //!    pending X earlier in the window: retract mine and restart (the restart helps that one).
@@ -92,10 +91,12 @@ enum Found {
     Absent(Room),
 }
 
-/// The free slot a scan met first and the live bucket nearest to full, with the words read.
+/// What a scan met, with the words read: the first free (EMPTY or TOMBSTONE) slot, the
+/// first idle bucket, and the live bucket nearest to full.
 #[derive(Default)]
 struct Room {
     free: Option<(usize, u128)>,
+    idle: Option<(usize, u128)>,
     nearest_full: Option<(usize, u128)>,
 }
 
@@ -235,15 +236,17 @@ impl Table {
                     room.free.get_or_insert((i, word));
                     break;
                 }
-                let idle = slot::is_live(word) && slot::tat(word) <= req.now;
-                if word == TOMBSTONE || idle {
+                if word == TOMBSTONE {
                     room.free.get_or_insert((i, word));
-                } else if slot::is_live(word)
-                    && room
+                } else if slot::is_live(word) {
+                    if slot::tat(word) <= req.now {
+                        room.idle.get_or_insert((i, word));
+                    } else if room
                         .nearest_full
                         .is_none_or(|(_, n)| slot::tat(word) < slot::tat(n))
-                {
-                    room.nearest_full = Some((i, word));
+                    {
+                        room.nearest_full = Some((i, word));
+                    }
                 }
             }
             return Found::Absent(room);
@@ -252,7 +255,8 @@ impl Table {
 
     /// Claims room for the key (a free slot, or by the overflow policy) and resolves the claim.
     fn insert(&self, home: usize, req: &Request<'_>, room: Room) -> Result<Step, Denied> {
-        let (i, seen, overflow) = match (room.free, room.nearest_full, self.policy) {
+        // A free slot first, then an idle bucket (lossless to remove), then the policy.
+        let (i, seen, overflow) = match (room.free.or(room.idle), room.nearest_full, self.policy) {
             (Some((i, seen)), _, _) => (i, seen, false),
             (None, Some((i, seen)), OverflowPolicy::EvictNearestFull) => (i, seen, true),
             (None, nearest, _) => {
