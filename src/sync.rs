@@ -13,18 +13,28 @@
 //! and `KeyedLimiter` is then correct but not lock-free.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(all(not(loom), feature = "portable-atomic"))]
-pub(crate) use portable_atomic::{AtomicU64, AtomicUsize, Ordering};
+pub(crate) use portable_atomic::{AtomicU64, Ordering};
 
 #[cfg(all(not(loom), not(feature = "portable-atomic")))]
-pub(crate) use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
 
-#[cfg(not(loom))]
+// Only the keyed limiter (which needs `std`) uses these two.
+#[cfg(all(loom, feature = "std"))]
+pub(crate) use loom::sync::atomic::AtomicUsize;
+
+#[cfg(all(not(loom), feature = "std", feature = "portable-atomic"))]
+pub(crate) use portable_atomic::AtomicUsize;
+
+#[cfg(all(not(loom), feature = "std", not(feature = "portable-atomic")))]
+pub(crate) use core::sync::atomic::AtomicUsize;
+
+#[cfg(all(not(loom), feature = "std"))]
 pub(crate) use portable_atomic::AtomicU128;
 
-#[cfg(loom)]
+#[cfg(all(loom, feature = "std"))]
 pub(crate) use loom_u128::AtomicU128;
 
 /// A linearizable stand-in for a 128-bit atomic under loom, which has none: one value behind a
@@ -34,7 +44,7 @@ pub(crate) use loom_u128::AtomicU128;
 /// Because a mutex orders everything, this stand-in behaves as if every access were `SeqCst`;
 /// the models therefore check the protocol under sequential consistency, and the orderings the
 /// real code uses are argued in its comments rather than checked by loom.
-#[cfg(loom)]
+#[cfg(all(loom, feature = "std"))]
 mod loom_u128 {
     use super::Ordering;
     use loom::sync::Mutex;

@@ -273,7 +273,7 @@ fn the_default_capacity_holds_a_million_keys() {
         .clock(ManualClock::new())
         .overflow(OverflowPolicy::DenyNewKeys)
         .build();
-    assert!(DEFAULT_MAX_KEYS >= 1_000_000);
+    const { assert!(DEFAULT_MAX_KEYS >= 1_000_000) };
     let mut x: u64 = 0x243F_6A88_85A3_08D3;
     for _ in 0..1_000_000 {
         x = x

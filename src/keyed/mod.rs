@@ -59,9 +59,10 @@ pub enum OverflowPolicy {
 ///
 /// # Guarantees
 /// - **No lock** on any check, for a known key or a new one: a check is a hash, a scan of a few
-///   16-byte slots, and compare-and-swaps ([`table`](self) has the protocol). Where the CPU has
-///   no 16-byte compare-and-swap (see the crate's `sync` notes) the slots fall back to
-///   portable-atomic's global locks.
+///   16-byte slots, and compare-and-swaps (see *Design* below). The slots are
+///   `portable_atomic::AtomicU128`, lock-free on x86_64 with `cmpxchg16b` (detected at run
+///   time), aarch64, riscv64 with `zacas`, powerpc64 with quadword atomics and s390x; on other
+///   targets portable-atomic falls back to global locks.
 /// - **Per-key decisions** are exactly those of [`Limiter`](crate::Limiter): the same
 ///   arithmetic on the key's TAT. A peek (`cost == 0`) or a denied check of an absent key
 ///   stores nothing when new keys start full.
@@ -78,6 +79,18 @@ pub enum OverflowPolicy {
 ///   bucket only if their fingerprints are equal: with `n` keys held, a given key collides
 ///   with probability at most about `n / 2^64` (5.7e-14 at 1,048,576 keys), and since the
 ///   SipHash key is secret, clients cannot choose colliding keys.
+///
+/// # Design
+/// The table is a fixed array of slots, each one 128-bit atomic word holding a key's
+/// fingerprint and its TAT, so one compare-and-swap checks the key and moves its TAT: a thread
+/// that read key X's slot can never spend into key Y's bucket after the slot is reused, and an
+/// eviction (a CAS from an idle word to a tombstone) fails if a spend moved the TAT first. A key
+/// lives within 512 slots of its home (linear probing). A new key is inserted in three steps:
+/// claim a free slot as PENDING, rescan the window for another claim or bucket of the same key
+/// (and back off or retract it), then publish with the first spend applied. Any check that
+/// meets a PENDING claim of its key completes those steps itself instead of waiting, so a
+/// preempted inserter delays no one. The protocol is model-checked with loom
+/// (`loom-tests/tests/keyed.rs`).
 ///
 /// [`evict_idle`]: Self::evict_idle
 pub struct KeyedLimiter<K, C = MonotonicClock> {
