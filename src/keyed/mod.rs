@@ -3,6 +3,7 @@
 //! See [`KeyedLimiter`] for the guarantees and [`table`] for the protocol.
 
 mod builder;
+mod claim;
 mod slot;
 mod stats;
 mod table;

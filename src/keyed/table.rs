@@ -1,5 +1,5 @@
 //! The keyed table: a fixed array of one-word slots, linear probing within a bounded window,
-//! and the lock-free protocol that gives each key at most one bucket.
+//! and the look-up, spend and eviction on it. Inserting a new key is in [`claim`](super::claim).
 //!
 //! # Layout
 //! A key's *home* is its fingerprint scaled onto the slot count (multiply-shift, so the count
@@ -8,35 +8,20 @@
 //!
 //! # Invariants
 //! 1. A slot is never EMPTY again once used: removal writes TOMBSTONE.
-//! 2. A key is claimed only in a scan that saw every earlier slot of its window non-EMPTY, so a key (pending or live) at window position `p` has no EMPTY
-//!    slot before `p` in its window. A scan may therefore stop at the first EMPTY slot.
-//! 3. At most one LIVE slot holds a fingerprint at any time (the claim protocol below).
+//! 2. A key is claimed only in a scan that saw every earlier slot of its window non-EMPTY, so
+//!    a key (pending or live) at window position `p` has no EMPTY slot before `p` in its
+//!    window. A scan may therefore stop at the first EMPTY slot.
+//! 3. At most one LIVE slot holds a fingerprint at any time (the claim protocol).
 //!
-//! # Inserting a new key X
-//! 1. **Claim** a free slot (EMPTY or TOMBSTONE; failing that, an idle bucket of another key:
-//!    `TAT <= now`, whose removal loses nothing) by a CAS to `(X, PENDING)`. A PENDING slot holds no tokens,
-//!    so retracting it (CAS back to TOMBSTONE) loses nothing either.
-//! 2. **Resolve**: rescan the window for another slot of X. A live X: retract mine, use it. A
-//!    pending X earlier in the window: retract mine and restart (the restart helps that one).
-//!    A pending X later in the window: retract it by CAS; if it went live meanwhile, retract
-//!    mine and use it.
-//! 3. **Publish** by a CAS `(X, PENDING) -> (X, TAT)`, where the TAT is the new bucket's after
-//!    the publisher's own request: a new bucket is never visible full and unspent, so another
-//!    new key cannot reclaim it as idle before its first spend lands (which could livelock two
-//!    keys in one slot). If the CAS fails, mine was retracted (restart the look-up) or a helper
-//!    published it (spend from it as from any live bucket).
-//!
-//! A look-up that meets `(X, PENDING)` resolves and publishes it on the owner's behalf
-//! instead of waiting, so a preempted inserter blocks no one. Why two publishes of X cannot
-//! both succeed: each publisher read the other's slot during its rescan, after the claim it
-//! resolves; in the single total order of `SeqCst` operations, one of those reads comes after
-//! the other slot's claim and sees X there, and its publisher then backs off (or retracts the
-//! other, which then cannot publish). Hence every operation that changes a slot's fingerprint
-//! (claim, publish, retract, eviction) and every read of the scans is `SeqCst`: the argument
-//! is about two different words, which weaker orderings do not order. A spend changes only the
-//! TAT of a word whose fingerprint it checks in the same CAS, and publishes no other memory,
-//! so it is `Relaxed`, as in [`Bucket`](crate::bucket).
+//! # Orderings
+//! Every operation that changes a slot's fingerprint (claim, publish, retract, eviction) and
+//! every read of the scans is `SeqCst`: the claim protocol's argument is about two different
+//! words, which weaker orderings do not order (see [`claim`](super::claim)). A spend changes
+//! only the TAT of a word whose fingerprint it checks in the same CAS, and publishes no other
+//! memory, so it is `Relaxed`, as in [`Bucket`](crate::bucket). On x86_64 a `SeqCst` load of
+//! a slot is the same instruction as a relaxed one.
 
+use super::claim::{Room, Step};
 use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
 use super::stats::Counters;
 use super::OverflowPolicy;
@@ -64,8 +49,8 @@ pub enum Broken {
 /// A fixed-capacity table of buckets keyed by 64-bit fingerprints.
 pub(crate) struct Table {
     slots: Box<[AtomicU128]>,
-    window: usize,
-    policy: OverflowPolicy,
+    pub(super) window: usize,
+    pub(super) policy: OverflowPolicy,
     pub(crate) counters: Counters,
     #[cfg(loom)]
     pub(crate) broken: Broken,
@@ -82,30 +67,13 @@ pub(crate) struct Request<'q> {
 }
 
 /// What a scan of a key's window found.
-enum Found {
+pub(super) enum Found {
     /// The key was pending and this check published it, with its own spend applied.
     Mine(Result<Allowed, Denied>),
     /// The key's bucket: window position and TAT.
     Live(usize, u64),
     /// No bucket: where one could go.
     Absent(Room),
-}
-
-/// What a scan met, with the words read: the first free (EMPTY or TOMBSTONE) slot, the
-/// first idle bucket, and the live bucket nearest to full.
-#[derive(Default)]
-struct Room {
-    free: Option<(usize, u128)>,
-    idle: Option<(usize, u128)>,
-    nearest_full: Option<(usize, u128)>,
-}
-
-/// The end of a resolve or insert: the key's bucket, or start the look-up again.
-enum Step {
-    /// This check published the key's new bucket with its own spend applied.
-    Mine(Result<Allowed, Denied>),
-    Live(usize, u64),
-    Restart,
 }
 
 impl Table {
@@ -135,7 +103,7 @@ impl Table {
 
     /// The slot at window position `i` from `home`, wrapping at the end of the array.
     #[inline(always)]
-    fn at(&self, home: usize, i: usize) -> &AtomicU128 {
+    pub(super) fn at(&self, home: usize, i: usize) -> &AtomicU128 {
         let j = home + i;
         let j = if j >= self.slots.len() {
             j - self.slots.len()
@@ -216,7 +184,7 @@ impl Table {
 
     /// Scans the window of the key up to the first EMPTY slot. A PENDING slot of the key met
     /// on the way is resolved on its owner's behalf.
-    fn find(&self, home: usize, req: &Request<'_>) -> Found {
+    pub(super) fn find(&self, home: usize, req: &Request<'_>) -> Found {
         'restart: loop {
             let mut room = Room::default();
             for i in 0..self.window {
@@ -251,112 +219,6 @@ impl Table {
             }
             return Found::Absent(room);
         }
-    }
-
-    /// Claims room for the key (a free slot, or by the overflow policy) and resolves the claim.
-    fn insert(&self, home: usize, req: &Request<'_>, room: Room) -> Result<Step, Denied> {
-        // A free slot first, then an idle bucket (lossless to remove), then the policy.
-        let (i, seen, overflow) = match (room.free.or(room.idle), room.nearest_full, self.policy) {
-            (Some((i, seen)), _, _) => (i, seen, false),
-            (None, Some((i, seen)), OverflowPolicy::EvictNearestFull) => (i, seen, true),
-            (None, nearest, _) => {
-                self.counters.count_denial();
-                // Room appears when the bucket nearest to full in the window is full (it is
-                // not yet: its TAT is after `now`, or it would have been free). With no such
-                // bucket, every slot is being inserted into: room appears very soon.
-                let wait = nearest.map_or(1, |(_, w)| slot::tat(w) - req.now);
-                // No tokens: the key has no bucket to hold any.
-                let empty = level(wait.max(req.quota.depth_ns()), req.quota);
-                return Err(Denied::new(empty, Some(wait)));
-            }
-        };
-        #[cfg(loom)]
-        if self.broken == Broken::ClaimLiveDirectly {
-            let (tat, outcome) = decide(req.initial, req);
-            let claimed = self.at(home, i).compare_exchange(
-                seen,
-                slot::pack(req.fp, tat),
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            );
-            return Ok(claimed.map_or(Step::Restart, |_| Step::Mine(outcome)));
-        }
-        // SeqCst: a claim of the protocol (module docs).
-        let claim = self.at(home, i).compare_exchange(
-            seen,
-            slot::pack(req.fp, PENDING_TAT),
-            Ordering::SeqCst,
-            Ordering::SeqCst,
-        );
-        if claim.is_err() {
-            return Ok(Step::Restart);
-        }
-        if slot::is_live(seen) {
-            self.counters.key_removed();
-            if overflow {
-                self.counters.count_eviction();
-            }
-        }
-        Ok(self.resolve(home, i, req))
-    }
-
-    /// Steps 2 and 3 of an insert (module docs) for the PENDING slot of the key at position
-    /// `p`, by its owner or by a helper. Whoever publishes applies its own request in the
-    /// publishing CAS, so a new bucket is never visible full-and-unspent to other keys.
-    fn resolve(&self, home: usize, p: usize, req: &Request<'_>) -> Step {
-        let fp = req.fp;
-        for i in (0..self.window).filter(|&i| i != p) {
-            let other = self.at(home, i);
-            // SeqCst: a read of the claim protocol (module docs).
-            let mut word = other.load(Ordering::SeqCst);
-            if word == EMPTY {
-                break;
-            }
-            while slot::fingerprint(word) == fp {
-                if slot::tat(word) != PENDING_TAT {
-                    self.retract(home, fp, p);
-                    return Step::Live(i, slot::tat(word));
-                }
-                if i < p {
-                    self.retract(home, fp, p);
-                    return Step::Restart;
-                }
-                // SeqCst: a retraction of the protocol (module docs).
-                match other.compare_exchange(word, TOMBSTONE, Ordering::SeqCst, Ordering::SeqCst) {
-                    Ok(_) => break,
-                    Err(actual) => word = actual,
-                }
-            }
-        }
-        let (tat, outcome) = decide(req.initial, req);
-        // SeqCst: a publish of the protocol (module docs).
-        match self.at(home, p).compare_exchange(
-            slot::pack(fp, PENDING_TAT),
-            slot::pack(fp, tat),
-            Ordering::SeqCst,
-            Ordering::SeqCst,
-        ) {
-            Ok(_) => {
-                self.counters.key_added();
-                Step::Mine(outcome)
-            }
-            Err(actual) if slot::fingerprint(actual) == fp && slot::is_live(actual) => {
-                Step::Live(p, slot::tat(actual)) // a helper published it
-            }
-            Err(_) => Step::Restart, // retracted
-        }
-    }
-
-    /// Turns the PENDING slot of `fp` at position `p` into a TOMBSTONE, if it still is one.
-    fn retract(&self, home: usize, fp: u64, p: usize) {
-        // SeqCst: a retraction of the protocol (module docs). A failure means someone else
-        // retracted it already (it cannot have been published: see the module docs).
-        let _ = self.at(home, p).compare_exchange(
-            slot::pack(fp, PENDING_TAT),
-            TOMBSTONE,
-            Ordering::SeqCst,
-            Ordering::SeqCst,
-        );
     }
 
     /// The TAT of the bucket of `fp`, if it has one. Creates and helps nothing.
@@ -415,7 +277,7 @@ impl Table {
 /// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
 /// peek) and the answer. A TAT equal to the PENDING marker cannot be stored: denied.
 #[inline(always)]
-fn decide(tat: u64, req: &Request<'_>) -> (u64, Result<Allowed, Denied>) {
+pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Result<Allowed, Denied>) {
     match gcra::spend(tat, req.now, req.cost, req.quota) {
         Ok((new, _)) if new == PENDING_TAT => {
             let ahead = tat.saturating_sub(req.now);
@@ -428,7 +290,7 @@ fn decide(tat: u64, req: &Request<'_>) -> (u64, Result<Allowed, Denied>) {
 
 /// The level of a bucket `reset_after_ns` from full under `quota`.
 #[inline]
-fn level(reset_after_ns: u64, quota: &Quota) -> Level {
+pub(super) fn level(reset_after_ns: u64, quota: &Quota) -> Level {
     Level {
         reset_after_ns,
         depth_ns: quota.depth_ns(),
