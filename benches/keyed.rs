@@ -54,7 +54,8 @@ fn workload(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
     (keys, order)
 }
 
-/// Times `iters` checks on each of `threads` threads, each walking its own part of `order`.
+/// Times `iters` checks on each of `threads` threads (a power of two), each walking its own
+/// part of `order` (whose length is a power of two).
 fn time_threads<F: Fn(&u64) + Sync>(
     threads: usize,
     order: &[u64],
@@ -64,12 +65,11 @@ fn time_threads<F: Fn(&u64) + Sync>(
     let part = order.len() / threads;
     let start = Instant::now();
     std::thread::scope(|s| {
-        for t in 0..threads {
-            let mine = &order[t * part..(t + 1) * part];
+        for mine in order.chunks(part) {
             let check = &check;
             s.spawn(move || {
                 for i in 0..iters as usize {
-                    check(&mine[i % part]);
+                    check(&mine[i & (part - 1)]);
                 }
             });
         }

@@ -127,6 +127,16 @@ fn run(case: &str) {
             },
             |l, i| assert!(l.check_key(string_key(i).as_str()).is_ok()),
         ),
+        "cellrate-sweep-only" => measure(
+            "cellrate, sweeps only",
+            || cellrate::KeyedLimiter::<u64>::new(quota),
+            // No key at all: does a sweep of the untouched table make it resident?
+            |l, i| {
+                if i == 0 {
+                    assert_eq!(l.evict_idle(), 0);
+                }
+            },
+        ),
         "governor-u64" => measure(
             "governor u64 keys",
             || governor::RateLimiter::<u64, _, _>::keyed(governor_quota()),
@@ -154,6 +164,7 @@ fn main() {
     let cases = [
         "cellrate-u64",
         "cellrate-u64-default",
+        "cellrate-sweep-only",
         "governor-u64",
         "cellrate-string",
         "governor-string",

@@ -61,6 +61,7 @@ pub(crate) const fn fingerprint_of_hash(hash: u64) -> u64 {
 
 /// Why the slot array could not be allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(loom, allow(dead_code))] // loom builds its tiny tables without the allocator
 pub(crate) enum AllocError {
     /// The size in bytes does not fit in `isize`.
     TooLarge,
