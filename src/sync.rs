@@ -3,7 +3,8 @@
 //! Under `cfg(loom)` the atomics are loom's, so that the models in `loom-tests/` explore every
 //! interleaving of the real code. With the `portable-atomic` feature the 64-bit atomics come
 //! from portable-atomic (for targets without native 64-bit compare-and-swap). Otherwise they are
-//! `core`'s. No other module names an atomic type directly.
+//! `core`'s. No other module names an atomic type directly, except the keyed limiter's
+//! statistics counters (see src/keyed/stats.rs).
 //!
 //! `AtomicU128` (one slot of the keyed table) always comes from portable-atomic, since
 //! `core::sync::atomic::AtomicU128` is not stable. It is lock-free where the CPU has a 16-byte
@@ -21,15 +22,8 @@ pub(crate) use portable_atomic::{AtomicU64, Ordering};
 #[cfg(all(not(loom), not(feature = "portable-atomic")))]
 pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
 
-// Only the keyed limiter (which needs `std`) uses these two.
-#[cfg(all(loom, feature = "std"))]
-pub(crate) use loom::sync::atomic::AtomicUsize;
-
-#[cfg(all(not(loom), feature = "std", feature = "portable-atomic"))]
-pub(crate) use portable_atomic::AtomicUsize;
-
-#[cfg(all(not(loom), feature = "std", not(feature = "portable-atomic")))]
-pub(crate) use core::sync::atomic::AtomicUsize;
+// The keyed limiter's statistics (src/keyed/stats.rs) take their atomics directly: they are
+// not part of any protocol, so the loom models do not interleave them.
 
 #[cfg(all(not(loom), feature = "std"))]
 pub(crate) use portable_atomic::AtomicU128;

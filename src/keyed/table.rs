@@ -115,31 +115,60 @@ impl Table {
 
     /// Spends `req.cost` at `req.now` from the bucket of `req.fp`, creating the bucket if it
     /// is absent and the decision changes it.
+    #[inline]
     pub(crate) fn spend(&self, req: &Request<'_>) -> Result<Allowed, Denied> {
         let home = self.home(req.fp);
         loop {
-            let (i, tat) = match self.find(home, req) {
-                Found::Mine(outcome) => return outcome,
-                Found::Live(i, tat) => (i, tat),
-                Found::Absent(room) => {
-                    if req.initial == 0 {
-                        // A full bucket that this decision leaves full (a peek, or a cost above
-                        // the burst) need not be stored: an absent key is full.
-                        let (tat, outcome) = decide(0, req);
-                        if tat == 0 {
-                            return outcome;
-                        }
-                    }
-                    match self.insert(home, req, room) {
-                        Ok(Step::Mine(outcome)) => return outcome,
-                        Ok(Step::Live(i, tat)) => (i, tat),
-                        Ok(Step::Restart) => continue,
-                        Err(denied) => return Err(denied),
-                    }
-                }
+            let (i, tat) = match self.lookup(home, req.fp) {
+                Some(found) => found,
+                None => match self.find_or_insert(home, req) {
+                    Step::Mine(outcome) => return outcome,
+                    Step::Live(i, tat) => (i, tat),
+                    Step::Restart => continue,
+                },
             };
             if let Some(outcome) = self.spend_in(self.at(home, i), tat, req) {
                 return outcome;
+            }
+        }
+    }
+
+    /// The hot path: the window position and TAT of the live bucket of `fp`, if the scan (to
+    /// the first EMPTY slot) meets one. `None` when the key is absent or being inserted.
+    #[inline]
+    fn lookup(&self, home: usize, fp: u64) -> Option<(usize, u64)> {
+        for i in 0..self.window {
+            // SeqCst: a read of the claim protocol (module docs).
+            let word = self.at(home, i).load(Ordering::SeqCst);
+            if slot::fingerprint(word) == fp {
+                return slot::is_live(word).then_some((i, slot::tat(word)));
+            }
+            if word == EMPTY {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// The slow path of [`spend`](Self::spend): the key was not found live. Scans again,
+    /// noting room and helping a pending insert of the key, then inserts it if still absent.
+    #[cold]
+    #[inline(never)]
+    fn find_or_insert(&self, home: usize, req: &Request<'_>) -> Step {
+        match self.find(home, req) {
+            Found::Mine(outcome) => Step::Mine(outcome),
+            Found::Live(i, tat) => Step::Live(i, tat),
+            Found::Absent(room) => {
+                if req.initial == 0 {
+                    // A full bucket that this decision leaves full (a peek, or a cost above
+                    // the burst) need not be stored: an absent key is full.
+                    let (tat, outcome) = decide(0, req);
+                    if tat == 0 {
+                        return Step::Mine(outcome);
+                    }
+                }
+                self.insert(home, req, room)
+                    .unwrap_or_else(|denied| Step::Mine(Err(denied)))
             }
         }
     }
@@ -223,18 +252,7 @@ impl Table {
 
     /// The TAT of the bucket of `fp`, if it has one. Creates and helps nothing.
     pub(crate) fn tat_of(&self, fp: u64) -> Option<u64> {
-        let home = self.home(fp);
-        for i in 0..self.window {
-            // SeqCst: as the scans of the claim protocol (cheap: a plain load on x86_64).
-            let word = self.at(home, i).load(Ordering::SeqCst);
-            if slot::fingerprint(word) == fp && slot::is_live(word) {
-                return Some(slot::tat(word));
-            }
-            if word == EMPTY {
-                break;
-            }
-        }
-        None
+        self.lookup(self.home(fp), fp).map(|(_, tat)| tat)
     }
 
     /// Removes every bucket that is full at `now` (`TAT <= now`); returns how many.
