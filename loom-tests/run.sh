@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every loom model of cellrate with fixed settings. Usage: ./loom-tests/run.sh [test filter]
 #
-# Two-thread models run exhaustively; three-thread models set a preemption bound of 3 in their
-# own code. The whole run took about 1 minute on the 2-core development machine (release build
-# included; about 2 s of model checking).
+# Two-thread models run exhaustively; three-thread models set a preemption bound in their own
+# code (2 or 3). Model checking takes about 30 s on the 2-core development machine (the keyed
+# insert models are most of it), plus about 90 s for a cold build of the loom configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}"

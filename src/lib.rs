@@ -50,6 +50,8 @@ mod all_of;
 mod bucket;
 mod clock;
 mod gcra;
+#[cfg(feature = "std")]
+mod keyed;
 mod limiter;
 mod nanos;
 mod outcome;
@@ -70,6 +72,13 @@ pub use all_of::{all_of, AllOf, Limit, Undo};
 #[cfg(feature = "std")]
 pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};
+#[cfg(all(feature = "std", loom))]
+pub use keyed::Broken;
+#[cfg(feature = "std")]
+pub use keyed::{
+    KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, OverflowPolicy,
+    DEFAULT_MAX_KEYS,
+};
 pub use limiter::Limiter;
 pub use nanos::Nanos;
 pub use outcome::{Allowed, Denied};

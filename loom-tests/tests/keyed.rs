@@ -1,0 +1,177 @@
+//! Models of the keyed table: concurrent inserts of one new key, eviction racing a check, and
+//! slot reuse after eviction (ABA).
+//!
+//! Each model runs the real protocol on a tiny table (one or two slots, every key's window
+//! covering all of them) and has a twin with one step deliberately broken, which must fail. The 128-bit
+//! slots are loom's mutex-backed stand-in (src/sync.rs), so these models check the protocol
+//! under sequential consistency.
+#![cfg(loom)]
+
+use cellrate::{Broken, KeyedLimiter, ManualClock, Nanos, Quota};
+use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use std::time::Duration;
+
+const T: u64 = 10; // emission interval of every model, in ns
+
+type Keyed = KeyedLimiter<u64, ManualClock>;
+
+fn keyed(burst: u32, slots: usize, broken: Broken) -> Arc<Keyed> {
+    let quota = Quota::try_new(Duration::from_nanos(T), burst).unwrap();
+    Arc::new(KeyedLimiter::loom_tiny(
+        quota,
+        ManualClock::new(),
+        slots,
+        slots,
+        broken,
+    ))
+}
+
+/// The first three keys whose home is slot 0, so that their windows are in the same order.
+fn keys_at_home_zero(limiter: &Keyed) -> [u64; 3] {
+    let mut keys = (0..).filter(|k| limiter.loom_home(k) == 0);
+    [(); 3].map(|()| keys.next().unwrap())
+}
+
+/// Spends one token of `key` at 0 under a quota of burst 1 and interval `interval`, so that
+/// its bucket is full again at `interval`.
+fn fill(limiter: &Keyed, key: u64, interval: u64) {
+    let quota = Quota::try_new(Duration::from_nanos(interval), 1).unwrap();
+    limiter
+        .check_key_n_with_at(&key, 1, &quota, Nanos::ZERO)
+        .unwrap();
+}
+
+/// Threads spending one token of the same new key `x`, one thread per `now` in `nows`, in a
+/// table of two slots: `z` (full again at 8) then `y` (full again at 6). A thread at 10 sees
+/// both idle and claims the first, `z`'s; a thread at 5 sees neither idle and evicts the one
+/// nearest to full, `y`'s. So the inserters race for different slots. Returns how many spends
+/// were admitted, after checking that `x` ended in exactly one slot.
+fn insert_model(burst: u32, nows: &[u64], broken: Broken) -> u32 {
+    let limiter = keyed(burst, 2, broken);
+    let [z, y, x] = keys_at_home_zero(&limiter);
+    fill(&limiter, z, 8);
+    fill(&limiter, y, 6);
+    let admitted = Arc::new(AtomicU32::new(0));
+    let handles: Vec<_> = nows
+        .iter()
+        .map(|&now| {
+            let (limiter, admitted) = (limiter.clone(), admitted.clone());
+            thread::spawn(move || {
+                if limiter.check_key_n_at(&x, 1, Nanos::new(now)).is_ok() {
+                    // Relaxed: a counter read after join, which orders it.
+                    admitted.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let admitted = admitted.load(Ordering::Relaxed);
+    assert!(admitted <= burst, "admitted {admitted} > burst {burst}");
+    let held = limiter.loom_slots_holding(&x);
+    assert_eq!(held, 1, "the key is held in {held} slots");
+    admitted
+}
+
+#[test]
+fn two_inserters_of_one_key_make_one_bucket() {
+    // One bucket of burst 1: at 5 then 10 or at 10 then 5, the second is denied.
+    loom::model(|| assert_eq!(insert_model(1, &[10, 5], Broken::Nothing), 1));
+}
+
+#[test]
+#[should_panic(expected = "admitted 2 > burst 1")]
+fn two_inserters_claiming_live_directly_make_two_buckets() {
+    loom::model(|| {
+        insert_model(1, &[10, 5], Broken::ClaimLiveDirectly);
+    });
+}
+
+#[test]
+fn three_inserters_of_one_key_make_one_bucket() {
+    bounded(2).check(|| {
+        insert_model(2, &[10, 5, 10], Broken::Nothing);
+    });
+}
+
+#[test]
+#[should_panic(expected = "admitted 3 > burst 2")]
+fn three_inserters_claiming_live_directly_over_admit() {
+    bounded(2).check(|| {
+        insert_model(2, &[10, 5, 10], Broken::ClaimLiveDirectly);
+    });
+}
+
+/// Key `x` (burst 2) spent one token at 0, so it is full again at `T`. At `T` one thread
+/// spends a token of `x` while another evicts idle keys. Whatever the order, `x` ends with one
+/// token spent at `T`: the eviction either happened first (the spend then made a fresh,
+/// full bucket) or found the bucket no longer idle.
+fn evict_model(broken: Broken) {
+    let limiter = keyed(2, 1, broken);
+    limiter.check_key_n_at(&7, 1, Nanos::ZERO).unwrap();
+    let spender = {
+        let limiter = limiter.clone();
+        thread::spawn(move || {
+            assert!(limiter.check_key_n_at(&7, 1, Nanos::new(T)).is_ok());
+        })
+    };
+    limiter.evict_idle_at(Nanos::new(T));
+    spender.join().unwrap();
+    assert_eq!(limiter.available_key_at(&7, Nanos::new(T)), 1, "lost spend");
+}
+
+#[test]
+fn eviction_racing_a_check_loses_no_spend() {
+    loom::model(|| evict_model(Broken::Nothing));
+}
+
+#[test]
+#[should_panic(expected = "lost spend")]
+fn eviction_by_store_loses_the_spend() {
+    loom::model(|| evict_model(Broken::EvictByStore));
+}
+
+/// One slot. Key `x` (burst 2) spent one token at 0: `(x, T)`. One thread spends `x` at `T`.
+/// Another evicts idle keys at `T`, then spends one token of key `y` at 0, which leaves
+/// `(y, T)` in the slot if it gets it: the same TAT as `x` had. A spend of `x` must never land
+/// in `y`'s bucket: `y` is full at `T` whatever happened (its bucket was reclaimed, or it kept
+/// its one spend made at 0).
+fn reuse_model(broken: Broken) {
+    let limiter = keyed(2, 1, broken);
+    let [x, y, _] = keys_at_home_zero(&limiter);
+    limiter.check_key_n_at(&x, 1, Nanos::ZERO).unwrap();
+    let spender = {
+        let limiter = limiter.clone();
+        // Denied if `y` is being inserted at that instant (no room, nothing to evict): fine.
+        thread::spawn(move || {
+            let _ = limiter.check_key_n_at(&x, 1, Nanos::new(T));
+        })
+    };
+    limiter.evict_idle_at(Nanos::new(T));
+    // Denied if `x` is being inserted at that instant (no room, nothing to evict): fine.
+    let _ = limiter.check_key_n_at(&y, 1, Nanos::ZERO);
+    spender.join().unwrap();
+    let y_tokens = limiter.available_key_at(&y, Nanos::new(T));
+    assert_eq!(y_tokens, 2, "a spend of x was charged to y");
+}
+
+#[test]
+fn slot_reuse_cannot_charge_one_key_for_another() {
+    loom::model(|| reuse_model(Broken::Nothing));
+}
+
+#[test]
+#[should_panic(expected = "a spend of x was charged to y")]
+fn a_tat_only_cas_charges_one_key_for_another() {
+    loom::model(|| reuse_model(Broken::CasTatOnly));
+}
+
+/// A model runner with a preemption bound, for models of three threads.
+fn bounded(preemptions: usize) -> loom::model::Builder {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(preemptions);
+    builder
+}

@@ -1,0 +1,203 @@
+//! `KeyedLimiterBuilder`: capacity, clock, start state and overflow policy of a keyed limiter.
+
+use super::slot::{self, AllocError};
+use super::table::Table;
+use super::{FingerprintHasher, KeyedLimiter, OverflowPolicy};
+use crate::clock::{Clock, MonotonicClock};
+use crate::quota::Quota;
+use core::fmt;
+use core::marker::PhantomData;
+
+/// The default [`KeyedLimiterBuilder::max_keys`]: 2^20 = 1,048,576 keys, 21 MB of address
+/// space that becomes resident only as keys arrive.
+pub const DEFAULT_MAX_KEYS: usize = 1 << 20;
+
+/// How far from its home a key may be stored: the longest scan of a look-up. At the full
+/// load of 0.8 keys per slot, linear probing displaced no key by more than about 300 slots
+/// among 1,000,000 (measured); 512 leaves room, and a scan stops at the first never-used slot
+/// long before that in most look-ups.
+pub(crate) const WINDOW: usize = 512;
+
+/// Builds a [`KeyedLimiter`]; from [`KeyedLimiter::builder`].
+///
+/// ```
+/// use cellrate::{KeyedLimiter, ManualClock, OverflowPolicy, Quota};
+///
+/// let limiter = KeyedLimiter::<u64>::builder(Quota::per_second(10))
+///     .max_keys(10_000)
+///     .clock(ManualClock::new())
+///     .overflow(OverflowPolicy::DenyNewKeys)
+///     .start_empty()
+///     .build();
+/// assert!(limiter.check_key(&7).is_err()); // a new key starts empty
+/// ```
+#[must_use = "a builder does nothing until .build()"]
+pub struct KeyedLimiterBuilder<K, C = MonotonicClock> {
+    quota: Quota,
+    clock: C,
+    max_keys: usize,
+    start_empty: bool,
+    policy: OverflowPolicy,
+    _keys: PhantomData<fn(&K)>,
+}
+
+/// Why [`KeyedLimiterBuilder::try_build`] could not build a limiter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyedBuildError {
+    /// `max_keys(0)`: a limiter that can hold no key.
+    ZeroKeys,
+    /// The table for this many keys does not fit in the address space.
+    TooLarge {
+        /// The `max_keys` asked for.
+        max_keys: usize,
+    },
+    /// The allocator could not provide the table.
+    OutOfMemory {
+        /// The size of the table in bytes.
+        bytes: usize,
+    },
+}
+
+impl fmt::Display for KeyedBuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyedBuildError::ZeroKeys => f.write_str("max_keys must be at least 1"),
+            KeyedBuildError::TooLarge { max_keys } => {
+                write!(
+                    f,
+                    "max_keys {max_keys} needs a table larger than the address space"
+                )
+            }
+            KeyedBuildError::OutOfMemory { bytes } => {
+                write!(
+                    f,
+                    "could not allocate the {bytes}-byte table of a keyed limiter"
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for KeyedBuildError {}
+
+impl<K> KeyedLimiterBuilder<K, MonotonicClock> {
+    pub(super) fn new(quota: Quota) -> Self {
+        KeyedLimiterBuilder {
+            quota,
+            clock: MonotonicClock::new(),
+            max_keys: DEFAULT_MAX_KEYS,
+            start_empty: false,
+            policy: OverflowPolicy::EvictNearestFull,
+            _keys: PhantomData,
+        }
+    }
+}
+
+impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
+    /// The most keys the limiter is sized for (default [`DEFAULT_MAX_KEYS`]). The table has
+    /// `ceil(n * 5 / 4)` slots of 16 bytes, so at `n` keys it is 80% full and costs 20 bytes
+    /// per key; untouched slots cost address space only. A few more than `n` keys may fit;
+    /// past that, [`OverflowPolicy`] decides.
+    pub fn max_keys(self, n: usize) -> Self {
+        KeyedLimiterBuilder {
+            max_keys: n,
+            ..self
+        }
+    }
+
+    /// The clock to read (default: a new [`MonotonicClock`]).
+    pub fn clock<C2: Clock>(self, clock: C2) -> KeyedLimiterBuilder<K, C2> {
+        KeyedLimiterBuilder {
+            quota: self.quota,
+            clock,
+            max_keys: self.max_keys,
+            start_empty: self.start_empty,
+            policy: self.policy,
+            _keys: PhantomData,
+        }
+    }
+
+    /// New keys start empty (full one bucket depth after they are first seen) instead of
+    /// full. A check of a new key then records it even when it spends nothing.
+    pub fn start_empty(self) -> Self {
+        KeyedLimiterBuilder {
+            start_empty: true,
+            ..self
+        }
+    }
+
+    /// What a new key does when its window has no room (default
+    /// [`OverflowPolicy::EvictNearestFull`]).
+    pub fn overflow(self, policy: OverflowPolicy) -> Self {
+        KeyedLimiterBuilder { policy, ..self }
+    }
+
+    /// The limiter.
+    ///
+    /// # Panics
+    /// If `max_keys` is 0 or the table cannot be allocated; [`try_build`](Self::try_build)
+    /// returns the error instead.
+    pub fn build(self) -> KeyedLimiter<K, C> {
+        self.try_build()
+            .unwrap_or_else(|e| panic!("KeyedLimiterBuilder::build: {e}"))
+    }
+
+    /// The limiter, or why it could not be made (`max_keys(0)`, or no memory for the table).
+    pub fn try_build(self) -> Result<KeyedLimiter<K, C>, KeyedBuildError> {
+        let slots = slot_count(self.max_keys)?;
+        let table = self.allocate(slots, WINDOW)?;
+        Ok(KeyedLimiter::from_parts(
+            table,
+            self.quota,
+            self.clock,
+            self.start_empty,
+        ))
+    }
+
+    /// A table of exactly `slots` slots and a `window`: for the loom models, which need tiny
+    /// tables.
+    #[cfg(loom)]
+    pub(super) fn build_tiny(self, slots: usize, window: usize) -> KeyedLimiter<K, C> {
+        let table = self.allocate(slots, window).unwrap();
+        KeyedLimiter::from_parts(table, self.quota, self.clock, self.start_empty)
+    }
+
+    fn allocate(&self, slots: usize, window: usize) -> Result<Table, KeyedBuildError> {
+        let memory = slot::zeroed_slots(slots).map_err(|e| match e {
+            AllocError::TooLarge => KeyedBuildError::TooLarge {
+                max_keys: self.max_keys,
+            },
+            AllocError::Failed => KeyedBuildError::OutOfMemory { bytes: slots * 16 },
+        })?;
+        Ok(Table::new(memory, window, self.policy))
+    }
+}
+
+/// `ceil(max_keys * 5 / 4)`: a load of 0.8 at `max_keys`.
+fn slot_count(max_keys: usize) -> Result<usize, KeyedBuildError> {
+    if max_keys == 0 {
+        return Err(KeyedBuildError::ZeroKeys);
+    }
+    max_keys
+        .checked_add(max_keys.div_ceil(4))
+        .ok_or(KeyedBuildError::TooLarge { max_keys })
+}
+
+impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiterBuilder<K, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedLimiterBuilder")
+            .field("quota", &self.quota)
+            .field("clock", &self.clock)
+            .field("max_keys", &self.max_keys)
+            .field("start_empty", &self.start_empty)
+            .field("overflow", &self.policy)
+            .finish()
+    }
+}
+
+/// The hasher of fingerprints: std's `RandomState` (SipHash-1-3 with a random 128-bit key per
+/// limiter), or under loom a fixed key, so that a model is the same in every iteration.
+pub(super) fn fingerprint_hasher() -> FingerprintHasher {
+    FingerprintHasher::default()
+}

@@ -1,0 +1,328 @@
+//! `KeyedLimiter`: one GCRA bucket per key in a fixed, lock-free table.
+//!
+//! See [`KeyedLimiter`] for the guarantees and [`table`] for the protocol.
+
+mod builder;
+mod claim;
+mod slot;
+mod stats;
+mod table;
+
+pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
+pub use stats::KeyedStats;
+#[cfg(loom)]
+pub use table::Broken;
+
+use crate::clock::{Clock, MonotonicClock};
+use crate::gcra;
+use crate::nanos::Nanos;
+use crate::outcome::{Allowed, Denied};
+use crate::quota::Quota;
+use core::borrow::Borrow;
+use core::fmt;
+use core::hash::{BuildHasher, Hash};
+use core::marker::PhantomData;
+use table::{Request, Table};
+
+#[cfg(not(loom))]
+type FingerprintHasher = std::collections::hash_map::RandomState;
+#[cfg(loom)]
+type FingerprintHasher = core::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+
+/// What a new key does when no slot of its window is free and no bucket in it is idle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OverflowPolicy {
+    /// Remove the bucket nearest to full in the window (smallest TAT) and give its slot to the
+    /// new key. The removed key loses its spending history (it is full when next seen):
+    /// counted in [`KeyedStats::overflow_evictions`]. Never denies a request for lack of room,
+    /// so an attacker flooding new keys can at worst reset other keys' buckets.
+    #[default]
+    EvictNearestFull,
+    /// Deny the new key, with a `retry_after` of the time until the bucket nearest to full in
+    /// the window is full (and so free): counted in [`KeyedStats::overflow_denials`]. Never
+    /// forgets a key that is not full, so a flood of new keys cannot reset anyone's bucket.
+    DenyNewKeys,
+}
+
+/// A rate limiter with one GCRA bucket per key, for limits per user, per API key, per IP.
+///
+/// ```
+/// use cellrate::{KeyedLimiter, Quota};
+///
+/// let limiter = KeyedLimiter::<String>::new(Quota::per_second(5));
+/// for _ in 0..5 {
+///     assert!(limiter.check_key("alice").is_ok()); // a &str looks up a String key
+/// }
+/// assert!(limiter.check_key("alice").is_err());
+/// assert!(limiter.check_key("bob").is_ok()); // keys are independent
+/// ```
+///
+/// # Guarantees
+/// - **No lock** on any check, for a known key or a new one: a check is a hash, a scan of a few
+///   16-byte slots, and compare-and-swaps (see *Design* below). The slots are
+///   `portable_atomic::AtomicU128`, lock-free on x86_64 with `cmpxchg16b` (detected at run
+///   time), aarch64, riscv64 with `zacas`, powerpc64 with quadword atomics and s390x; on other
+///   targets portable-atomic falls back to global locks.
+/// - **Per-key decisions** are exactly those of [`Limiter`](crate::Limiter): the same
+///   arithmetic on the key's TAT. A peek (`cost == 0`) or a denied check of an absent key
+///   stores nothing when new keys start full.
+/// - **Bounded memory**: the table is allocated once at [`builder`](Self::builder) time
+///   (`max_keys * 1.25` slots of 16 bytes, zeroed pages that become resident only when
+///   touched) and never grows, so there is no migration step. Nothing is allocated on a check.
+/// - **Idle keys** (full buckets, `TAT <= now`) carry no information: [`evict_idle`]
+///   removes them, and a new key may take an idle key's slot. A key removed while idle
+///   behaves afterwards (at any `now` no earlier than the removal's) exactly as if it had
+///   been kept. When a new key finds no free slot and no idle key in its window, the
+///   [`OverflowPolicy`] applies and is counted in [`stats`](Self::stats).
+/// - **Fingerprints**: a key is stored as a 64-bit SipHash-1-3 fingerprint under a random
+///   key chosen per limiter (std's `RandomState`), not as itself. Two distinct keys share a
+///   bucket only if their fingerprints are equal: with `n` keys held, a given key collides
+///   with probability at most about `n / 2^64` (5.7e-14 at 1,048,576 keys), and since the
+///   SipHash key is secret, clients cannot choose colliding keys.
+///
+/// # Design
+/// The table is a fixed array of slots, each one 128-bit atomic word holding a key's
+/// fingerprint and its TAT, so one compare-and-swap checks the key and moves its TAT: a thread
+/// that read key X's slot can never spend into key Y's bucket after the slot is reused, and an
+/// eviction (a CAS from an idle word to a tombstone) fails if a spend moved the TAT first. A key
+/// lives within 512 slots of its home (linear probing). A new key is inserted in three steps:
+/// claim a free slot as PENDING, rescan the window for another claim or bucket of the same key
+/// (and back off or retract it), then publish with the first spend applied. Any check that
+/// meets a PENDING claim of its key completes those steps itself instead of waiting, so a
+/// preempted inserter delays no one. The protocol is model-checked with loom
+/// (`loom-tests/tests/keyed.rs`).
+///
+/// [`evict_idle`]: Self::evict_idle
+pub struct KeyedLimiter<K, C = MonotonicClock> {
+    table: Table,
+    quota: Quota,
+    clock: C,
+    start_empty: bool,
+    hasher: FingerprintHasher,
+    _keys: PhantomData<fn(&K)>,
+}
+
+impl<K: Hash + Eq> KeyedLimiter<K, MonotonicClock> {
+    /// A limiter of [`DEFAULT_MAX_KEYS`] keys, each starting full, on a new [`MonotonicClock`].
+    pub fn new(quota: Quota) -> KeyedLimiter<K, MonotonicClock> {
+        KeyedLimiter::builder(quota).build()
+    }
+
+    /// A builder to set the capacity, clock, start state and overflow policy.
+    pub fn builder(quota: Quota) -> KeyedLimiterBuilder<K, MonotonicClock> {
+        KeyedLimiterBuilder::new(quota)
+    }
+}
+
+impl<K, C> KeyedLimiter<K, C> {
+    /// Assembles a limiter from a built table.
+    pub(crate) fn from_parts(table: Table, quota: Quota, clock: C, start_empty: bool) -> Self {
+        KeyedLimiter {
+            table,
+            quota,
+            clock,
+            start_empty,
+            hasher: builder::fingerprint_hasher(),
+            _keys: PhantomData,
+        }
+    }
+}
+
+impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
+    /// A limiter of [`DEFAULT_MAX_KEYS`] keys, each starting full, reading time from `clock`.
+    pub fn with_clock(quota: Quota, clock: C) -> KeyedLimiter<K, C> {
+        KeyedLimiter::builder(quota).clock(clock).build()
+    }
+
+    /// Spends one token of `key`'s bucket now if there is one.
+    #[inline]
+    pub fn check_key<Q>(&self, key: &Q) -> Result<Allowed, Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        self.check_key_n_with_at(key, 1, &self.quota, self.clock.now())
+    }
+
+    /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
+    /// [`Limiter::check_n`](crate::Limiter::check_n).
+    #[inline]
+    pub fn check_key_n<Q>(&self, key: &Q, cost: u32) -> Result<Allowed, Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        self.check_key_n_with_at(key, cost, &self.quota, self.clock.now())
+    }
+
+    /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
+    /// [`Limiter::check_n_at`](crate::Limiter::check_n_at).
+    #[inline]
+    pub fn check_key_n_at<Q>(&self, key: &Q, cost: u32, now: Nanos) -> Result<Allowed, Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        self.check_key_n_with_at(key, cost, &self.quota, now)
+    }
+
+    /// [`check_key_n`](Self::check_key_n) under `quota` instead of the limiter's, for tiers
+    /// (free, paid) sharing one table. A TAT means "full at this time" under any quota, so a
+    /// key may change tier between checks; keep one quota per key for exact per-key decisions.
+    #[inline]
+    pub fn check_key_n_with<Q>(&self, key: &Q, cost: u32, quota: &Quota) -> Result<Allowed, Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        self.check_key_n_with_at(key, cost, quota, self.clock.now())
+    }
+
+    /// [`check_key_n_with`](Self::check_key_n_with) at a time passed in.
+    #[inline]
+    pub fn check_key_n_with_at<Q>(
+        &self,
+        key: &Q,
+        cost: u32,
+        quota: &Quota,
+        now: Nanos,
+    ) -> Result<Allowed, Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        let now = now.as_u64();
+        self.table.spend(&Request {
+            fp: self.fingerprint(key),
+            now,
+            cost,
+            quota,
+            initial: self.initial_tat(now, quota),
+        })
+    }
+
+    /// Whole tokens in `key`'s bucket now. Spends nothing and creates nothing.
+    #[inline]
+    pub fn available_key<Q>(&self, key: &Q) -> u32
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        self.available_key_at(key, self.clock.now())
+    }
+
+    /// [`available_key`](Self::available_key) at a time passed in.
+    pub fn available_key_at<Q>(&self, key: &Q, now: Nanos) -> u32
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        let now = now.as_u64();
+        let tat = self.table.tat_of(self.fingerprint(key));
+        let tat = tat.unwrap_or_else(|| self.initial_tat(now, &self.quota));
+        gcra::available(tat, now, &self.quota)
+    }
+
+    /// Removes every key whose bucket is full now; returns how many. One pass over the table
+    /// with compare-and-swaps: it blocks no check, and a check racing it loses no spend.
+    pub fn evict_idle(&self) -> usize {
+        self.evict_idle_at(self.clock.now())
+    }
+
+    /// [`evict_idle`](Self::evict_idle) at a time passed in.
+    pub fn evict_idle_at(&self, now: Nanos) -> usize {
+        self.table.evict_idle(now.as_u64())
+    }
+
+    /// Keys held. A relaxed counter: exact when no insert or removal is in progress, and off
+    /// by at most the number in progress otherwise.
+    pub fn len(&self) -> usize {
+        self.table.counters.live()
+    }
+
+    /// Whether no key is held (as [`len`](Self::len) counts).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Slots in the table (`max_keys * 1.25`, rounded up).
+    pub fn capacity(&self) -> usize {
+        self.table.slot_count()
+    }
+
+    /// Overflow counts since the limiter was built.
+    pub fn stats(&self) -> KeyedStats {
+        self.table.counters.snapshot()
+    }
+
+    /// The default quota of this limiter.
+    pub fn quota(&self) -> &Quota {
+        &self.quota
+    }
+
+    /// The clock this limiter reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    #[inline]
+    fn fingerprint<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
+        slot::fingerprint_of_hash(self.hasher.hash_one(key))
+    }
+
+    /// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never
+    /// the PENDING marker: the last nanosecond of the clock is given up for it.
+    #[inline]
+    fn initial_tat(&self, now: u64, quota: &Quota) -> u64 {
+        if self.start_empty {
+            gcra::empty_at(now, quota).min(slot::PENDING_TAT - 1)
+        } else {
+            0
+        }
+    }
+}
+
+/// Hooks for the loom models: tiny tables, raw inspection, and the broken twins.
+#[cfg(loom)]
+impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
+    /// A limiter whose table has exactly `slots` slots searched `window` from home, with one
+    /// step deliberately broken (or none).
+    #[doc(hidden)]
+    pub fn loom_tiny(quota: Quota, clock: C, slots: usize, window: usize, broken: Broken) -> Self {
+        let mut limiter = KeyedLimiterBuilder::new(quota)
+            .clock(clock)
+            .build_tiny(slots, window);
+        limiter.table.broken = broken;
+        limiter
+    }
+
+    /// How many slots hold a bucket or a claim of `key`.
+    #[doc(hidden)]
+    pub fn loom_slots_holding<Q: Hash + ?Sized>(&self, key: &Q) -> usize
+    where
+        K: Borrow<Q>,
+    {
+        self.table.slots_holding(self.fingerprint(key))
+    }
+
+    /// The home slot of `key`, so that a model can choose keys that share a window.
+    #[doc(hidden)]
+    pub fn loom_home<Q: Hash + ?Sized>(&self, key: &Q) -> usize
+    where
+        K: Borrow<Q>,
+    {
+        self.table.home(self.fingerprint(key))
+    }
+}
+
+impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiter<K, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedLimiter")
+            .field("quota", &self.quota)
+            .field("clock", &self.clock)
+            .field("start_empty", &self.start_empty)
+            .field("capacity", &self.table.slot_count())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,302 @@
+//! `KeyedLimiter`: per-key behaviour, the API's forms, capacity and bad inputs.
+//! (Differential and concurrent tests are in `keyed_differential.rs` and `keyed_overflow.rs`.)
+
+use cellrate::{
+    KeyedBuildError, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota, DEFAULT_MAX_KEYS,
+};
+use std::time::Duration;
+
+const T: u64 = 10; // emission interval of the tests, in ns
+
+fn quota(burst: u32) -> Quota {
+    Quota::try_new(Duration::from_nanos(T), burst).unwrap()
+}
+
+fn limiter<K: std::hash::Hash + Eq>(burst: u32) -> KeyedLimiter<K, ManualClock> {
+    KeyedLimiter::builder(quota(burst))
+        .max_keys(1000)
+        .clock(ManualClock::new())
+        .build()
+}
+
+#[test]
+fn keys_are_independent() {
+    let l = limiter::<u64>(3);
+    for _ in 0..3 {
+        l.check_key(&1).unwrap();
+    }
+    assert!(l.check_key(&1).is_err(), "key 1 is empty");
+    assert_eq!(l.available_key(&2), 3, "key 2 untouched by key 1's spends");
+    assert_eq!(l.check_key_n(&2, 3).unwrap().remaining(), 0);
+    assert_eq!(l.available_key(&1), 0);
+    assert_eq!(l.len(), 2);
+}
+
+#[test]
+fn decisions_match_the_single_limiter() {
+    let l = limiter::<u32>(4);
+    let one = cellrate::Limiter::with_clock(quota(4), ManualClock::new());
+    for (i, (cost, now)) in [
+        (1, 0),
+        (3, 0),
+        (1, 5),
+        (2, 20),
+        (0, 20),
+        (5, 21),
+        (1, 15),
+        (4, 90),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let now = Nanos::new(now);
+        assert_eq!(
+            l.check_key_n_at(&9, cost, now),
+            one.check_n_at(cost, now),
+            "step {i}"
+        );
+        assert_eq!(
+            l.available_key_at(&9, now),
+            one.available_at(now),
+            "step {i}"
+        );
+    }
+}
+
+#[test]
+fn string_keys_are_looked_up_by_str() {
+    let l = limiter::<String>(2);
+    l.check_key(&"alice".to_string()).unwrap();
+    l.check_key("alice").unwrap();
+    let denied = l.check_key("alice").unwrap_err();
+    assert_eq!(denied.retry_after(), Some(Duration::from_nanos(T)));
+    assert_eq!(l.available_key("bob"), 2);
+}
+
+#[test]
+fn tuple_and_address_keys_work() {
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+    let by_ip = limiter::<IpAddr>(1);
+    let ip = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+    by_ip.check_key(&ip).unwrap();
+    assert!(by_ip.check_key(&ip).is_err());
+    let by_pair = limiter::<(SocketAddr, u16)>(1);
+    let key = (SocketAddr::new(ip, 443), 7);
+    by_pair.check_key(&key).unwrap();
+    assert!(by_pair.check_key(&key).is_err());
+    assert!(by_pair.check_key(&(key.0, 8)).is_ok());
+}
+
+#[test]
+fn peeks_and_impossible_costs_store_nothing() {
+    let l = limiter::<u64>(2);
+    assert_eq!(l.check_key_n(&5, 0).unwrap().remaining(), 2);
+    let denied = l.check_key_n(&5, 3).unwrap_err();
+    assert_eq!(denied.retry_after(), None);
+    assert_eq!(l.available_key(&5), 2);
+    assert_eq!(
+        l.len(),
+        0,
+        "neither a peek nor an impossible cost created the key"
+    );
+}
+
+#[test]
+fn per_call_quota_serves_tiers_from_one_table() {
+    let l = limiter::<&str>(1);
+    let paid = quota(5);
+    for i in 0..5 {
+        assert!(
+            l.check_key_n_with(&"paid", 1, &paid).is_ok(),
+            "paid request {i}"
+        );
+    }
+    assert!(l.check_key_n_with(&"paid", 1, &paid).is_err());
+    l.check_key(&"free").unwrap();
+    assert!(
+        l.check_key(&"free").is_err(),
+        "the default quota has burst 1"
+    );
+    l.clock().advance(Duration::from_nanos(T));
+    assert_eq!(
+        l.check_key_n_with(&"paid", 1, &paid).unwrap().remaining(),
+        0
+    );
+    let at = Nanos::new(T);
+    let denied = l.check_key_n_with_at(&"paid", 1, &paid, at).unwrap_err();
+    assert_eq!(denied.retry_after(), Some(Duration::from_nanos(T)));
+}
+
+#[test]
+fn start_empty_keys_fill_over_one_depth() {
+    let clock = ManualClock::new();
+    clock.set(Nanos::new(1_000));
+    let l = KeyedLimiter::<u64, _>::builder(quota(3))
+        .clock(clock.clone())
+        .max_keys(16)
+        .start_empty()
+        .build();
+    assert_eq!(l.available_key(&1), 0, "a new key starts empty");
+    let denied = l.check_key(&1).unwrap_err();
+    assert_eq!(denied.retry_after(), Some(Duration::from_nanos(T)));
+    clock.advance(Duration::from_nanos(T));
+    assert!(
+        l.check_key(&1).is_ok(),
+        "one token after one interval since first seen"
+    );
+    clock.advance(Duration::from_nanos(3 * T));
+    assert_eq!(l.available_key(&1), 3);
+}
+
+#[test]
+fn evict_idle_removes_only_full_buckets() {
+    let l = limiter::<u64>(2);
+    l.check_key_n_at(&1, 1, Nanos::new(0)).unwrap(); // full again at T
+    l.check_key_n_at(&2, 2, Nanos::new(0)).unwrap(); // full again at 2T
+    assert_eq!(l.len(), 2);
+    assert_eq!(l.evict_idle_at(Nanos::new(T - 1)), 0);
+    assert_eq!(l.evict_idle_at(Nanos::new(T)), 1);
+    assert_eq!(l.len(), 1);
+    assert_eq!(
+        l.available_key_at(&2, Nanos::new(T)),
+        1,
+        "key 2 kept its spend"
+    );
+    assert_eq!(l.evict_idle_at(Nanos::new(2 * T)), 1);
+    assert!(l.is_empty());
+}
+
+#[test]
+fn a_full_window_follows_the_overflow_policy() {
+    // 8 keys in 10 slots: more keys than slots forces the policy. Nothing is idle before 1 µs.
+    let slow = Quota::try_new(Duration::from_micros(1), 1).unwrap();
+    for policy in [
+        OverflowPolicy::EvictNearestFull,
+        OverflowPolicy::DenyNewKeys,
+    ] {
+        let l = KeyedLimiter::<u64, _>::builder(slow)
+            .max_keys(8)
+            .clock(ManualClock::new())
+            .overflow(policy)
+            .build();
+        let slots = l.capacity() as u64;
+        let mut denied = 0;
+        for k in 0..slots + 5 {
+            // Each key spends at a later time, so key k is nearer full than key k + 1.
+            if l.check_key_n_at(&k, 1, Nanos::new(k)).is_err() {
+                denied += 1;
+            }
+        }
+        let stats = l.stats();
+        match policy {
+            OverflowPolicy::EvictNearestFull => {
+                assert_eq!((denied, stats.overflow_evictions), (0, 5));
+                let kept = (0..slots + 5).filter(|k| l.available_key_at(k, Nanos::new(0)) == 0);
+                assert_eq!(kept.count() as u64, slots, "evicted keys are full again");
+                assert_eq!(
+                    l.available_key_at(&0, Nanos::new(0)),
+                    1,
+                    "key 0 was nearest full"
+                );
+            }
+            _ => {
+                assert_eq!((denied, stats.overflow_denials), (5, 5));
+                assert_eq!(
+                    l.available_key_at(&0, Nanos::new(0)),
+                    0,
+                    "no key was forgotten"
+                );
+            }
+        }
+        assert_eq!(l.len() as u64, slots);
+    }
+}
+
+#[test]
+fn idle_keys_are_reclaimed_before_the_policy_applies() {
+    let l = KeyedLimiter::<u64, _>::builder(quota(1))
+        .max_keys(4)
+        .clock(ManualClock::new())
+        .overflow(OverflowPolicy::DenyNewKeys)
+        .build();
+    for k in 0..l.capacity() as u64 {
+        l.check_key_n_at(&k, 1, Nanos::new(0)).unwrap();
+    }
+    // At T every bucket is full again: new keys take idle slots, nothing is counted.
+    for k in 100..100 + l.capacity() as u64 {
+        l.check_key_n_at(&k, 1, Nanos::new(T)).unwrap();
+    }
+    assert_eq!(l.stats(), Default::default());
+    assert_eq!(
+        l.available_key_at(&0, Nanos::new(T)),
+        1,
+        "a reclaimed idle key is full"
+    );
+}
+
+#[test]
+fn bad_capacities_are_errors() {
+    let q = quota(1);
+    let err = KeyedLimiter::<u64>::builder(q).max_keys(0).try_build();
+    assert_eq!(err.err(), Some(KeyedBuildError::ZeroKeys));
+    let err = KeyedLimiter::<u64>::builder(q)
+        .max_keys(usize::MAX)
+        .try_build();
+    assert_eq!(
+        err.err(),
+        Some(KeyedBuildError::TooLarge {
+            max_keys: usize::MAX
+        })
+    );
+    // 2^44 keys: 352 TB of table, more than a 47-bit address space can map.
+    let err = KeyedLimiter::<u64>::builder(q)
+        .max_keys(1 << 44)
+        .try_build();
+    assert!(
+        matches!(
+            err,
+            Err(KeyedBuildError::OutOfMemory { .. } | KeyedBuildError::TooLarge { .. })
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+#[should_panic(expected = "max_keys must be at least 1")]
+fn max_keys_zero_panics_in_build() {
+    let _ = KeyedLimiter::<u64>::builder(quota(1)).max_keys(0).build();
+}
+
+#[test]
+fn the_default_capacity_holds_a_million_keys() {
+    let l = KeyedLimiter::<u64, _>::builder(Quota::per_hour(1))
+        .clock(ManualClock::new())
+        .overflow(OverflowPolicy::DenyNewKeys)
+        .build();
+    const { assert!(DEFAULT_MAX_KEYS >= 1_000_000) };
+    let mut x: u64 = 0x243F_6A88_85A3_08D3;
+    for _ in 0..1_000_000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        assert!(l.check_key(&x).is_ok(), "a new key is admitted");
+    }
+    assert_eq!(l.stats(), Default::default(), "no overflow");
+    assert_eq!(l.len(), 1_000_000);
+}
+
+#[test]
+fn limiters_are_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<KeyedLimiter<String>>();
+    shareable::<KeyedLimiter<std::rc::Rc<u8>, ManualClock>>();
+}
+
+#[test]
+fn the_slots_are_lock_free_here() {
+    // Not a property of the crate on every target, but of the machines it is tested on:
+    // x86_64 with cmpxchg16b. See src/sync.rs.
+    if cfg!(target_arch = "x86_64") && std::arch::is_x86_feature_detected!("cmpxchg16b") {
+        assert!(portable_atomic::AtomicU128::is_lock_free());
+    }
+}
