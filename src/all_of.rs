@@ -34,7 +34,7 @@ use crate::limiter::Limiter;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 

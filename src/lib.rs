@@ -76,7 +76,7 @@ pub use clock::{Clock, ManualClock};
 pub use keyed::Broken;
 #[cfg(feature = "std")]
 pub use keyed::{
-    KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, OverflowPolicy,
+    KeyedBucket, KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, OverflowPolicy,
     DEFAULT_MAX_KEYS,
 };
 pub use limiter::Limiter;

@@ -8,12 +8,15 @@
 use crate::bucket::Change;
 use crate::clock::Clock;
 use crate::gcra;
+#[cfg(feature = "std")]
+use crate::keyed::KeyedBucket;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use core::time::Duration;
 
-/// Tokens booked on a [`Limiter`], ready at [`Reservation::ready_at`].
+/// Tokens booked on a [`Limiter`] or on one key of a [`KeyedLimiter`](crate::KeyedLimiter),
+/// ready at [`Reservation::ready_at`].
 ///
 /// Dropping a reservation keeps the booking (the caller is assumed to go ahead at `ready_at`);
 /// [`Reservation::cancel`] gives the tokens back and [`Reservation::settle`] corrects the cost.
@@ -34,11 +37,70 @@ use core::time::Duration;
 #[derive(Debug)]
 #[must_use = "a reservation says when its tokens are ready; dropping it keeps the booking"]
 pub struct Reservation<'a, C: Clock> {
-    limiter: &'a Limiter<C>,
+    target: Target<'a, C>,
     cost: u32,
     ready_at: Nanos,
     change: Change,
     allowed: Allowed,
+}
+
+/// The bucket a reservation was booked on.
+enum Target<'a, C: Clock> {
+    Limiter(&'a Limiter<C>),
+    #[cfg(feature = "std")]
+    Key(KeyedBucket<'a, C>),
+}
+
+impl<C: Clock> core::fmt::Debug for Target<'_, C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Target::Limiter(_) => "Limiter",
+            #[cfg(feature = "std")]
+            Target::Key(_) => "KeyedBucket",
+        })
+    }
+}
+
+impl<C: Clock> Target<'_, C> {
+    fn now(&self) -> Nanos {
+        match self {
+            Target::Limiter(limiter) => limiter.clock().now(),
+            #[cfg(feature = "std")]
+            Target::Key(key) => key.clock().now(),
+        }
+    }
+
+    /// Puts back the TAT from before `change` if it is still the last write.
+    fn restore(&self, change: Change) -> bool {
+        match self {
+            Target::Limiter(limiter) => limiter.bucket().restore(change),
+            #[cfg(feature = "std")]
+            Target::Key(key) => key.restore(change),
+        }
+    }
+
+    /// Gives back `n` booked tokens by the rule of [`gcra::unwind_booking`].
+    fn unbook(&self, change: Change, n: u32, now: u64) {
+        match self {
+            Target::Limiter(l) => l.bucket().unbook(change, n, now, l.quota()),
+            #[cfg(feature = "std")]
+            Target::Key(key) => key.unbook(change, n, now),
+        }
+    }
+
+    /// Spends `n` more tokens unconditionally.
+    fn force(&self, n: u32, now: u64) {
+        match self {
+            Target::Limiter(l) => {
+                let quota = l.quota();
+                let _ = l
+                    .bucket()
+                    .update(|tat| Ok::<_, ()>((gcra::force(tat, now, n, quota), ())));
+            }
+            #[cfg(feature = "std")]
+            Target::Key(key) => key.force(n, now),
+        }
+    }
 }
 
 impl<'a, C: Clock> Reservation<'a, C> {
@@ -48,8 +110,22 @@ impl<'a, C: Clock> Reservation<'a, C> {
         booking: gcra::Booking,
         change: Change,
     ) -> Self {
+        Reservation::on(Target::Limiter(limiter), cost, booking, change)
+    }
+
+    #[cfg(feature = "std")]
+    pub(crate) fn of_key(
+        key: KeyedBucket<'a, C>,
+        cost: u32,
+        booking: gcra::Booking,
+        change: Change,
+    ) -> Self {
+        Reservation::on(Target::Key(key), cost, booking, change)
+    }
+
+    fn on(target: Target<'a, C>, cost: u32, booking: gcra::Booking, change: Change) -> Self {
         Reservation {
-            limiter,
+            target,
             cost,
             ready_at: Nanos::new(booking.ready_at),
             change,
@@ -69,7 +145,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
 
     /// How long to wait from the limiter's clock's current time.
     pub fn wait(&self) -> Duration {
-        self.wait_from(self.limiter.clock().now())
+        self.wait_from(self.target.now())
     }
 
     /// The tokens this reservation booked.
@@ -89,7 +165,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
 
     /// Gives the tokens back now. See [`Reservation::cancel_at`].
     pub fn cancel(self) {
-        let now = self.limiter.clock().now();
+        let now = self.target.now();
         self.cancel_at(now)
     }
 
@@ -102,9 +178,8 @@ impl<'a, C: Clock> Reservation<'a, C> {
     ///   booking take a slot that overlaps theirs, admitting more than the limit. A
     ///   cancellation can leave the limit under-used, never exceeded.
     pub fn cancel_at(self, now: Nanos) {
-        let bucket = self.limiter.bucket();
-        if !bucket.restore(self.change) {
-            bucket.unbook(self.change, self.cost, now.as_u64(), self.limiter.quota());
+        if !self.target.restore(self.change) {
+            self.target.unbook(self.change, self.cost, now.as_u64());
         }
     }
 
@@ -112,13 +187,16 @@ impl<'a, C: Clock> Reservation<'a, C> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn cancel_racy(self) {
-        self.limiter.bucket().roll_back_racy(self.change)
+        #[allow(irrefutable_let_patterns)]
+        if let Target::Limiter(limiter) = self.target {
+            limiter.bucket().roll_back_racy(self.change)
+        }
     }
 
     /// Settles the reservation at its actual cost (two-phase use: reserve an estimate, settle
     /// the real figure, e.g. the tokens of an LLM reply). See [`Reservation::settle_at`].
     pub fn settle(self, actual: u32) {
-        let now = self.limiter.clock().now();
+        let now = self.target.now();
         self.settle_at(actual, now)
     }
 
@@ -127,12 +205,11 @@ impl<'a, C: Clock> Reservation<'a, C> {
     /// the difference unconditionally, since the work is already done, so the bucket may go
     /// into debt that later requests wait out.
     pub fn settle_at(self, actual: u32, now: Nanos) {
-        let (bucket, quota, now) = (self.limiter.bucket(), self.limiter.quota(), now.as_u64());
+        let now = now.as_u64();
         if actual < self.cost {
-            bucket.unbook(self.change, self.cost - actual, now, quota);
+            self.target.unbook(self.change, self.cost - actual, now);
         } else if actual > self.cost {
-            let extra = actual - self.cost;
-            let _ = bucket.update(|tat| Ok::<_, ()>((gcra::force(tat, now, extra, quota), ())));
+            self.target.force(actual - self.cost, now);
         }
     }
 }

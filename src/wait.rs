@@ -1,52 +1,95 @@
 //! Waiting for tokens instead of being refused: shaping, on top of reservations.
 //!
-//! Both forms book a [`Reservation`](crate::Reservation) first (one CAS, a place in line) and
-//! then sleep until it is ready, so waiters wake in booking order, one emission interval apart,
-//! and never poll the limiter. A cost above the burst, or a wait beyond `max_wait`, is refused
-//! at once, never a hang.
+//! Every form books a [`Reservation`] first (one CAS, a place in line) and then sleeps until it
+//! is ready, so waiters wake in booking order, one emission interval apart, and never poll the
+//! limiter. A cost above the burst, or a wait beyond `max_wait`, is refused at once, never a
+//! hang.
 
 use crate::clock::Clock;
+use crate::keyed::KeyedLimiter;
 use crate::limiter::Limiter;
 use crate::outcome::{Allowed, Denied};
+use crate::reservation::Reservation;
+use core::borrow::Borrow;
+use core::hash::Hash;
 use core::time::Duration;
 
-impl<C: Clock> Limiter<C> {
-    /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`;
-    /// otherwise returns the refusal at once, having booked nothing.
+impl<C: Clock> Reservation<'_, C> {
+    /// Blocks the thread until the booked tokens are there, then keeps the booking.
     ///
-    /// The sleep is `std::thread::sleep` for the wait computed at booking time, so it assumes a
-    /// clock that runs at real speed (it never waits on a [`ManualClock`](crate::ManualClock)
-    /// to be advanced).
-    pub fn wait_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        let reservation = self.reserve_n(cost, max_wait)?;
-        let wait = reservation.wait();
+    /// The sleep is `std::thread::sleep` for the wait computed now, so it assumes a clock that
+    /// runs at real speed (it never waits on a [`ManualClock`](crate::ManualClock) to be
+    /// advanced).
+    pub fn wait_blocking(self) -> Allowed {
+        let wait = self.wait();
         if !wait.is_zero() {
             std::thread::sleep(wait);
         }
-        Ok(reservation.commit())
+        self.commit()
     }
 
-    /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
-    /// otherwise resolves to the refusal at once, having booked nothing.
-    ///
-    /// Works on any executor: the timer is `futures_timer::Delay` (feature `async`). Dropping
-    /// the future before it resolves cancels the reservation, giving its tokens back as
-    /// [`Reservation::cancel`](crate::Reservation::cancel) describes.
+    /// Waits asynchronously until the booked tokens are there, then keeps the booking. Works on
+    /// any executor: the timer is `futures_timer::Delay` (feature `async`). Dropping the future
+    /// before it resolves cancels the reservation, giving its tokens back as
+    /// [`Reservation::cancel`] describes.
     #[cfg(feature = "async")]
-    pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        let pending = CancelOnDrop(Some(self.reserve_n(cost, max_wait)?));
+    pub async fn ready(self) -> Allowed {
+        let pending = CancelOnDrop(Some(self));
         let wait = pending.0.as_ref().map_or(Duration::ZERO, |r| r.wait());
         if !wait.is_zero() {
             futures_timer::Delay::new(wait).await;
         }
-        Ok(pending.keep())
+        pending.keep()
+    }
+}
+
+impl<C: Clock> Limiter<C> {
+    /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`;
+    /// otherwise returns the refusal at once, having booked nothing. See
+    /// [`Reservation::wait_blocking`].
+    pub fn wait_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
+        Ok(self.reserve_n(cost, max_wait)?.wait_blocking())
+    }
+
+    /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
+    /// otherwise resolves to the refusal at once, having booked nothing. Dropping the future
+    /// cancels the reservation. See [`Reservation::ready`].
+    #[cfg(feature = "async")]
+    pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
+        Ok(self.reserve_n(cost, max_wait)?.ready().await)
+    }
+}
+
+impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
+    /// [`Limiter::wait_n`] for `key`'s bucket.
+    pub fn wait_key_n<Q>(&self, key: &Q, cost: u32, max_wait: Duration) -> Result<Allowed, Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        Ok(self.reserve_key_n(key, cost, max_wait)?.wait_blocking())
+    }
+
+    /// [`Limiter::until_ready_n`] for `key`'s bucket.
+    #[cfg(feature = "async")]
+    pub async fn until_key_ready_n<Q>(
+        &self,
+        key: &Q,
+        cost: u32,
+        max_wait: Duration,
+    ) -> Result<Allowed, Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        Ok(self.reserve_key_n(key, cost, max_wait)?.ready().await)
     }
 }
 
 /// A reservation that is cancelled if dropped before [`CancelOnDrop::keep`]: what makes a
-/// dropped `until_ready_n` future give its tokens back.
+/// dropped `ready` future give its tokens back.
 #[cfg(feature = "async")]
-struct CancelOnDrop<'a, C: Clock>(Option<crate::Reservation<'a, C>>);
+struct CancelOnDrop<'a, C: Clock>(Option<Reservation<'a, C>>);
 
 #[cfg(feature = "async")]
 impl<C: Clock> CancelOnDrop<'_, C> {

@@ -118,3 +118,53 @@ fn bounded(preemptions: usize) -> loom::model::Builder {
     builder.preemption_bound = Some(preemptions);
     builder
 }
+
+/// One thread checks {key x of a keyed limiter, global}, another {global}, each bucket holding
+/// one token. Whatever the order, each bucket ends with exactly the tokens the admitted checks
+/// took: a refused check gives x's token back in the keyed table too.
+fn keyed_model(rollback: bool) {
+    use cellrate::{Broken, KeyedLimiter};
+    let quota = Quota::try_new(Duration::from_nanos(T), 1).unwrap();
+    let keyed = Arc::new(KeyedLimiter::<u64, _>::loom_tiny(
+        quota,
+        ManualClock::new(),
+        2,
+        2,
+        Broken::Nothing,
+    ));
+    let global = Arc::new(Limiter::with_clock(quota, ManualClock::new()));
+    let both = {
+        let (keyed, global) = (keyed.clone(), global.clone());
+        thread::spawn(move || {
+            let x = keyed.key(&7);
+            let limits: [&dyn Limit; 2] = [&x, &*global];
+            let check = all_of(&limits);
+            let outcome = if rollback {
+                check.check_n_at(1, Nanos::ZERO)
+            } else {
+                check.check_n_at_without_rollback(1, Nanos::ZERO)
+            };
+            outcome.is_ok() as u32
+        })
+    };
+    let alone = global.check_n_at(1, Nanos::ZERO).is_ok() as u32;
+    let both = both.join().unwrap();
+    assert!(both + alone <= 1, "global admitted {} > 1", both + alone);
+    assert_eq!(
+        keyed.available_key_at(&7, Nanos::ZERO),
+        1 - both,
+        "TAT is not what the admitted checks alone would leave"
+    );
+    assert_eq!(global.available_at(Nanos::ZERO), 1 - both - alone);
+}
+
+#[test]
+fn a_keyed_bucket_in_a_refused_check_is_rolled_back_exactly() {
+    loom::model(|| keyed_model(true));
+}
+
+#[test]
+#[should_panic(expected = "TAT is not what the admitted checks alone would leave")]
+fn a_keyed_bucket_without_rollback_leaks_a_spend() {
+    loom::model(|| keyed_model(false));
+}

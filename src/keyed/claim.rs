@@ -35,9 +35,9 @@
 use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
 #[cfg(loom)]
 use super::table::Broken;
-use super::table::{decide, level, Request, Table};
+use super::table::{decide, level, Outcome, Request, Table};
 use super::OverflowPolicy;
-use crate::outcome::{Allowed, Denied};
+use crate::outcome::Denied;
 use crate::sync::Ordering;
 
 /// What a scan met, with the words read: the first free (EMPTY or TOMBSTONE) slot, the
@@ -52,7 +52,7 @@ pub(super) struct Room {
 /// The end of a resolve or insert: the key's bucket, or start the look-up again.
 pub(super) enum Step {
     /// This check published the key's new bucket with its own spend applied.
-    Mine(Result<Allowed, Denied>),
+    Mine(Outcome),
     Live(usize, u64),
     Restart,
 }

@@ -4,11 +4,13 @@
 
 mod builder;
 mod claim;
+mod key_bucket;
 mod slot;
 mod stats;
 mod table;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
+pub use key_bucket::KeyedBucket;
 pub use stats::KeyedStats;
 #[cfg(loom)]
 pub use table::Broken;
@@ -193,13 +195,9 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized,
     {
         let now = now.as_u64();
-        self.table.spend(&Request {
-            fp: self.fingerprint(key),
-            now,
-            cost,
-            quota,
-            initial: self.initial_tat(now, quota),
-        })
+        self.table
+            .spend(&self.request(self.fingerprint(key), cost, quota, now, 0))
+            .map(|(_, booking)| booking.allowed)
     }
 
     /// Whole tokens in `key`'s bucket now. Spends nothing and creates nothing.
@@ -267,19 +265,34 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     }
 
     #[inline]
-    fn fingerprint<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
+    pub(crate) fn fingerprint<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
         slot::fingerprint_of_hash(self.hasher.hash_one(key))
     }
 
-    /// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never
-    /// the PENDING marker: the last nanosecond of the clock is given up for it.
+    /// A request of `cost` tokens of the bucket of `fp` at `now`, waiting at most `max_wait_ns`.
+    #[inline(always)]
+    pub(crate) fn request<'q>(
+        &self,
+        fp: u64,
+        cost: u32,
+        quota: &'q Quota,
+        now: u64,
+        max_wait_ns: u64,
+    ) -> Request<'q> {
+        Request {
+            fp,
+            now,
+            cost,
+            quota,
+            initial: self.initial_tat(now, quota),
+            max_wait_ns,
+        }
+    }
+
+    /// The TAT of a key seen for the first time at `now`; see [`initial_tat`].
     #[inline]
     fn initial_tat(&self, now: u64, quota: &Quota) -> u64 {
-        if self.start_empty {
-            gcra::empty_at(now, quota).min(slot::PENDING_TAT - 1)
-        } else {
-            0
-        }
+        initial_tat(self.start_empty, now, quota)
     }
 }
 
@@ -324,5 +337,16 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiter<K, C> {
             .field("start_empty", &self.start_empty)
             .field("capacity", &self.table.slot_count())
             .finish_non_exhaustive()
+    }
+}
+
+/// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never the
+/// PENDING marker: the last nanosecond of the clock is given up for it.
+#[inline]
+pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
+    if start_empty {
+        gcra::empty_at(now, quota).min(slot::PENDING_TAT - 1)
+    } else {
+        0
     }
 }

@@ -25,8 +25,9 @@ use super::claim::{Room, Step};
 use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
 use super::stats::Counters;
 use super::OverflowPolicy;
-use crate::gcra;
-use crate::outcome::{Allowed, Denied, Level};
+use crate::bucket::Change;
+use crate::gcra::{self, Booking};
+use crate::outcome::{Denied, Level};
 use crate::quota::Quota;
 use crate::sync::{AtomicU128, Ordering};
 use alloc::boxed::Box;
@@ -64,12 +65,18 @@ pub(crate) struct Request<'q> {
     pub(crate) cost: u32,
     pub(crate) quota: &'q Quota,
     pub(crate) initial: u64,
+    /// How long the tokens may take to arrive: 0 for a check, more for a reservation.
+    pub(crate) max_wait_ns: u64,
 }
+
+/// What a request answers: on success the TAT before and after it (for rollbacks and
+/// cancellations) and the booking (its `allowed`, and when the tokens are there).
+pub(crate) type Outcome = Result<(Change, Booking), Denied>;
 
 /// What a scan of a key's window found.
 pub(super) enum Found {
     /// The key was pending and this check published it, with its own spend applied.
-    Mine(Result<Allowed, Denied>),
+    Mine(Outcome),
     /// The key's bucket: window position and TAT.
     Live(usize, u64),
     /// No bucket: where one could go.
@@ -116,7 +123,7 @@ impl Table {
     /// Spends `req.cost` at `req.now` from the bucket of `req.fp`, creating the bucket if it
     /// is absent and the decision changes it.
     #[inline]
-    pub(crate) fn spend(&self, req: &Request<'_>) -> Result<Allowed, Denied> {
+    pub(crate) fn spend(&self, req: &Request<'_>) -> Outcome {
         let home = self.home(req.fp);
         loop {
             let (i, tat) = match self.lookup(home, req.fp) {
@@ -176,12 +183,7 @@ impl Table {
     /// The CAS loop of one bucket, as in [`Bucket::spend`](crate::bucket), with the
     /// fingerprint in the compared word. `None` if the slot no longer holds the key.
     #[inline]
-    fn spend_in(
-        &self,
-        slot: &AtomicU128,
-        mut current: u64,
-        req: &Request<'_>,
-    ) -> Option<Result<Allowed, Denied>> {
+    fn spend_in(&self, slot: &AtomicU128, mut current: u64, req: &Request<'_>) -> Option<Outcome> {
         loop {
             let (new, outcome) = decide(current, req);
             if new == current {
@@ -255,6 +257,37 @@ impl Table {
         self.lookup(self.home(fp), fp).map(|(_, tat)| tat)
     }
 
+    /// Rewrites the TAT of the live bucket of `fp` to `f(TAT)` (`None`: leave it), by a CAS
+    /// of the whole word, retried with the TAT it finds: a bucket that was evicted or whose
+    /// slot went to another key is never touched, and an absent key is left alone. Returns
+    /// whether a write happened.
+    pub(crate) fn rewrite(&self, fp: u64, mut f: impl FnMut(u64) -> Option<u64>) -> bool {
+        let home = self.home(fp);
+        while let Some((i, mut tat)) = self.lookup(home, fp) {
+            let slot = self.at(home, i);
+            loop {
+                let Some(new) = f(tat).filter(|&new| new != PENDING_TAT && new != tat) else {
+                    return false;
+                };
+                // Relaxed on both arms: as for a spend, the fingerprint is compared by this
+                // same CAS and the word publishes no other memory (module docs).
+                match slot.compare_exchange(
+                    slot::pack(fp, tat),
+                    slot::pack(fp, new),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return true,
+                    Err(actual) if slot::fingerprint(actual) == fp && slot::is_live(actual) => {
+                        tat = slot::tat(actual);
+                    }
+                    Err(_) => break, // evicted or reused meanwhile: look up again
+                }
+            }
+        }
+        false
+    }
+
     /// Removes every bucket that is full at `now` (`TAT <= now`); returns how many.
     pub(crate) fn evict_idle(&self, now: u64) -> usize {
         let mut removed = 0;
@@ -295,13 +328,19 @@ impl Table {
 /// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
 /// peek) and the answer. A TAT equal to the PENDING marker cannot be stored: denied.
 #[inline(always)]
-pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Result<Allowed, Denied>) {
-    match gcra::spend(tat, req.now, req.cost, req.quota) {
+pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
+    match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
         Ok((new, _)) if new == PENDING_TAT => {
             let ahead = tat.saturating_sub(req.now);
             (tat, Err(Denied::new(level(ahead, req.quota), None)))
         }
-        Ok((new, allowed)) => (new, Ok(allowed)),
+        Ok((new, booking)) => {
+            let change = Change {
+                before: tat,
+                after: new,
+            };
+            (new, Ok((change, booking)))
+        }
         Err(denied) => (tat, Err(denied)),
     }
 }
