@@ -1,62 +1,222 @@
-//! Keyed limiters side by side: cellrate's `KeyedLimiter` against governor 0.10's default
-//! keyed limiter (`RateLimiter::keyed`: DashMap, SipHash, quanta clock), both on their real
-//! clocks, u64 keys visited in random order. Every key exists before timing starts (the hot
-//! path of a service: most requests come from a key already seen), and the quota admits
-//! everything, so both measure look-up + clock + one decision.
+//! Keyed limiters side by side: cellrate's `KeyedLimiter`, the naive keyed design of the seeds
+//! (`mutex_bucket`: one `Mutex<HashMap<K, MutexBucket>>`, every check locks the map, then the
+//! key's bucket) and governor 0.10's default keyed limiter (`RateLimiter::keyed`: DashMap,
+//! SipHash, quanta clock), all on their real clocks, keys visited in random order:
+//! - `keyed_check_{1000,1000000}_keys`: u64 keys, one thread;
+//! - `keyed_check_100000_string_keys`: 16-character `String` keys (cellrate looks up by `&str`);
+//! - `keyed_throughput_1000000_keys`: 1 and 2 threads on 1,000,000 u64 keys, in decisions per
+//!   second (`Throughput::Elements`: one per thread per iteration);
+//! - `keyed_parts`: the fingerprint hash and the clock reads a check is made of.
 //!
-//! Run: `cargo bench --bench keyed` (about 1 minute). Short settings: other work shares the
-//! machine, so compare the two in one run and read ratios, not absolute figures.
+//! Every key exists before timing starts (the hot path of a service: most requests come from a
+//! key already seen), and the quota admits everything, so every subject measures look-up +
+//! clock + one decision. Each table is built once per group, not per sample. With
+//! `--features quanta` cellrate also runs on its TSC clock (`cellrate_quanta`), and
+//! `cellrate_at_now` is cellrate with the time passed in (the table alone).
+//!
+//! Run: `cargo bench --bench keyed --features quanta` (about 2 minutes with
+//! `-- --warm-up-time 1 --measurement-time 2`). Other work shares the machine, so compare the
+//! subjects of one run and read ratios, not absolute figures.
 
-use cellrate::{KeyedLimiter, Quota};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use std::hash::BuildHasher;
+use cellrate::baseline::MutexBucket;
+use cellrate::{Clock, KeyedLimiter, MonotonicClock, Quota};
+use criterion::measurement::WallTime;
+use criterion::{
+    criterion_group, criterion_main, Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
+};
+use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash};
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-type Governor = governor::DefaultKeyedRateLimiter<u64>;
-
-/// A rate no benchmark can exhaust, so every check takes the "allowed" path in both crates.
+/// A rate no benchmark can exhaust, so every check takes the "allowed" path in every subject.
 const RATE: u32 = 1_000_000_000;
 
-fn cellrate_limiter(keys: &[u64]) -> KeyedLimiter<u64> {
+/// Length of every visiting order: a power of two, long enough that it does not sit in cache.
+const ORDER_LEN: usize = 1 << 20;
+
+/// cellrate's keyed limiter on `clock`, sized for `keys` and holding every one of them.
+fn cellrate_limiter<K, Q, C>(keys: &[&Q], clock: C) -> KeyedLimiter<K, C>
+where
+    K: Hash + Eq + Borrow<Q>,
+    Q: Hash + ?Sized,
+    C: Clock,
+{
     let limiter = KeyedLimiter::builder(Quota::per_second(RATE))
         .max_keys(keys.len())
+        .clock(clock)
         .build();
     for k in keys {
-        limiter.check_key(k).unwrap();
+        limiter.check_key(*k).expect("a fresh key is allowed");
     }
     limiter
 }
 
-fn governor_limiter(keys: &[u64]) -> Governor {
-    let quota = governor::Quota::per_second(NonZeroU32::new(RATE).unwrap());
+/// governor's default keyed limiter holding every one of `keys`.
+fn governor_limiter<K: Hash + Eq + Clone>(keys: &[K]) -> governor::DefaultKeyedRateLimiter<K> {
+    let quota = governor::Quota::per_second(NonZeroU32::new(RATE).expect("RATE > 0"));
     let limiter = governor::RateLimiter::keyed(quota);
     for k in keys {
-        limiter.check_key(k).unwrap();
+        limiter.check_key(k).expect("a fresh key is allowed");
     }
     limiter
 }
 
-/// `n` distinct random keys, and a visiting order: a random sequence over them, long enough
-/// that it does not sit in cache when `n` is large.
-fn workload(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
-    let mut x = seed;
-    let mut next = move || {
+/// The seeds' naive keyed limiter: one map of mutex token buckets behind one mutex.
+struct MutexMap<K> {
+    buckets: Mutex<HashMap<K, MutexBucket>>,
+    quota: Quota,
+}
+
+impl<K: Hash + Eq> MutexMap<K> {
+    /// A map holding every one of `keys`.
+    fn holding<Q: Hash + Eq + ToOwned<Owned = K> + ?Sized>(keys: &[&Q]) -> MutexMap<K>
+    where
+        K: Borrow<Q>,
+    {
+        let map = MutexMap {
+            buckets: Mutex::new(HashMap::with_capacity(keys.len())),
+            quota: Quota::per_second(RATE),
+        };
+        for k in keys {
+            assert!(map.check(*k), "a fresh key is allowed");
+        }
+        map
+    }
+
+    /// Locks the map, finds or inserts `key`'s bucket, spends one token of it now.
+    fn check<Q: Hash + Eq + ToOwned<Owned = K> + ?Sized>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+    {
+        let mut buckets = self.buckets.lock().expect("no check panics");
+        if let Some(bucket) = buckets.get(key) {
+            return bucket.check_n(1).is_ok();
+        }
+        let fresh = MutexBucket::with_clock(self.quota, MonotonicClock::new());
+        let bucket = buckets.entry(key.to_owned()).or_insert(fresh);
+        bucket.check_n(1).is_ok()
+    }
+}
+
+/// An xorshift64 generator: distinct outputs until its period (2^64 - 1), so keys drawn from
+/// it are distinct.
+fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         x
-    };
+    }
+}
+
+/// A random sequence of [`ORDER_LEN`] visits over `keys`.
+fn visiting_order<T: Copy>(keys: &[T], next: &mut impl FnMut() -> u64) -> Vec<T> {
+    (0..ORDER_LEN)
+        .map(|_| keys[next() as usize % keys.len()])
+        .collect()
+}
+
+/// `n` distinct random u64 keys, and a random visiting order over them.
+fn u64_workload(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
+    let mut next = xorshift(seed);
     let keys: Vec<u64> = (0..n).map(|_| next()).collect();
-    let order: Vec<u64> = (0..(1 << 20)).map(|_| keys[next() as usize % n]).collect();
+    let order = visiting_order(&keys, &mut next);
     (keys, order)
+}
+
+/// `n` distinct random 16-character keys (16 hex digits of distinct xorshift outputs).
+fn string_keys(n: usize, seed: u64) -> Vec<String> {
+    let mut next = xorshift(seed);
+    (0..n).map(|_| format!("{:016x}", next())).collect()
+}
+
+/// Times one check per iteration, walking `order` round and round.
+fn walk<T>(b: &mut Bencher, order: &[T], check: impl Fn(&T) -> bool) {
+    let mut i = 0;
+    b.iter(|| {
+        i = (i + 1) & (order.len() - 1);
+        black_box(check(&order[i]))
+    })
+}
+
+/// One thread, `n` u64 keys, every subject.
+fn u64_keys(c: &mut Criterion) {
+    for n in [1_000, 1_000_000] {
+        let (keys, order) = u64_workload(n, 0x9E37_79B9_7F4A_7C15);
+        let key_refs: Vec<&u64> = keys.iter().collect();
+        let mut group = c.benchmark_group(format!("keyed_check_{n}_keys"));
+        let id = |name: &str| BenchmarkId::new(name, n);
+
+        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+        group.bench_function(id("cellrate"), |b| {
+            walk(b, &order, |k| ours.check_key(k).is_ok())
+        });
+        // The table alone: the same checks with the time passed in (read once per sample).
+        group.bench_function(id("cellrate_at_now"), |b| {
+            let now = ours.clock().now();
+            walk(b, &order, |k| ours.check_key_n_at(k, 1, now).is_ok())
+        });
+        drop(ours);
+
+        #[cfg(feature = "quanta")]
+        {
+            let ours: KeyedLimiter<u64, _> =
+                cellrate_limiter(&key_refs, cellrate::QuantaClock::new());
+            group.bench_function(id("cellrate_quanta"), |b| {
+                walk(b, &order, |k| ours.check_key(k).is_ok())
+            });
+        }
+
+        let baseline = MutexMap::holding(&key_refs);
+        group.bench_function(id("mutex_bucket"), |b| {
+            walk(b, &order, |k| baseline.check(k))
+        });
+        drop(baseline);
+
+        let theirs = governor_limiter(&keys);
+        group.bench_function(id("governor"), |b| {
+            walk(b, &order, |k| theirs.check_key(k).is_ok())
+        });
+        group.finish();
+    }
+}
+
+/// One thread, 100,000 `String` keys: cellrate looks up by `&str`, governor by `&String`.
+fn string_keys_one_thread(c: &mut Criterion) {
+    const N: usize = 100_000;
+    let keys = string_keys(N, 0xD1B5_4A32_D192_ED03);
+    let key_refs: Vec<&String> = keys.iter().collect();
+    let key_strs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let order = visiting_order(&key_refs, &mut xorshift(0x94D0_49BB_1331_11EB));
+    let mut group = c.benchmark_group(format!("keyed_check_{N}_string_keys"));
+    let id = |name: &str| BenchmarkId::new(name, N);
+
+    let ours: KeyedLimiter<String> = cellrate_limiter(&key_strs, MonotonicClock::new());
+    group.bench_function(id("cellrate"), |b| {
+        walk(b, &order, |k| ours.check_key(k.as_str()).is_ok())
+    });
+    drop(ours);
+
+    let baseline = MutexMap::holding(&key_strs);
+    group.bench_function(id("mutex_bucket"), |b| {
+        walk(b, &order, |k| baseline.check(k.as_str()))
+    });
+    drop(baseline);
+
+    let theirs = governor_limiter(&keys);
+    group.bench_function(id("governor"), |b| {
+        walk(b, &order, |k| theirs.check_key(*k).is_ok())
+    });
+    group.finish();
 }
 
 /// Times `iters` checks on each of `threads` threads (a power of two), each walking its own
 /// part of `order` (whose length is a power of two).
-fn time_threads<F: Fn(&u64) + Sync>(
+fn time_threads<F: Fn(&u64) -> bool + Sync>(
     threads: usize,
     order: &[u64],
     iters: u64,
@@ -69,7 +229,7 @@ fn time_threads<F: Fn(&u64) + Sync>(
             let check = &check;
             s.spawn(move || {
                 for i in 0..iters as usize {
-                    check(&mine[i & (part - 1)]);
+                    black_box(check(&mine[i & (part - 1)]));
                 }
             });
         }
@@ -77,68 +237,46 @@ fn time_threads<F: Fn(&u64) + Sync>(
     start.elapsed()
 }
 
-fn one_thread(c: &mut Criterion) {
-    for n in [1_000, 1_000_000] {
-        let (keys, order) = workload(n, 0x9E37_79B9_7F4A_7C15);
-        let mut group = c.benchmark_group(format!("keyed_check_{n}_keys"));
-        let ours = cellrate_limiter(&keys);
-        group.bench_function(BenchmarkId::new("cellrate", n), |b| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) & (order.len() - 1);
-                black_box(ours.check_key(&order[i]).is_ok())
-            })
+/// `name` with 1 and 2 threads walking `order`; throughput is `threads` decisions per iteration.
+fn bench_threads<F: Fn(&u64) -> bool + Sync>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    order: &[u64],
+    check: F,
+) {
+    for threads in [1, 2] {
+        group.throughput(Throughput::Elements(threads as u64));
+        group.bench_function(BenchmarkId::new(name, threads), |b| {
+            b.iter_custom(|iters| time_threads(threads, order, iters, &check))
         });
-        // The table alone: the same checks with the time passed in (read once per sample).
-        group.bench_function(BenchmarkId::new("cellrate_at_now", n), |b| {
-            let now = cellrate::Clock::now(ours.clock());
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) & (order.len() - 1);
-                black_box(ours.check_key_n_at(&order[i], 1, now).is_ok())
-            })
-        });
-        drop(ours);
-        let theirs = governor_limiter(&keys);
-        group.bench_function(BenchmarkId::new("governor", n), |b| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + 1) & (order.len() - 1);
-                black_box(theirs.check_key(&order[i]).is_ok())
-            })
-        });
-        group.finish();
     }
 }
 
-fn two_threads(c: &mut Criterion) {
-    let (keys, order) = workload(1_000_000, 0x2545_F491_4F6C_DD1D);
+/// 1 and 2 threads on 1,000,000 u64 keys, every subject.
+fn threads_on_many_keys(c: &mut Criterion) {
+    let (keys, order) = u64_workload(1_000_000, 0x2545_F491_4F6C_DD1D);
+    let key_refs: Vec<&u64> = keys.iter().collect();
     let mut group = c.benchmark_group("keyed_throughput_1000000_keys");
-    let ours = Arc::new(cellrate_limiter(&keys));
-    for threads in [1, 2] {
-        group.bench_function(BenchmarkId::new("cellrate_threads", threads), |b| {
-            b.iter_custom(|iters| {
-                time_threads(threads, &order, iters, |k| {
-                    black_box(ours.check_key(k).is_ok());
-                })
-            })
-        });
-    }
+
+    let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+    bench_threads(&mut group, "cellrate", &order, |k| {
+        ours.check_key(k).is_ok()
+    });
     drop(ours);
+
+    let baseline = MutexMap::holding(&key_refs);
+    bench_threads(&mut group, "mutex_bucket", &order, |k| baseline.check(k));
+    drop(baseline);
+
     let theirs = governor_limiter(&keys);
-    for threads in [1, 2] {
-        group.bench_function(BenchmarkId::new("governor_threads", threads), |b| {
-            b.iter_custom(|iters| {
-                time_threads(threads, &order, iters, |k| {
-                    black_box(theirs.check_key(k).is_ok());
-                })
-            })
-        });
-    }
+    bench_threads(&mut group, "governor", &order, |k| {
+        theirs.check_key(k).is_ok()
+    });
     group.finish();
 }
 
-/// The parts of a check: the fingerprint (SipHash-1-3 under a random key) and the clocks.
+/// The parts of a check: the fingerprint (SipHash-1-3 under a random key) and the clocks
+/// (`MonotonicClock`, and governor's default clock, a quanta TSC read).
 fn parts(c: &mut Criterion) {
     let mut group = c.benchmark_group("keyed_parts");
     let hasher = std::collections::hash_map::RandomState::new();
@@ -149,12 +287,10 @@ fn parts(c: &mut Criterion) {
             black_box(hasher.hash_one(k))
         })
     });
-    let clock = cellrate::MonotonicClock::new();
-    group.bench_function("monotonic_clock_now", |b| {
-        b.iter(|| black_box(cellrate::Clock::now(&clock)))
-    });
+    let clock = MonotonicClock::new();
+    group.bench_function("monotonic_clock_now", |b| b.iter(|| black_box(clock.now())));
     let quanta = governor::clock::QuantaClock::default();
-    group.bench_function("governor_quanta_clock_now", |b| {
+    group.bench_function("quanta_clock_now", |b| {
         b.iter(|| black_box(governor::clock::Clock::now(&quanta)))
     });
     group.finish();
@@ -170,6 +306,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = one_thread, two_threads, parts
+    targets = u64_keys, string_keys_one_thread, threads_on_many_keys, parts
 }
 criterion_main!(benches);

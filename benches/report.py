@@ -23,19 +23,20 @@ from xml.sax.saxutils import escape
 
 BEGIN, END = "<!-- generated:begin -->", "<!-- generated:end -->"
 COLUMNS = ("cellrate", "mutex_bucket", "governor", "floor")
-HEAD = {"cellrate": "cellrate", "mutex_bucket": "mutex bucket", "governor": "governor",
-        "floor": "floor"}
+HEAD = {column: column.replace("_", " ") for column in COLUMNS}
 COLORS = {"cellrate": "#1b9e77", "mutex_bucket": "#d95f02", "governor": "#7570b3"}
 SCENARIO = {"direct/allowed_at": "allowed, time passed in",
             "direct/denied_at": "denied, time passed in",
             "direct/allowed_clock": "allowed, real clock",
             "direct/denied_clock": "denied, real clock"}
 TABLE_TITLE = {"direct": "direct: one limiter, one thread",
-               "contention": "contention: threads sharing one limiter"}
-UNIT = {"contention": ("thread", "threads")}  # what a number in a row's id counts
+               "contention": "contention: threads sharing one limiter",
+               "keyed": "keyed: one thread, every key known, visited in random order"}
+UNIT = {"contention|keyed_throughput_.*": "thread", r"keyed_check_\d+_keys": "u64 key",
+        r"keyed_check_\d+_string_keys": "String key"}  # what a number counts, by group regex
 FLOOR = {"cas": "bare CAS", "load": "bare load", "clock_read": "Instant::now",
          "quanta_read": "quanta read"}
-VARIANT = {"quanta": "cellrate on QuantaClock"}
+VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed in"}
 
 Run = namedtuple("Run", "name kind status begin end command out")
 Result = namedtuple("Result", "group parts name column variant ns elements run")
@@ -70,9 +71,8 @@ def load_results(criterion_dir, runs):
         known = [i for i, p in enumerate(parts) if classify(p)[0]]
         name = parts.pop(known[0] if known else -1)  # unknown subjects: the function's last part
         parts += [meta["value_str"]] if meta.get("value_str") else []
-        elements = (meta.get("throughput") or {}).get("Elements")
         results.append(Result(meta["group_id"], tuple(parts), name, *classify(name), ns,
-                              elements, run))
+                              (meta.get("throughput") or {}).get("Elements"), run))
     return results
 
 
@@ -92,26 +92,29 @@ def collect_rows(results):
         rows.setdefault((r.group, r.parts, variant), {})[r.column or r.name] = r
     for (group, parts, variant), row in rows.items():
         base = rows.get((group, parts, ""), {}) if variant else {}
-        for column in ("mutex_bucket", "governor"):
-            if column not in row and column in base:
-                row[column] = base[column]
+        row.update({c: base[c] for c in ("mutex_bucket", "governor") if c in base.keys() - row})
     return rows
 
 
+def table_of(group):
+    """The table a group's rows go in: its part before any '/'; keyed_check_* share one."""
+    return "keyed" if group.startswith("keyed_check_") else group.split("/")[0]
+
+
 def row_order(key):
-    """Known scenarios first in SCENARIO's order, then by group; numbers sort numerically."""
+    """Known scenarios first in SCENARIO's order, then by table; numbers sort numerically."""
     group, parts, variant = key
     rank = list(SCENARIO).index(group) if group in SCENARIO else len(SCENARIO)
     natural = [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts]
-    return (rank, group, natural, variant)
+    return (rank, table_of(group), natural, group, variant)
 
 
 def row_label(group, parts, variant):
     words = [SCENARIO.get(group, group.split("/", 1)[1].replace("_", " "))] if "/" in group else []
+    unit = next((u for g, u in UNIT.items() if re.fullmatch(g, group)), "")
     for part in parts:
         if part.isdigit():
-            unit = UNIT.get(group, ("", ""))[int(part) != 1]
-            words.append(f"{int(part):,} {unit}".strip())
+            words.append(f"{int(part):,} {unit}{'s' if unit and int(part) != 1 else ''}".strip())
         else:
             words.append(part.replace("_", " "))
     if variant:
@@ -151,11 +154,10 @@ def table_md(prefix, keyed):
     extra = sorted({k for _, row in keyed for k in row if k not in COLUMNS})
     note = ("Decisions (criterion throughput elements) per second from the median time, all "
             "threads together; ratios are cellrate's throughput over the other's: above 1 = "
-            "cellrate faster."
-            if rate else "Median ns per check; ratios are cellrate's time over the other's: "
-            "below 1 = cellrate faster.")
+            "cellrate faster." if rate else "Median ns per check; ratios are cellrate's time "
+            "over the other's: below 1 = cellrate faster.")
     head = ["scenario", *(HEAD[c] for c in COLUMNS), *extra, "cellrate/governor", "cellrate/mutex"]
-    lines = [f"### {TABLE_TITLE.get(prefix, prefix)}", "",
+    lines = [f"### {TABLE_TITLE.get(prefix, prefix.replace('_', ' '))}", "",
              *(f"Command: `{c}`" for c in sorted({r.run.command for r in results})), "",
              note, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, row in keyed:
@@ -176,7 +178,7 @@ def chart_rows(rows):
     out = []
     for key in sorted(rows, key=row_order):
         ns = {c: r.ns / (r.elements or 1) for c, r in rows[key].items() if c in COLUMNS}
-        prefix = key[0].split("/")[0]
+        prefix = table_of(key[0]).replace("_", " ")
         label = row_label(*key) if prefix == "direct" else f"{prefix}: {row_label(*key)}"
         if any(c in ns for c in COLORS):
             out.append((label, ns, ns.get("floor")))
@@ -296,10 +298,9 @@ def generated(rows, runs, lines, repo, when):
            "cellrate/other in brackets: below 1 = cellrate faster for ns, above 1 for M/s.", "",
            *(f"- {line}" for line in lines), "", "![ns per check](benches/chart.svg)", ""]
     keys = sorted(rows, key=row_order)
-    prefixes = sorted({k[0].split("/")[0] for k in keys}, key=lambda p: (p != "direct", p))
+    prefixes = sorted({table_of(k[0]) for k in keys}, key=lambda p: (p != "direct", p))
     for prefix in prefixes:
-        out += [table_md(prefix, [(k, rows[k]) for k in keys if k[0].split("/")[0] == prefix]),
-                ""]
+        out += [table_md(prefix, [(k, rows[k]) for k in keys if table_of(k[0]) == prefix]), ""]
     for run in runs:
         if run.kind == "plain" and run.status == "ok":
             text = Path(run.out).read_text().strip() if Path(run.out).exists() else ""
@@ -322,9 +323,8 @@ def rewrite(doc, body):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repo", type=Path, required=True)
-    parser.add_argument("--target-dir", type=Path, required=True)
-    parser.add_argument("--manifest", type=Path, required=True)
+    for flag in ("--repo", "--target-dir", "--manifest"):
+        parser.add_argument(flag, type=Path, required=True)
     args = parser.parse_args()
     runs = read_runs(args.manifest)
     results = load_results(args.target_dir / "criterion", runs)
