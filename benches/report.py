@@ -190,7 +190,7 @@ def chart_svg(rows, subtitle):
     values = [v for _, ns, _ in rows for v in ns.values() if v > 0]
     lo = 10 ** math.floor(math.log10(min(values)))
     hi = max(values) * 1.6  # room for the value printed after the longest bar
-    left, plot_w, right, top, bar, band = 290, 540, 70, 78, 12, 52
+    left, plot_w, right, top, bar, band = 360, 540, 70, 78, 12, 52
     width, bottom = left + plot_w + right, top + band * len(rows)
 
     def x(v):
