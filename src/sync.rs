@@ -3,8 +3,8 @@
 //! Under `cfg(loom)` the atomics are loom's, so that the models in `loom-tests/` explore every
 //! interleaving of the real code. With the `portable-atomic` feature the 64-bit atomics come
 //! from portable-atomic (for targets without native 64-bit compare-and-swap). Otherwise they are
-//! `core`'s. No other module names an atomic type directly, except the keyed limiter's
-//! statistics counters (see src/keyed/stats.rs).
+//! `core`'s. No other module names an atomic type directly; statistics counters take theirs
+//! from [`counter`].
 //!
 //! `AtomicU128` (one slot of the keyed table) always comes from portable-atomic, since
 //! `core::sync::atomic::AtomicU128` is not stable. It is lock-free where the CPU has a 16-byte
@@ -92,4 +92,15 @@ mod loom_u128 {
             }
         }
     }
+}
+
+/// Atomics for statistics counters (the keyed limiter's, the Redis limiter's): always the real
+/// ones, also under loom. The counters order nothing and take no part in any protocol, so the
+/// models need not interleave them (which would multiply their state space).
+#[cfg(feature = "std")]
+pub(crate) mod counter {
+    #[cfg(not(feature = "portable-atomic"))]
+    pub(crate) use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    #[cfg(feature = "portable-atomic")]
+    pub(crate) use portable_atomic::{AtomicU64, AtomicUsize, Ordering};
 }

@@ -83,6 +83,7 @@ impl Table {
         #[cfg(loom)]
         if self.broken == Broken::ClaimLiveDirectly {
             let (tat, outcome) = decide(req.initial, req);
+            // SeqCst: as the real claim; the step broken here is the missing rescan.
             let claimed = self.at(home, i).compare_exchange(
                 seen,
                 slot::pack(req.fp, tat),

@@ -1,11 +1,7 @@
 //! The counters a keyed limiter keeps, and the snapshot [`KeyedStats`] the caller reads.
 
-// Always the real atomics, also under loom: the counters order nothing and are not part of the
-// protocol, so the models need not interleave them (which would multiply their state space).
-#[cfg(not(feature = "portable-atomic"))]
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-#[cfg(feature = "portable-atomic")]
-use portable_atomic::{AtomicU64, AtomicUsize, Ordering};
+// Always the real atomics, also under loom: see `sync::counter`.
+use crate::sync::counter::{AtomicU64, AtomicUsize, Ordering};
 
 /// What a [`KeyedLimiter`](crate::KeyedLimiter) has done about running out of room, read by
 /// [`KeyedLimiter::stats`](crate::KeyedLimiter::stats).

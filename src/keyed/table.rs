@@ -299,6 +299,7 @@ impl Table {
             }
             #[cfg(loom)]
             if self.broken == Broken::EvictByStore {
+                // SeqCst: as the real eviction; the step broken here is the plain store.
                 slot.store(TOMBSTONE, Ordering::SeqCst);
                 removed += 1;
                 self.counters.key_removed();

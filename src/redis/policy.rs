@@ -3,8 +3,8 @@
 
 use super::error::Error;
 use crate::outcome::{Allowed, Denied, Level};
+use crate::sync::counter::{AtomicU64, Ordering};
 use core::time::Duration;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What [`check_key_n`](super::RedisLimiter::check_key_n) answers when Redis gives no decision
 /// (unreachable, an error reply, or no reply within the deadline).
@@ -60,6 +60,8 @@ pub(crate) struct Counters {
 
 impl Counters {
     pub(crate) fn snapshot(&self) -> Stats {
+        // Relaxed throughout: independent counters that publish nothing; a snapshot taken
+        // while calls are in flight may be off by those calls.
         Stats {
             allowed: self.allowed.load(Ordering::Relaxed),
             denied: self.denied.load(Ordering::Relaxed),
@@ -96,6 +98,7 @@ impl Fallback {
         burst: u32,
         counters: &Counters,
     ) -> Result<Allowed, Denied> {
+        // Relaxed on every counter below: see `Counters::snapshot`.
         if error.outcome_unknown() {
             counters.unknown.fetch_add(1, Ordering::Relaxed);
         }
