@@ -31,7 +31,8 @@
 //! `Allowed` as a signal that another thread's writes are visible.
 //!
 //! # Features
-//! - `std` (default): [`MonotonicClock`], [`baseline::MutexBucket`] and `Limiter::new`.
+//! - `std` (default): [`MonotonicClock`], [`CachedClock`], [`baseline::MutexBucket`] and
+//!   `Limiter::new`.
 //!   Without it the crate is `no_std` and needs `alloc` (for [`ManualClock`]).
 //! - `async`: `Limiter::until_ready_n`, an executor-independent async wait (timer from the
 //!   futures-timer crate).
@@ -48,6 +49,8 @@ extern crate alloc;
 
 mod all_of;
 mod bucket;
+#[cfg(feature = "std")]
+mod cached_clock;
 mod clock;
 mod gcra;
 #[cfg(feature = "std")]
@@ -69,6 +72,8 @@ pub mod baseline;
 pub mod redis;
 
 pub use all_of::{all_of, AllOf, Limit, Undo};
+#[cfg(feature = "std")]
+pub use cached_clock::{CachedClock, CachedClockError};
 #[cfg(feature = "std")]
 pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};

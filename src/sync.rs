@@ -94,9 +94,10 @@ mod loom_u128 {
     }
 }
 
-/// Atomics for statistics counters (the keyed limiter's, the Redis limiter's): always the real
-/// ones, also under loom. The counters order nothing and take no part in any protocol, so the
-/// models need not interleave them (which would multiply their state space).
+/// Atomics for statistics counters (the keyed limiter's, the Redis limiter's) and for
+/// [`CachedClock`](crate::CachedClock)'s reading: always the real ones, also under loom. They
+/// order nothing and take no part in any protocol, so the models need not interleave them
+/// (which would multiply their state space).
 #[cfg(feature = "std")]
 pub(crate) mod counter {
     #[cfg(not(feature = "portable-atomic"))]

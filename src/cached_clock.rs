@@ -1,0 +1,134 @@
+//! `CachedClock`: the time a background thread stores every `resolution`, read with one
+//! relaxed load.
+
+use crate::clock::{Clock, MonotonicClock};
+use crate::nanos::Nanos;
+use crate::sync::counter::{AtomicU64, Ordering};
+use core::fmt;
+use core::time::Duration;
+use std::sync::{Arc, Weak};
+use std::thread;
+
+/// A clock whose reading is a [`MonotonicClock`] time that a background thread refreshes every
+/// `resolution`. Reading it is one relaxed load: no system call and no timestamp-counter read,
+/// so no instruction that makes the processor wait for the memory accesses before it. On the
+/// development VM a keyed check over a million keys runs several times faster on it than on
+/// `Instant` (see BENCHMARKS.md), because the loads of successive checks overlap.
+///
+/// The price is staleness: a reading lags the true time by up to `resolution`, plus however
+/// long the refresh thread waits to be scheduled on a busy machine. A stale reading never
+/// grants tokens (the bucket is judged at an earlier time, when it had at most as many), so a
+/// limiter on this clock is never looser than on [`MonotonicClock`]; it admits in steps of
+/// `resolution`, and a `retry_after` is counted from the stale reading, so it can be up to the
+/// lag too early. Pick a resolution well below the emission interval of the quotas that need
+/// precision, or accept bursts of `resolution / T` tokens refilled at once.
+///
+/// Readings share [`MonotonicClock`]'s origin, so they can be mixed with its readings (for
+/// example in the `_at` forms). Clones share one refresh thread, which stops within one
+/// `resolution` after the last clone is dropped.
+///
+/// ```
+/// use cellrate::{CachedClock, KeyedLimiter, Quota};
+/// use std::time::Duration;
+///
+/// let clock = CachedClock::new(Duration::from_millis(1)).expect("a thread can be started");
+/// let limiter = KeyedLimiter::<u64, _>::with_clock(Quota::per_second(100), clock);
+/// assert!(limiter.check_key(&7).is_ok());
+/// ```
+#[derive(Clone)]
+pub struct CachedClock {
+    shared: Arc<Shared>,
+}
+
+/// What the clones and the refresh thread share.
+struct Shared {
+    /// The latest refreshed reading, in nanoseconds since [`MonotonicClock`]'s origin.
+    now: AtomicU64,
+    resolution: Duration,
+}
+
+/// Why a [`CachedClock`] could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CachedClockError {
+    /// The resolution is below [`CachedClock::MIN_RESOLUTION`]: the refresh thread would spin.
+    ResolutionTooFine,
+    /// The operating system would not start the refresh thread.
+    SpawnFailed,
+}
+
+impl fmt::Display for CachedClockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CachedClockError::ResolutionTooFine => write!(
+                f,
+                "a CachedClock resolution must be at least {:?}",
+                CachedClock::MIN_RESOLUTION
+            ),
+            CachedClockError::SpawnFailed => {
+                write!(f, "could not start the CachedClock refresh thread")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CachedClockError {}
+
+impl CachedClock {
+    /// The finest resolution accepted: 10 µs. Finer refreshes cost the refresh thread most of a
+    /// core and the sleep cannot honour them anyway.
+    pub const MIN_RESOLUTION: Duration = Duration::from_micros(10);
+
+    /// A clock refreshed every `resolution` by a new background thread (named
+    /// `cellrate-cached-clock`).
+    pub fn new(resolution: Duration) -> Result<CachedClock, CachedClockError> {
+        if resolution < Self::MIN_RESOLUTION {
+            return Err(CachedClockError::ResolutionTooFine);
+        }
+        let monotonic = MonotonicClock::new();
+        let shared = Arc::new(Shared {
+            now: AtomicU64::new(monotonic.now().as_u64()),
+            resolution,
+        });
+        let weak = Arc::downgrade(&shared);
+        thread::Builder::new()
+            .name("cellrate-cached-clock".into())
+            .spawn(move || refresh(&weak, monotonic, resolution))
+            .map_err(|_| CachedClockError::SpawnFailed)?;
+        Ok(CachedClock { shared })
+    }
+
+    /// How often the reading is refreshed.
+    pub fn resolution(&self) -> Duration {
+        self.shared.resolution
+    }
+}
+
+/// The refresh thread: stores the time every `resolution` until no clock is left.
+fn refresh(shared: &Weak<Shared>, monotonic: MonotonicClock, resolution: Duration) {
+    while let Some(shared) = shared.upgrade() {
+        // Relaxed: the reading publishes no other memory. One thread stores increasing values,
+        // and coherence keeps every reader's successive loads from going backwards.
+        shared
+            .now
+            .store(monotonic.now().as_u64(), Ordering::Relaxed);
+        drop(shared);
+        thread::sleep(resolution);
+    }
+}
+
+impl Clock for CachedClock {
+    #[inline]
+    fn now(&self) -> Nanos {
+        // Relaxed: as in the refresh thread's store.
+        Nanos::new(self.shared.now.load(Ordering::Relaxed))
+    }
+}
+
+impl fmt::Debug for CachedClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedClock")
+            .field("now", &self.now())
+            .field("resolution", &self.shared.resolution)
+            .finish()
+    }
+}
