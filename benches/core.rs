@@ -9,6 +9,8 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::time::Duration;
 
+#[path = "core/cached.rs"]
+mod cached;
 #[path = "core/contention.rs"]
 mod contention;
 #[path = "core/direct.rs"]

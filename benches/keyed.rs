@@ -6,20 +6,25 @@
 //! - `keyed_check_100000_string_keys`: 16-character `String` keys (cellrate looks up by `&str`);
 //! - `keyed_throughput_1000000_keys`: 1 and 2 threads on 1,000,000 u64 keys, in decisions per
 //!   second (`Throughput::Elements`: one per thread per iteration);
-//! - `keyed_parts`: the fingerprint hash and the clock reads a check is made of.
+//! - `keyed_parts`: the fingerprint hash and the clock reads a check is made of;
+//! - `keyed_floor`: the physical floor of a check at 1,000,000 keys, one random compare-and-swap
+//!   per check over an array the size of cellrate's table, with a 128-bit word per slot (as
+//!   cellrate's slots) or a 64-bit one, after each clock read.
 //!
 //! Every key exists before timing starts (the hot path of a service: most requests come from a
 //! key already seen), and the quota admits everything, so every subject measures look-up +
 //! clock + one decision. Each table is built once per group, not per sample. With
 //! `--features quanta` cellrate also runs on its TSC clock (`cellrate_quanta`), and
-//! `cellrate_at_now` is cellrate with the time passed in (the table alone).
+//! `cellrate_at_now` is cellrate with the time passed in (the table alone). `_cached` subjects
+//! run on a clock refreshed every millisecond by a background thread: cellrate's `CachedClock`
+//! and governor's `QuantaUpkeepClock`, the same design.
 //!
 //! Run: `cargo bench --bench keyed --features quanta` (about 2 minutes with
 //! `-- --warm-up-time 1 --measurement-time 2`). Other work shares the machine, so compare the
 //! subjects of one run and read ratios, not absolute figures.
 
 use cellrate::baseline::MutexBucket;
-use cellrate::{Clock, KeyedLimiter, MonotonicClock, Quota};
+use cellrate::{CachedClock, Clock, KeyedLimiter, MonotonicClock, Quota};
 use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
@@ -29,6 +34,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::hint::black_box;
 use std::num::NonZeroU32;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -59,6 +66,37 @@ where
 fn governor_limiter<K: Hash + Eq + Clone>(keys: &[K]) -> governor::DefaultKeyedRateLimiter<K> {
     let quota = governor::Quota::per_second(NonZeroU32::new(RATE).expect("RATE > 0"));
     let limiter = governor::RateLimiter::keyed(quota);
+    for k in keys {
+        limiter.check_key(k).expect("a fresh key is allowed");
+    }
+    limiter
+}
+
+/// How often the `_cached` clocks are refreshed.
+const CACHED_RESOLUTION: Duration = Duration::from_millis(1);
+
+/// cellrate's clock refreshed by a background thread.
+fn cached_clock() -> CachedClock {
+    CachedClock::new(CACHED_RESOLUTION).expect("a refresh thread starts")
+}
+
+/// governor's keyed limiter (DashMap, SipHash) on its upkeep clock, holding every one of
+/// `keys`. quanta runs one upkeep thread per process, so every such limiter shares one clock.
+fn governor_cached_limiter<K: Hash + Eq + Clone>(
+    keys: &[K],
+) -> governor::RateLimiter<
+    K,
+    governor::state::keyed::DashMapStateStore<K>,
+    governor::clock::QuantaUpkeepClock,
+> {
+    static CLOCK: std::sync::OnceLock<governor::clock::QuantaUpkeepClock> =
+        std::sync::OnceLock::new();
+    let clock = CLOCK.get_or_init(|| {
+        governor::clock::QuantaUpkeepClock::from_interval(CACHED_RESOLUTION)
+            .expect("quanta's upkeep thread starts")
+    });
+    let quota = governor::Quota::per_second(NonZeroU32::new(RATE).expect("RATE > 0"));
+    let limiter = governor::RateLimiter::dashmap_with_clock(quota, clock.clone());
     for k in keys {
         limiter.check_key(k).expect("a fresh key is allowed");
     }
@@ -171,6 +209,12 @@ fn u64_keys(c: &mut Criterion) {
             });
         }
 
+        let ours: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, cached_clock());
+        group.bench_function(id("cellrate_cached"), |b| {
+            walk(b, &order, |k| ours.check_key(k).is_ok())
+        });
+        drop(ours);
+
         let baseline = MutexMap::holding(&key_refs);
         group.bench_function(id("mutex_bucket"), |b| {
             walk(b, &order, |k| baseline.check(k))
@@ -179,6 +223,12 @@ fn u64_keys(c: &mut Criterion) {
 
         let theirs = governor_limiter(&keys);
         group.bench_function(id("governor"), |b| {
+            walk(b, &order, |k| theirs.check_key(k).is_ok())
+        });
+        drop(theirs);
+
+        let theirs = governor_cached_limiter(&keys);
+        group.bench_function(id("governor_cached"), |b| {
             walk(b, &order, |k| theirs.check_key(k).is_ok())
         });
         group.finish();
@@ -264,12 +314,24 @@ fn threads_on_many_keys(c: &mut Criterion) {
     });
     drop(ours);
 
+    let ours: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, cached_clock());
+    bench_threads(&mut group, "cellrate_cached", &order, |k| {
+        ours.check_key(k).is_ok()
+    });
+    drop(ours);
+
     let baseline = MutexMap::holding(&key_refs);
     bench_threads(&mut group, "mutex_bucket", &order, |k| baseline.check(k));
     drop(baseline);
 
     let theirs = governor_limiter(&keys);
     bench_threads(&mut group, "governor", &order, |k| {
+        theirs.check_key(k).is_ok()
+    });
+    drop(theirs);
+
+    let theirs = governor_cached_limiter(&keys);
+    bench_threads(&mut group, "governor_cached", &order, |k| {
         theirs.check_key(k).is_ok()
     });
     group.finish();
@@ -296,6 +358,50 @@ fn parts(c: &mut Criterion) {
     group.finish();
 }
 
+/// The floor of a check at 1,000,000 keys: per check, one clock read, then a load and a CAS of
+/// a random slot of a 1,250,000-slot array (cellrate's table size for 1,000,000 keys, 20 MB),
+/// with no hashing and no search. `slot_cas128`: 16-byte words, as cellrate's slots (a
+/// `lock cmpxchg16b`); `slot_cas64`: the same array as pairs of 8-byte words, CAS on one.
+fn slot_floors(c: &mut Criterion) {
+    const SLOTS: usize = 1_250_000;
+    let mut next = xorshift(0x6A09_E667_F3BC_C909);
+    let order: Vec<usize> = (0..ORDER_LEN).map(|_| next() as usize % SLOTS).collect();
+    let wide: Vec<portable_atomic::AtomicU128> = (0..SLOTS)
+        .map(|_| portable_atomic::AtomicU128::new(0))
+        .collect();
+    let narrow: Vec<AtomicU64> = (0..2 * SLOTS).map(|_| AtomicU64::new(0)).collect();
+    // Relaxed everywhere: as cellrate's spends (the word publishes no other memory).
+    let cas128 = |j: usize, now: u64| {
+        let word = wide[j].load(Relaxed);
+        let new = word.wrapping_add(u128::from(now) | 1);
+        wide[j]
+            .compare_exchange(word, new, Relaxed, Relaxed)
+            .is_ok()
+    };
+    let cas64 = |j: usize, now: u64| {
+        let word = &narrow[2 * j + 1];
+        let old = word.load(Relaxed);
+        word.compare_exchange(old, old.wrapping_add(now | 1), Relaxed, Relaxed)
+            .is_ok()
+    };
+    let monotonic = MonotonicClock::new();
+    let cached = cached_clock();
+    let mut group = c.benchmark_group("keyed_floor");
+    for (clock, read) in [
+        ("time_passed_in", &(|| 1u64) as &dyn Fn() -> u64),
+        ("instant", &|| monotonic.now().as_u64()),
+        ("cached_clock", &|| cached.now().as_u64()),
+    ] {
+        group.bench_function(format!("slot_cas128/{clock}"), |b| {
+            walk(b, &order, |&j| cas128(j, read()))
+        });
+        group.bench_function(format!("slot_cas64/{clock}"), |b| {
+            walk(b, &order, |&j| cas64(j, read()))
+        });
+    }
+    group.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -306,6 +412,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = u64_keys, string_keys_one_thread, threads_on_many_keys, parts
+    targets = u64_keys, string_keys_one_thread, threads_on_many_keys, parts, slot_floors
 }
 criterion_main!(benches);

@@ -2,7 +2,9 @@
 //!
 //! `_at` groups pass the time in (cellrate and the mutex bucket at [`NOW`](super::subjects::NOW),
 //! governor on its standing-still test clock); `_clock` groups read each limiter's default clock,
-//! and with `--features quanta` also cellrate on its TSC clock.
+//! and with `--features quanta` also cellrate on its TSC clock. `_cached` subjects run on a
+//! clock refreshed every millisecond by a background thread (cellrate's `CachedClock`,
+//! governor's `QuantaUpkeepClock`).
 
 use crate::subjects::{
     time_spends, CellrateAt, CellrateClock, FloorCas, FloorClockRead, FloorLoad, GovernorClock,
@@ -41,6 +43,7 @@ pub fn allowed_clock(c: &mut Criterion) {
     bench_spends(&mut group, "mutex_bucket", path, || MutexClock::new(path));
     bench_spends(&mut group, "governor", path, || GovernorClock::new(path));
     bench_spends(&mut group, "floor_clock_read", path, FloorClockRead::new);
+    bench_cached(&mut group, path);
     #[cfg(feature = "quanta")]
     {
         use crate::subjects::{CellrateQuanta, FloorQuantaRead};
@@ -59,6 +62,7 @@ pub fn denied_clock(c: &mut Criterion) {
     bench_spends(&mut group, "cellrate", path, || CellrateClock::new(path));
     bench_spends(&mut group, "mutex_bucket", path, || MutexClock::new(path));
     bench_spends(&mut group, "governor", path, || GovernorClock::new(path));
+    bench_cached(&mut group, path);
     #[cfg(feature = "quanta")]
     {
         use crate::subjects::CellrateQuanta;
@@ -67,6 +71,13 @@ pub fn denied_clock(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// cellrate and governor on their clocks refreshed by a background thread.
+fn bench_cached(group: &mut BenchmarkGroup<'_, WallTime>, path: Path) {
+    use crate::cached::{CellrateCached, GovernorCached};
+    bench_spends(group, "cellrate_cached", path, || CellrateCached::new(path));
+    bench_spends(group, "governor_cached", path, || GovernorCached::new(path));
 }
 
 /// Times single checks of a fresh subject per sample, then asserts (untimed) that every check

@@ -53,7 +53,7 @@ impl Path {
         );
     }
 
-    fn quota(self) -> Quota {
+    pub fn quota(self) -> Quota {
         match self {
             Path::Allowed => Quota::try_new(Duration::from_nanos(1), u32::MAX)
                 .expect("1 ns x u32::MAX fits in u64 ns"),
@@ -61,7 +61,7 @@ impl Path {
         }
     }
 
-    fn governor_quota(self) -> governor::Quota {
+    pub fn governor_quota(self) -> governor::Quota {
         match self {
             Path::Allowed => governor::Quota::with_period(Duration::from_nanos(1))
                 .expect("1 ns is a valid period")
@@ -71,7 +71,7 @@ impl Path {
     }
 
     /// Puts a fresh subject on this path: the denied path spends its one token first.
-    fn prime<S: Spend>(self, subject: S) -> S {
+    pub fn prime<S: Spend>(self, subject: S) -> S {
         if self == Path::Denied {
             assert!(
                 subject.spend(),
