@@ -32,10 +32,11 @@
 //! different words, which weaker orderings do not order. The loom models check the protocol
 //! under sequential consistency; this argument is what carries it to the real orderings.
 
+use super::request::{decide, level, Outcome, Request};
 use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
 #[cfg(loom)]
 use super::table::Broken;
-use super::table::{decide, level, Outcome, Request, Table};
+use super::table::Table;
 use super::OverflowPolicy;
 use crate::outcome::Denied;
 use crate::sync::Ordering;

@@ -1,7 +1,8 @@
 //! `KeyedBucket`: one key's bucket of a [`KeyedLimiter`], as a value: what refunds,
 //! reservations and all-or-nothing checks ([`all_of`](crate::all_of)) operate on.
 
-use super::table::{Outcome, Request, Table};
+use super::request::{Outcome, Request};
+use super::table::Table;
 use super::{initial_tat, KeyedLimiter};
 use crate::all_of::{sealed, Limit, Undo};
 use crate::bucket::Change;

@@ -5,6 +5,7 @@
 mod builder;
 mod claim;
 mod key_bucket;
+mod request;
 mod slot;
 mod stats;
 mod table;
@@ -24,7 +25,8 @@ use core::borrow::Borrow;
 use core::fmt;
 use core::hash::{BuildHasher, Hash};
 use core::marker::PhantomData;
-use table::{Request, Table};
+use request::Request;
+use table::Table;
 
 #[cfg(not(loom))]
 type FingerprintHasher = std::collections::hash_map::RandomState;

@@ -22,13 +22,10 @@
 //! a slot is the same instruction as a relaxed one.
 
 use super::claim::{Room, Step};
+use super::request::{decide, Outcome, Request};
 use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
 use super::stats::Counters;
 use super::OverflowPolicy;
-use crate::bucket::Change;
-use crate::gcra::{self, Booking};
-use crate::outcome::{Denied, Level};
-use crate::quota::Quota;
 use crate::sync::{AtomicU128, Ordering};
 use alloc::boxed::Box;
 
@@ -56,22 +53,6 @@ pub(crate) struct Table {
     #[cfg(loom)]
     pub(crate) broken: Broken,
 }
-
-/// One check: the key's fingerprint, the time, the cost, the quota, and the TAT a new bucket
-/// of the key starts from.
-pub(crate) struct Request<'q> {
-    pub(crate) fp: u64,
-    pub(crate) now: u64,
-    pub(crate) cost: u32,
-    pub(crate) quota: &'q Quota,
-    pub(crate) initial: u64,
-    /// How long the tokens may take to arrive: 0 for a check, more for a reservation.
-    pub(crate) max_wait_ns: u64,
-}
-
-/// What a request answers: on success the TAT before and after it (for rollbacks and
-/// cancellations) and the booking (its `allowed`, and when the tokens are there).
-pub(crate) type Outcome = Result<(Change, Booking), Denied>;
 
 /// What a scan of a key's window found.
 pub(super) enum Found {
@@ -323,35 +304,5 @@ impl Table {
     pub(crate) fn slots_holding(&self, fp: u64) -> usize {
         let held = |s: &AtomicU128| slot::fingerprint(s.load(Ordering::SeqCst)) == fp;
         self.slots.iter().filter(|s| held(s)).count()
-    }
-}
-
-/// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
-/// peek) and the answer. A TAT equal to the PENDING marker cannot be stored: denied.
-#[inline(always)]
-pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
-    match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
-        Ok((new, _)) if new == PENDING_TAT => {
-            let ahead = tat.saturating_sub(req.now);
-            (tat, Err(Denied::new(level(ahead, req.quota), None)))
-        }
-        Ok((new, booking)) => {
-            let change = Change {
-                before: tat,
-                after: new,
-            };
-            (new, Ok((change, booking)))
-        }
-        Err(denied) => (tat, Err(denied)),
-    }
-}
-
-/// The level of a bucket `reset_after_ns` from full under `quota`.
-#[inline]
-pub(super) fn level(reset_after_ns: u64, quota: &Quota) -> Level {
-    Level {
-        reset_after_ns,
-        depth_ns: quota.depth_ns(),
-        interval_ns: quota.emission_interval_ns(),
     }
 }
