@@ -83,7 +83,7 @@ impl Table {
         };
         #[cfg(loom)]
         if self.broken == Broken::ClaimLiveDirectly {
-            let (tat, outcome) = decide(req.initial, req);
+            let (tat, outcome) = decide(req.initial(), req);
             // SeqCst: as the real claim; the step broken here is the missing rescan.
             let claimed = self.at(home, i).compare_exchange(
                 seen,
@@ -140,7 +140,7 @@ impl Table {
                 }
             }
         }
-        let (tat, outcome) = decide(req.initial, req);
+        let (tat, outcome) = decide(req.initial(), req);
         // SeqCst: a publish of the protocol (module docs).
         match self.at(home, p).compare_exchange(
             slot::pack(fp, PENDING_TAT),

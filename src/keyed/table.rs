@@ -147,7 +147,7 @@ impl Table {
             Found::Mine(outcome) => Step::Mine(outcome),
             Found::Live(i, tat) => Step::Live(i, tat),
             Found::Absent(room) => {
-                if req.initial == 0 {
+                if req.initial() == 0 {
                     // A full bucket that this decision leaves full (a peek, or a cost above
                     // the burst) need not be stored: an absent key is full.
                     let (tat, outcome) = decide(0, req);
