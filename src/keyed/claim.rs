@@ -117,8 +117,7 @@ impl Table {
     /// publishing CAS, so a new bucket is never visible full-and-unspent to other keys.
     pub(super) fn resolve(&self, home: usize, p: usize, req: &Request<'_>) -> Step {
         let fp = req.fp;
-        for i in (0..self.window).filter(|&i| i != p) {
-            let other = self.at(home, i);
+        for (i, other) in self.window(home).filter(|&(i, _)| i != p) {
             // SeqCst: a read of the claim protocol (module docs).
             let mut word = other.load(Ordering::SeqCst);
             if word == EMPTY {

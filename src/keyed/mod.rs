@@ -9,6 +9,7 @@ mod request;
 mod slot;
 mod stats;
 mod table;
+mod window;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
 pub use key_bucket::KeyedBucket;

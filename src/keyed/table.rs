@@ -25,6 +25,7 @@ use super::claim::{Room, Step};
 use super::request::{decide, Outcome, Request};
 use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
 use super::stats::Counters;
+use super::window::Window;
 use super::OverflowPolicy;
 use crate::sync::{AtomicU128, Ordering};
 use alloc::boxed::Box;
@@ -89,6 +90,12 @@ impl Table {
         ((u128::from(fp) * self.slots.len() as u128) >> 64) as usize
     }
 
+    /// The slots of the window of `home` with their window positions, in probing order.
+    #[inline(always)]
+    pub(super) fn window(&self, home: usize) -> Window<'_> {
+        Window::new(&self.slots, home, self.window)
+    }
+
     /// The slot at window position `i` from `home`, wrapping at the end of the array.
     #[inline(always)]
     pub(super) fn at(&self, home: usize, i: usize) -> &AtomicU128 {
@@ -125,9 +132,9 @@ impl Table {
     /// the first EMPTY slot) meets one. `None` when the key is absent or being inserted.
     #[inline]
     fn lookup(&self, home: usize, fp: u64) -> Option<(usize, u64)> {
-        for i in 0..self.window {
+        for (i, slot) in self.window(home) {
             // SeqCst: a read of the claim protocol (module docs).
-            let word = self.at(home, i).load(Ordering::SeqCst);
+            let word = slot.load(Ordering::SeqCst);
             if slot::fingerprint(word) == fp {
                 return slot::is_live(word).then_some((i, slot::tat(word)));
             }
@@ -199,9 +206,9 @@ impl Table {
     pub(super) fn find(&self, home: usize, req: &Request<'_>) -> Found {
         'restart: loop {
             let mut room = Room::default();
-            for i in 0..self.window {
+            for (i, slot) in self.window(home) {
                 // SeqCst: a read of the claim protocol (module docs).
-                let word = self.at(home, i).load(Ordering::SeqCst);
+                let word = slot.load(Ordering::SeqCst);
                 if slot::fingerprint(word) == req.fp {
                     if slot::tat(word) != PENDING_TAT {
                         return Found::Live(i, slot::tat(word));
