@@ -25,7 +25,7 @@ use super::claim::{Room, Step};
 use super::request::{decide, Outcome, Request};
 use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
 use super::stats::Counters;
-use super::window::Window;
+use super::window::{self, Window};
 use super::OverflowPolicy;
 use crate::sync::{AtomicU128, Ordering};
 use alloc::boxed::Box;
@@ -93,7 +93,7 @@ impl Table {
     /// The slots of the window of `home` with their window positions, in probing order.
     #[inline(always)]
     pub(super) fn window(&self, home: usize) -> Window<'_> {
-        Window::new(&self.slots, home, self.window)
+        window::window(&self.slots, home, self.window)
     }
 
     /// The slot at window position `i` from `home`, wrapping at the end of the array.
@@ -132,17 +132,17 @@ impl Table {
     /// the first EMPTY slot) meets one. `None` when the key is absent or being inserted.
     #[inline]
     fn lookup(&self, home: usize, fp: u64) -> Option<(usize, u64)> {
-        for (i, slot) in self.window(home) {
+        // The first slot that settles it: the key's (live or pending), or an EMPTY one. By
+        // `find_map`, not a `for` loop, so that each run of the window is one straight loop.
+        let settled = self.window(home).find_map(|(i, slot)| {
             // SeqCst: a read of the claim protocol (module docs).
             let word = slot.load(Ordering::SeqCst);
             if slot::fingerprint(word) == fp {
-                return slot::is_live(word).then_some((i, slot::tat(word)));
+                return Some(slot::is_live(word).then_some((i, slot::tat(word))));
             }
-            if word == EMPTY {
-                return None;
-            }
-        }
-        None
+            (word == EMPTY).then_some(None)
+        });
+        settled.flatten()
     }
 
     /// The slow path of [`spend`](Self::spend): the key was not found live. Scans again,
