@@ -32,10 +32,11 @@
 //! different words, which weaker orderings do not order. The loom models check the protocol
 //! under sequential consistency; this argument is what carries it to the real orderings.
 
+use super::request::{decide, level, Outcome, Request};
 use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
 #[cfg(loom)]
 use super::table::Broken;
-use super::table::{decide, level, Outcome, Request, Table};
+use super::table::Table;
 use super::OverflowPolicy;
 use crate::outcome::Denied;
 use crate::sync::Ordering;
@@ -82,7 +83,7 @@ impl Table {
         };
         #[cfg(loom)]
         if self.broken == Broken::ClaimLiveDirectly {
-            let (tat, outcome) = decide(req.initial, req);
+            let (tat, outcome) = decide(req.initial(), req);
             // SeqCst: as the real claim; the step broken here is the missing rescan.
             let claimed = self.at(home, i).compare_exchange(
                 seen,
@@ -116,8 +117,7 @@ impl Table {
     /// publishing CAS, so a new bucket is never visible full-and-unspent to other keys.
     pub(super) fn resolve(&self, home: usize, p: usize, req: &Request<'_>) -> Step {
         let fp = req.fp;
-        for i in (0..self.window).filter(|&i| i != p) {
-            let other = self.at(home, i);
+        for (i, other) in self.window(home).filter(|&(i, _)| i != p) {
             // SeqCst: a read of the claim protocol (module docs).
             let mut word = other.load(Ordering::SeqCst);
             if word == EMPTY {
@@ -139,7 +139,7 @@ impl Table {
                 }
             }
         }
-        let (tat, outcome) = decide(req.initial, req);
+        let (tat, outcome) = decide(req.initial(), req);
         // SeqCst: a publish of the protocol (module docs).
         match self.at(home, p).compare_exchange(
             slot::pack(fp, PENDING_TAT),

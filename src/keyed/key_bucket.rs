@@ -1,8 +1,9 @@
 //! `KeyedBucket`: one key's bucket of a [`KeyedLimiter`], as a value: what refunds,
 //! reservations and all-or-nothing checks ([`all_of`](crate::all_of)) operate on.
 
-use super::table::{Outcome, Request, Table};
-use super::{initial_tat, KeyedLimiter};
+use super::request::{initial_tat, Outcome, Request};
+use super::table::Table;
+use super::KeyedLimiter;
 use crate::all_of::{sealed, Limit, Undo};
 use crate::bucket::Change;
 use crate::clock::Clock;
@@ -131,7 +132,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
             now,
             cost,
             quota: &self.quota,
-            initial: initial_tat(self.start_empty, now, &self.quota),
+            start_empty: self.start_empty,
             max_wait_ns,
         })
     }

@@ -5,9 +5,11 @@
 mod builder;
 mod claim;
 mod key_bucket;
+mod request;
 mod slot;
 mod stats;
 mod table;
+mod window;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
 pub use key_bucket::KeyedBucket;
@@ -24,7 +26,8 @@ use core::borrow::Borrow;
 use core::fmt;
 use core::hash::{BuildHasher, Hash};
 use core::marker::PhantomData;
-use table::{Request, Table};
+use request::{initial_tat, Request};
+use table::Table;
 
 #[cfg(not(loom))]
 type FingerprintHasher = std::collections::hash_map::RandomState;
@@ -218,7 +221,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     {
         let now = now.as_u64();
         let tat = self.table.tat_of(self.fingerprint(key));
-        let tat = tat.unwrap_or_else(|| self.initial_tat(now, &self.quota));
+        let tat = tat.unwrap_or_else(|| initial_tat(self.start_empty, now, &self.quota));
         gcra::available(tat, now, &self.quota)
     }
 
@@ -284,15 +287,9 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
             now,
             cost,
             quota,
-            initial: self.initial_tat(now, quota),
+            start_empty: self.start_empty,
             max_wait_ns,
         }
-    }
-
-    /// The TAT of a key seen for the first time at `now`; see [`initial_tat`].
-    #[inline]
-    fn initial_tat(&self, now: u64, quota: &Quota) -> u64 {
-        initial_tat(self.start_empty, now, quota)
     }
 }
 
@@ -337,16 +334,5 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiter<K, C> {
             .field("start_empty", &self.start_empty)
             .field("capacity", &self.table.slot_count())
             .finish_non_exhaustive()
-    }
-}
-
-/// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never the
-/// PENDING marker: the last nanosecond of the clock is given up for it.
-#[inline]
-pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
-    if start_empty {
-        gcra::empty_at(now, quota).min(slot::PENDING_TAT - 1)
-    } else {
-        0
     }
 }

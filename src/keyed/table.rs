@@ -22,13 +22,11 @@
 //! a slot is the same instruction as a relaxed one.
 
 use super::claim::{Room, Step};
+use super::request::{decide, Outcome, Request};
 use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
 use super::stats::Counters;
+use super::window::{self, Window};
 use super::OverflowPolicy;
-use crate::bucket::Change;
-use crate::gcra::{self, Booking};
-use crate::outcome::{Denied, Level};
-use crate::quota::Quota;
 use crate::sync::{AtomicU128, Ordering};
 use alloc::boxed::Box;
 
@@ -56,22 +54,6 @@ pub(crate) struct Table {
     #[cfg(loom)]
     pub(crate) broken: Broken,
 }
-
-/// One check: the key's fingerprint, the time, the cost, the quota, and the TAT a new bucket
-/// of the key starts from.
-pub(crate) struct Request<'q> {
-    pub(crate) fp: u64,
-    pub(crate) now: u64,
-    pub(crate) cost: u32,
-    pub(crate) quota: &'q Quota,
-    pub(crate) initial: u64,
-    /// How long the tokens may take to arrive: 0 for a check, more for a reservation.
-    pub(crate) max_wait_ns: u64,
-}
-
-/// What a request answers: on success the TAT before and after it (for rollbacks and
-/// cancellations) and the booking (its `allowed`, and when the tokens are there).
-pub(crate) type Outcome = Result<(Change, Booking), Denied>;
 
 /// What a scan of a key's window found.
 pub(super) enum Found {
@@ -106,6 +88,12 @@ impl Table {
     #[inline(always)]
     pub(crate) fn home(&self, fp: u64) -> usize {
         ((u128::from(fp) * self.slots.len() as u128) >> 64) as usize
+    }
+
+    /// The slots of the window of `home` with their window positions, in probing order.
+    #[inline(always)]
+    pub(super) fn window(&self, home: usize) -> Window<'_> {
+        window::window(&self.slots, home, self.window)
     }
 
     /// The slot at window position `i` from `home`, wrapping at the end of the array.
@@ -144,17 +132,17 @@ impl Table {
     /// the first EMPTY slot) meets one. `None` when the key is absent or being inserted.
     #[inline]
     fn lookup(&self, home: usize, fp: u64) -> Option<(usize, u64)> {
-        for i in 0..self.window {
+        // The first slot that settles it: the key's (live or pending), or an EMPTY one. By
+        // `find_map`, not a `for` loop, so that each run of the window is one straight loop.
+        let settled = self.window(home).find_map(|(i, slot)| {
             // SeqCst: a read of the claim protocol (module docs).
-            let word = self.at(home, i).load(Ordering::SeqCst);
+            let word = slot.load(Ordering::SeqCst);
             if slot::fingerprint(word) == fp {
-                return slot::is_live(word).then_some((i, slot::tat(word)));
+                return Some(slot::is_live(word).then_some((i, slot::tat(word))));
             }
-            if word == EMPTY {
-                return None;
-            }
-        }
-        None
+            (word == EMPTY).then_some(None)
+        });
+        settled.flatten()
     }
 
     /// The slow path of [`spend`](Self::spend): the key was not found live. Scans again,
@@ -166,7 +154,7 @@ impl Table {
             Found::Mine(outcome) => Step::Mine(outcome),
             Found::Live(i, tat) => Step::Live(i, tat),
             Found::Absent(room) => {
-                if req.initial == 0 {
+                if req.initial() == 0 {
                     // A full bucket that this decision leaves full (a peek, or a cost above
                     // the burst) need not be stored: an absent key is full.
                     let (tat, outcome) = decide(0, req);
@@ -218,9 +206,9 @@ impl Table {
     pub(super) fn find(&self, home: usize, req: &Request<'_>) -> Found {
         'restart: loop {
             let mut room = Room::default();
-            for i in 0..self.window {
+            for (i, slot) in self.window(home) {
                 // SeqCst: a read of the claim protocol (module docs).
-                let word = self.at(home, i).load(Ordering::SeqCst);
+                let word = slot.load(Ordering::SeqCst);
                 if slot::fingerprint(word) == req.fp {
                     if slot::tat(word) != PENDING_TAT {
                         return Found::Live(i, slot::tat(word));
@@ -323,35 +311,5 @@ impl Table {
     pub(crate) fn slots_holding(&self, fp: u64) -> usize {
         let held = |s: &AtomicU128| slot::fingerprint(s.load(Ordering::SeqCst)) == fp;
         self.slots.iter().filter(|s| held(s)).count()
-    }
-}
-
-/// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
-/// peek) and the answer. A TAT equal to the PENDING marker cannot be stored: denied.
-#[inline(always)]
-pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
-    match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
-        Ok((new, _)) if new == PENDING_TAT => {
-            let ahead = tat.saturating_sub(req.now);
-            (tat, Err(Denied::new(level(ahead, req.quota), None)))
-        }
-        Ok((new, booking)) => {
-            let change = Change {
-                before: tat,
-                after: new,
-            };
-            (new, Ok((change, booking)))
-        }
-        Err(denied) => (tat, Err(denied)),
-    }
-}
-
-/// The level of a bucket `reset_after_ns` from full under `quota`.
-#[inline]
-pub(super) fn level(reset_after_ns: u64, quota: &Quota) -> Level {
-    Level {
-        reset_after_ns,
-        depth_ns: quota.depth_ns(),
-        interval_ns: quota.emission_interval_ns(),
     }
 }

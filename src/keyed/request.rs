@@ -1,0 +1,75 @@
+//! One check as the table sees it: the request, what it answers, and the GCRA decision of a
+//! request on a bucket's TAT.
+
+use super::slot::PENDING_TAT;
+use crate::bucket::Change;
+use crate::gcra::{self, Booking};
+use crate::outcome::{Denied, Level};
+use crate::quota::Quota;
+
+/// One check: the key's fingerprint, the time, the cost, the quota, and whether a new bucket
+/// of the key starts empty (its starting TAT is computed only on the insert path).
+pub(crate) struct Request<'q> {
+    pub(crate) fp: u64,
+    pub(crate) now: u64,
+    pub(crate) cost: u32,
+    pub(crate) quota: &'q Quota,
+    /// Whether a new bucket of the key starts empty rather than full; see [`initial_tat`].
+    pub(crate) start_empty: bool,
+    /// How long the tokens may take to arrive: 0 for a check, more for a reservation.
+    pub(crate) max_wait_ns: u64,
+}
+
+/// What a request answers: on success the TAT before and after it (for rollbacks and
+/// cancellations) and the booking (its `allowed`, and when the tokens are there).
+pub(crate) type Outcome = Result<(Change, Booking), Denied>;
+
+impl Request<'_> {
+    /// The TAT a new bucket of the key starts from. Only an insert needs it, so it is computed
+    /// there, not on the hot path of a key already held.
+    #[inline]
+    pub(super) fn initial(&self) -> u64 {
+        initial_tat(self.start_empty, self.now, self.quota)
+    }
+}
+
+/// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never the
+/// PENDING marker: the last nanosecond of the clock is given up for it.
+#[inline]
+pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
+    if start_empty {
+        gcra::empty_at(now, quota).min(PENDING_TAT - 1)
+    } else {
+        0
+    }
+}
+
+/// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
+/// peek) and the answer. A TAT equal to the PENDING marker cannot be stored: denied.
+#[inline(always)]
+pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
+    match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
+        Ok((new, _)) if new == PENDING_TAT => {
+            let ahead = tat.saturating_sub(req.now);
+            (tat, Err(Denied::new(level(ahead, req.quota), None)))
+        }
+        Ok((new, booking)) => {
+            let change = Change {
+                before: tat,
+                after: new,
+            };
+            (new, Ok((change, booking)))
+        }
+        Err(denied) => (tat, Err(denied)),
+    }
+}
+
+/// The level of a bucket `reset_after_ns` from full under `quota`.
+#[inline]
+pub(super) fn level(reset_after_ns: u64, quota: &Quota) -> Level {
+    Level {
+        reset_after_ns,
+        depth_ns: quota.depth_ns(),
+        interval_ns: quota.emission_interval_ns(),
+    }
+}
