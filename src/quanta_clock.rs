@@ -5,10 +5,11 @@ use crate::nanos::Nanos;
 use std::sync::OnceLock;
 
 /// A monotonic clock read from the CPU's timestamp counter through the quanta crate (the clock
-/// governor uses), calibrated against the OS clock. A read costs a few nanoseconds where
-/// `std::time::Instant` costs tens (about 46 ns against 10 on the development VM; see
-/// BENCHMARKS.md). Where the counter is not reliable (not invariant), quanta falls back to the
-/// OS clock.
+/// governor uses), calibrated against the OS clock. A read is cheaper than
+/// `std::time::Instant` (about 24 ns against 37-40 on the development VM, a KVM guest; a few ns
+/// on bare metal; see BENCHMARKS.md). Where the counter is not reliable (not invariant), quanta
+/// falls back to the OS clock. [`CachedClock`](crate::CachedClock) is cheaper still, at the
+/// price of a reading up to its resolution old.
 ///
 /// All `QuantaClock`s share one origin, so readings are valid across limiters on this clock
 /// (but not mixed with [`MonotonicClock`](crate::MonotonicClock) readings, whose origin
