@@ -7,6 +7,9 @@
 //! - `keyed_throughput_1000000_keys`: 1 and 2 threads on 1,000,000 u64 keys, in decisions per
 //!   second (`Throughput::Elements`: one per thread per iteration);
 //! - `keyed_parts`: the fingerprint hash and the clock reads a check is made of;
+//! - `keyed_batch`: cellrate's `check_keys_n` (one clock read per batch of 64 keys, and the
+//!   slots of the next keys fetched while one is decided) against one `check_key` per key for
+//!   cellrate and governor, at 1,000 and 1,000,000 u64 keys, in checks per second;
 //! - `keyed_floor`: the physical floor of a check at 1,000,000 keys, one random compare-and-swap
 //!   per check over an array the size of cellrate's table, with a 128-bit word per slot (as
 //!   cellrate's slots) or a 64-bit one, after each clock read.
@@ -358,6 +361,55 @@ fn parts(c: &mut Criterion) {
     group.finish();
 }
 
+/// Keys per batch in `keyed_batch`.
+const BATCH: usize = 64;
+
+/// Batches of [`BATCH`] keys: cellrate's batch API against single checks of the same keys.
+fn batches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("keyed_batch");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    for n in [1_000, 1_000_000] {
+        let (keys, order) = u64_workload(n, 0x510E_527F_ADE6_82D1);
+        let key_refs: Vec<&u64> = keys.iter().collect();
+        let id = |name: &str| BenchmarkId::new(name, n);
+        let batch_walk = |b: &mut Bencher, check: &mut dyn FnMut(&[u64])| {
+            let mut i = 0;
+            b.iter(|| {
+                i = (i + BATCH) & (order.len() - 1);
+                check(&order[i..i + BATCH])
+            })
+        };
+
+        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+        let mut decisions = Vec::with_capacity(BATCH);
+        group.bench_function(id("cellrate_batch"), |b| {
+            batch_walk(b, &mut |batch| {
+                decisions.clear();
+                ours.check_keys_n(batch, 1, &mut decisions);
+                black_box(&decisions);
+            })
+        });
+        group.bench_function(id("cellrate"), |b| {
+            batch_walk(b, &mut |batch| {
+                for k in batch {
+                    black_box(ours.check_key(k).is_ok());
+                }
+            })
+        });
+        drop(ours);
+
+        let theirs = governor_limiter(&keys);
+        group.bench_function(id("governor"), |b| {
+            batch_walk(b, &mut |batch| {
+                for k in batch {
+                    black_box(theirs.check_key(k).is_ok());
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
 /// The floor of a check at 1,000,000 keys: per check, one clock read, then a load and a CAS of
 /// a random slot of a 1,250,000-slot array (cellrate's table size for 1,000,000 keys, 20 MB),
 /// with no hashing and no search. `slot_cas128`: 16-byte words, as cellrate's slots (a
@@ -412,6 +464,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = u64_keys, string_keys_one_thread, threads_on_many_keys, parts, slot_floors
+    targets = u64_keys, string_keys_one_thread, threads_on_many_keys, batches, parts, slot_floors
 }
 criterion_main!(benches);

@@ -32,14 +32,16 @@ SCENARIO = {"direct/allowed_at": "allowed, time passed in",
 TABLE_TITLE = {"direct": "direct: one limiter, one thread",
                "contention": "contention: threads sharing one limiter",
                "keyed": "keyed: one thread, every key known, visited in random order",
+               "keyed_batch": "keyed batches: 64 keys per iteration, one thread, real clocks",
                "keyed_floor": "keyed floor: per check a clock read, then a load and a CAS of a "
                               "random slot of a 1,250,000-slot array (20 MB), no hash, no search"}
-UNIT = {"contention|keyed_throughput_.*": "thread", r"keyed_check_\d+_keys": "u64 key",
+UNIT = {"contention|keyed_throughput_.*": "thread", r"keyed_check_\d+_keys|keyed_batch": "u64 key",
         r"keyed_check_\d+_string_keys": "String key"}  # what a number counts, by group regex
 FLOOR = {"cas": "bare CAS", "load": "bare load", "clock_read": "Instant::now",
          "quanta_read": "quanta read"}
 VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed in",
-           "cached": "both on a clock refreshed every 1 ms (CachedClock, QuantaUpkeepClock)"}
+           "cached": "both on a clock refreshed every 1 ms (CachedClock, QuantaUpkeepClock)",
+           "batch": "cellrate check_keys_n (one call per 64 keys)"}
 
 Run = namedtuple("Run", "name kind status begin end command out")
 Result = namedtuple("Result", "group parts name column variant ns elements run")

@@ -2,9 +2,11 @@
 //!
 //! See [`KeyedLimiter`] for the guarantees and [`table`] for the protocol.
 
+mod batch;
 mod builder;
 mod claim;
 mod key_bucket;
+mod prefetch;
 mod request;
 mod slot;
 mod stats;

@@ -90,6 +90,13 @@ impl Table {
         ((u128::from(fp) * self.slots.len() as u128) >> 64) as usize
     }
 
+    /// Starts fetching the first slot of the window of `fp` into the cache, for a check of it
+    /// a little later (see [`batch`](super::batch)).
+    #[inline(always)]
+    pub(crate) fn prefetch_home(&self, fp: u64) {
+        super::prefetch::prefetch(&self.slots[self.home(fp)]);
+    }
+
     /// The slots of the window of `home` with their window positions, in probing order.
     #[inline(always)]
     pub(super) fn window(&self, home: usize) -> Window<'_> {
