@@ -26,6 +26,11 @@
 //! `-- --warm-up-time 1 --measurement-time 2`). Other work shares the machine, so compare the
 //! subjects of one run and read ratios, not absolute figures.
 
+#[path = "keyed/batch.rs"]
+mod batch;
+#[path = "keyed/floor.rs"]
+mod floor;
+
 use cellrate::baseline::MutexBucket;
 use cellrate::{CachedClock, Clock, KeyedLimiter, MonotonicClock, Quota};
 use criterion::measurement::WallTime;
@@ -34,11 +39,9 @@ use criterion::{
 };
 use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -340,120 +343,6 @@ fn threads_on_many_keys(c: &mut Criterion) {
     group.finish();
 }
 
-/// The parts of a check: the fingerprint (SipHash-1-3 under a random key) and the clocks
-/// (`MonotonicClock`, and governor's default clock, a quanta TSC read).
-fn parts(c: &mut Criterion) {
-    let mut group = c.benchmark_group("keyed_parts");
-    let hasher = std::collections::hash_map::RandomState::new();
-    let mut k = 0u64;
-    group.bench_function("siphash13_u64", |b| {
-        b.iter(|| {
-            k = k.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            black_box(hasher.hash_one(k))
-        })
-    });
-    let clock = MonotonicClock::new();
-    group.bench_function("monotonic_clock_now", |b| b.iter(|| black_box(clock.now())));
-    let quanta = governor::clock::QuantaClock::default();
-    group.bench_function("quanta_clock_now", |b| {
-        b.iter(|| black_box(governor::clock::Clock::now(&quanta)))
-    });
-    group.finish();
-}
-
-/// Keys per batch in `keyed_batch`.
-const BATCH: usize = 64;
-
-/// Batches of [`BATCH`] keys: cellrate's batch API against single checks of the same keys.
-fn batches(c: &mut Criterion) {
-    let mut group = c.benchmark_group("keyed_batch");
-    group.throughput(Throughput::Elements(BATCH as u64));
-    for n in [1_000, 1_000_000] {
-        let (keys, order) = u64_workload(n, 0x510E_527F_ADE6_82D1);
-        let key_refs: Vec<&u64> = keys.iter().collect();
-        let id = |name: &str| BenchmarkId::new(name, n);
-        let batch_walk = |b: &mut Bencher, check: &mut dyn FnMut(&[u64])| {
-            let mut i = 0;
-            b.iter(|| {
-                i = (i + BATCH) & (order.len() - 1);
-                check(&order[i..i + BATCH])
-            })
-        };
-
-        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
-        let mut decisions = Vec::with_capacity(BATCH);
-        group.bench_function(id("cellrate_batch"), |b| {
-            batch_walk(b, &mut |batch| {
-                decisions.clear();
-                ours.check_keys_n(batch, 1, &mut decisions);
-                black_box(&decisions);
-            })
-        });
-        group.bench_function(id("cellrate"), |b| {
-            batch_walk(b, &mut |batch| {
-                for k in batch {
-                    black_box(ours.check_key(k).is_ok());
-                }
-            })
-        });
-        drop(ours);
-
-        let theirs = governor_limiter(&keys);
-        group.bench_function(id("governor"), |b| {
-            batch_walk(b, &mut |batch| {
-                for k in batch {
-                    black_box(theirs.check_key(k).is_ok());
-                }
-            })
-        });
-    }
-    group.finish();
-}
-
-/// The floor of a check at 1,000,000 keys: per check, one clock read, then a load and a CAS of
-/// a random slot of a 1,250,000-slot array (cellrate's table size for 1,000,000 keys, 20 MB),
-/// with no hashing and no search. `slot_cas128`: 16-byte words, as cellrate's slots (a
-/// `lock cmpxchg16b`); `slot_cas64`: the same array as pairs of 8-byte words, CAS on one.
-fn slot_floors(c: &mut Criterion) {
-    const SLOTS: usize = 1_250_000;
-    let mut next = xorshift(0x6A09_E667_F3BC_C909);
-    let order: Vec<usize> = (0..ORDER_LEN).map(|_| next() as usize % SLOTS).collect();
-    let wide: Vec<portable_atomic::AtomicU128> = (0..SLOTS)
-        .map(|_| portable_atomic::AtomicU128::new(0))
-        .collect();
-    let narrow: Vec<AtomicU64> = (0..2 * SLOTS).map(|_| AtomicU64::new(0)).collect();
-    // Relaxed everywhere: as cellrate's spends (the word publishes no other memory).
-    let cas128 = |j: usize, now: u64| {
-        let word = wide[j].load(Relaxed);
-        let new = word.wrapping_add(u128::from(now) | 1);
-        wide[j]
-            .compare_exchange(word, new, Relaxed, Relaxed)
-            .is_ok()
-    };
-    let cas64 = |j: usize, now: u64| {
-        let word = &narrow[2 * j + 1];
-        let old = word.load(Relaxed);
-        word.compare_exchange(old, old.wrapping_add(now | 1), Relaxed, Relaxed)
-            .is_ok()
-    };
-    let monotonic = MonotonicClock::new();
-    let cached = cached_clock();
-    let mut group = c.benchmark_group("keyed_floor");
-    for (clock, read) in [
-        ("time_passed_in", &(|| 1u64) as &dyn Fn() -> u64),
-        ("instant", &|| monotonic.now().as_u64()),
-        ("cached_clock", &|| cached.now().as_u64()),
-    ] {
-        group.bench_function(format!("slot_cas128/{clock}"), |b| {
-            walk(b, &order, |&j| cas128(j, read()))
-        });
-        group.bench_function(format!("slot_cas64/{clock}"), |b| {
-            walk(b, &order, |&j| cas64(j, read()))
-        });
-    }
-    group.finish();
-}
-
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -464,6 +353,7 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = u64_keys, string_keys_one_thread, threads_on_many_keys, batches, parts, slot_floors
+    targets = u64_keys, string_keys_one_thread, threads_on_many_keys, batch::batches,
+        floor::parts, floor::slot_floors
 }
 criterion_main!(benches);

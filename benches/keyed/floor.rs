@@ -1,0 +1,74 @@
+//! `keyed_parts` and `keyed_floor`: what a keyed check is made of, and the floor beneath it.
+
+use crate::{cached_clock, walk, xorshift, ORDER_LEN};
+use cellrate::{Clock, MonotonicClock};
+use criterion::Criterion;
+use std::hash::BuildHasher;
+use std::hint::black_box;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// The parts of a check: the fingerprint (SipHash-1-3 under a random key) and the clocks
+/// (`MonotonicClock`, and governor's default clock, a quanta TSC read).
+pub fn parts(c: &mut Criterion) {
+    let mut group = c.benchmark_group("keyed_parts");
+    let hasher = std::collections::hash_map::RandomState::new();
+    let mut k = 0u64;
+    group.bench_function("siphash13_u64", |b| {
+        b.iter(|| {
+            k = k.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            black_box(hasher.hash_one(k))
+        })
+    });
+    let clock = MonotonicClock::new();
+    group.bench_function("monotonic_clock_now", |b| b.iter(|| black_box(clock.now())));
+    let quanta = governor::clock::QuantaClock::default();
+    group.bench_function("quanta_clock_now", |b| {
+        b.iter(|| black_box(governor::clock::Clock::now(&quanta)))
+    });
+    group.finish();
+}
+
+/// The floor of a check at 1,000,000 keys: per check, one clock read, then a load and a CAS of
+/// a random slot of a 1,250,000-slot array (cellrate's table size for 1,000,000 keys, 20 MB),
+/// with no hashing and no search. `slot_cas128`: 16-byte words, as cellrate's slots (a
+/// `lock cmpxchg16b`); `slot_cas64`: the same array as pairs of 8-byte words, CAS on one.
+pub fn slot_floors(c: &mut Criterion) {
+    const SLOTS: usize = 1_250_000;
+    let mut next = xorshift(0x6A09_E667_F3BC_C909);
+    let order: Vec<usize> = (0..ORDER_LEN).map(|_| next() as usize % SLOTS).collect();
+    let wide: Vec<portable_atomic::AtomicU128> = (0..SLOTS)
+        .map(|_| portable_atomic::AtomicU128::new(0))
+        .collect();
+    let narrow: Vec<AtomicU64> = (0..2 * SLOTS).map(|_| AtomicU64::new(0)).collect();
+    // Relaxed everywhere: as cellrate's spends (the word publishes no other memory).
+    let cas128 = |j: usize, now: u64| {
+        let word = wide[j].load(Relaxed);
+        let new = word.wrapping_add(u128::from(now) | 1);
+        wide[j]
+            .compare_exchange(word, new, Relaxed, Relaxed)
+            .is_ok()
+    };
+    let cas64 = |j: usize, now: u64| {
+        let word = &narrow[2 * j + 1];
+        let old = word.load(Relaxed);
+        word.compare_exchange(old, old.wrapping_add(now | 1), Relaxed, Relaxed)
+            .is_ok()
+    };
+    let monotonic = MonotonicClock::new();
+    let cached = cached_clock();
+    let mut group = c.benchmark_group("keyed_floor");
+    for (clock, read) in [
+        ("time_passed_in", &(|| 1u64) as &dyn Fn() -> u64),
+        ("instant", &|| monotonic.now().as_u64()),
+        ("cached_clock", &|| cached.now().as_u64()),
+    ] {
+        group.bench_function(format!("slot_cas128/{clock}"), |b| {
+            walk(b, &order, |&j| cas128(j, read()))
+        });
+        group.bench_function(format!("slot_cas64/{clock}"), |b| {
+            walk(b, &order, |&j| cas64(j, read()))
+        });
+    }
+    group.finish();
+}
