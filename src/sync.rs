@@ -6,12 +6,8 @@
 //! `core`'s. No other module names an atomic type directly; statistics counters take theirs
 //! from [`counter`].
 //!
-//! `AtomicU128` (one slot of the keyed table) always comes from portable-atomic, since
-//! `core::sync::atomic::AtomicU128` is not stable. It is lock-free where the CPU has a 16-byte
-//! compare-and-swap: x86_64 with `cmpxchg16b` (detected at run time; the loads use an AVX
-//! `vmovdqa` when AVX is present), aarch64, riscv64 with `zacas`, powerpc64 with quadword
-//! atomics, s390x. Elsewhere portable-atomic falls back to global locks (its `fallback` feature),
-//! and `KeyedLimiter` is then correct but not lock-free.
+//! The keyed table's slot words ([`SlotWord`]) are these 64-bit atomics, except under loom,
+//! where they are a sequentially consistent stand-in (below).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
@@ -25,71 +21,52 @@ pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
 // The keyed limiter's statistics (src/keyed/stats.rs) take their atomics directly: they are
 // not part of any protocol, so the loom models do not interleave them.
 
+/// One word of a keyed-table slot (src/keyed/slot.rs).
 #[cfg(all(not(loom), feature = "std"))]
-pub(crate) use portable_atomic::AtomicU128;
+pub(crate) use AtomicU64 as SlotWord;
 
 #[cfg(all(loom, feature = "std"))]
-pub(crate) use loom_u128::AtomicU128;
+pub(crate) use loom_slot::SlotWord;
 
-/// A linearizable stand-in for a 128-bit atomic under loom, which has none: one value behind a
-/// `loom::sync::Mutex`. Every operation takes the mutex, so all operations on one word are
-/// totally ordered and each is one step that loom can interleave with the others.
+/// A sequentially consistent stand-in for a slot word under loom: a loom `AtomicU64` on which
+/// every operation, loads included, is a `SeqCst` read-modify-write. Loom runs the threads of a
+/// model one operation at a time, and a read-modify-write always reads the latest value of its
+/// word, so every execution it explores is sequentially consistent, one step per operation.
 ///
-/// Because a mutex orders everything, this stand-in behaves as if every access were `SeqCst`;
-/// the models therefore check the protocol under sequential consistency, and the orderings the
-/// real code uses are argued in its comments rather than checked by loom.
+/// The claim protocol of the keyed table rests on the single total order of `SeqCst`
+/// operations on *different* words (src/keyed/claim.rs), and loom's plain `SeqCst` loads do not
+/// give that order (tokio-rs/loom#180: it lets two threads each miss the other's store). With
+/// this stand-in the models check the protocol under sequential consistency, and the orderings
+/// the real code uses are argued in its comments rather than checked by loom.
 #[cfg(all(loom, feature = "std"))]
-mod loom_u128 {
-    use super::Ordering;
-    use loom::sync::Mutex;
+mod loom_slot {
+    use super::{AtomicU64, Ordering};
 
     #[derive(Debug)]
-    pub(crate) struct AtomicU128 {
-        value: Mutex<u128>,
+    pub(crate) struct SlotWord {
+        value: AtomicU64,
     }
 
-    impl AtomicU128 {
-        pub(crate) fn new(value: u128) -> AtomicU128 {
-            AtomicU128 {
-                value: Mutex::new(value),
+    impl SlotWord {
+        pub(crate) fn new(value: u64) -> SlotWord {
+            SlotWord {
+                value: AtomicU64::new(value),
             }
         }
 
-        pub(crate) fn load(&self, _: Ordering) -> u128 {
-            *self.value.lock().unwrap()
-        }
-
-        pub(crate) fn store(&self, value: u128, _: Ordering) {
-            *self.value.lock().unwrap() = value;
+        pub(crate) fn load(&self, _: Ordering) -> u64 {
+            self.value.fetch_add(0, Ordering::SeqCst)
         }
 
         pub(crate) fn compare_exchange(
             &self,
-            current: u128,
-            new: u128,
+            current: u64,
+            new: u64,
             _: Ordering,
             _: Ordering,
-        ) -> Result<u128, u128> {
-            let mut value = self.value.lock().unwrap();
-            if *value == current {
-                *value = new;
-                Ok(current)
-            } else {
-                Err(*value)
-            }
-        }
-
-        /// A deliberately broken compare-and-swap that compares only the low (TAT) half and
-        /// keeps the high (fingerprint) half, as a table with separate key and TAT words
-        /// would. Only for the loom model that must catch it.
-        pub(crate) fn compare_exchange_tat_only(&self, tat: u64, new_tat: u64) -> Result<(), ()> {
-            let mut value = self.value.lock().unwrap();
-            if *value as u64 == tat {
-                *value = (*value >> 64 << 64) | u128::from(new_tat);
-                Ok(())
-            } else {
-                Err(())
-            }
+        ) -> Result<u64, u64> {
+            self.value
+                .compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst)
         }
     }
 }

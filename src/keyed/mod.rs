@@ -11,6 +11,7 @@ mod request;
 mod slot;
 mod stats;
 mod table;
+mod upkeep;
 mod window;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
@@ -271,7 +272,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 
     #[inline]
     pub(crate) fn fingerprint<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
-        slot::fingerprint_of_hash(self.hasher.hash_one(key))
+        self.hasher.hash_one(key)
     }
 
     /// A request of `cost` tokens of the bucket of `fp` at `now`, waiting at most `max_wait_ns`.

@@ -1,7 +1,7 @@
 //! One check as the table sees it: the request, what it answers, and the GCRA decision of a
 //! request on a bucket's TAT.
 
-use super::slot::PENDING_TAT;
+use super::slot::FROZEN;
 use crate::bucket::Change;
 use crate::gcra::{self, Booking};
 use crate::outcome::{Denied, Level};
@@ -33,23 +33,23 @@ impl Request<'_> {
     }
 }
 
-/// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never the
-/// PENDING marker: the last nanosecond of the clock is given up for it.
+/// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never one
+/// of the two reserved markers (see [`slot`](super::slot)).
 #[inline]
 pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
     if start_empty {
-        gcra::empty_at(now, quota).min(PENDING_TAT - 1)
+        gcra::empty_at(now, quota).min(FROZEN - 1)
     } else {
         0
     }
 }
 
 /// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
-/// peek) and the answer. A TAT equal to the PENDING marker cannot be stored: denied.
+/// peek) and the answer. A TAT equal to one of the reserved markers cannot be stored: denied.
 #[inline(always)]
 pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
     match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
-        Ok((new, _)) if new == PENDING_TAT => {
+        Ok((new, _)) if new >= FROZEN => {
             let ahead = tat.saturating_sub(req.now);
             (tat, Err(Denied::new(level(ahead, req.quota), None)))
         }

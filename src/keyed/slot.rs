@@ -1,62 +1,128 @@
-//! One slot of the keyed table: a key's fingerprint and its TAT, packed in one 128-bit word,
-//! and the zeroed allocation of the slot array.
+//! One slot of the keyed table: two 64-bit words, the key word K and the TAT word W, and the
+//! zeroed allocation of the slot array. The protocol on them is in [`table`](super::table)
+//! and [`claim`](super::claim).
 //!
-//! | word (fingerprint, TAT)   | meaning                                              |
-//! |---------------------------|------------------------------------------------------|
-//! | `(0, 0)`                  | EMPTY: never used. All-zero, so a zeroed page is a table of EMPTY slots |
-//! | `(1, 0)`                  | TOMBSTONE: held a key once; free for reuse            |
-//! | `(f, u64::MAX)`, `f >= 2` | PENDING: claimed for fingerprint `f`, not yet published |
-//! | `(f, tat)`, `f >= 2`      | LIVE: the bucket of fingerprint `f`                  |
+//! # The key word K
+//! | bits    | field                                                                  |
+//! |---------|------------------------------------------------------------------------|
+//! | 63..12  | tag: the low 52 bits of the key's fingerprint; 0 EMPTY, 1 TOMBSTONE     |
+//! | 11..1   | generation: one more at each claim of the slot, so K never repeats soon |
+//! | 0       | PENDING: claimed for the tag, not yet live                              |
 //!
-//! Key identity and TAT live in one word, so one compare-and-swap checks both: a thread that
-//! read `(X, tat)` cannot write into a slot that has since been given to key `Y`.
+//! | K                        | meaning                                                   |
+//! |--------------------------|-----------------------------------------------------------|
+//! | 0                        | EMPTY: never used. All-zero, so a zeroed page is a table of EMPTY slots |
+//! | tag 1                    | TOMBSTONE: held a key once; free for reuse                |
+//! | tag `x >= 2`, PENDING    | claimed for key `x`, being inserted                       |
+//! | tag `x >= 2`, no PENDING | LIVE: the bucket of key `x` (one *tenure* of the slot)     |
+//!
+//! # The TAT word W
+//! While K is LIVE, W holds the bucket's TAT *masked*: `tat ^ mask(K)`, where the mask is a
+//! mix of K (tag and generation). Each tenure of a slot therefore writes values that no other
+//! tenure writes, except by a 64-bit coincidence: a compare-and-swap of W that expects a value
+//! read in one tenure fails in any other, which is what one 128-bit CAS of key and TAT
+//! together guaranteed before. Two TATs are reserved:
+//! - [`UNPUBLISHED`]: the bucket is LIVE but its first spend is not applied yet;
+//! - [`FROZEN`]: the bucket is being removed; no spend may land in it any more.
+//!
+//! While K is EMPTY, TOMBSTONE or PENDING, W holds whatever an earlier tenure left (junk) until
+//! the insert initialises it to the masked UNPUBLISHED.
 
-use crate::sync::AtomicU128;
+use crate::sync::SlotWord;
 use alloc::boxed::Box;
 
-/// The fingerprint of a TOMBSTONE slot.
-pub(crate) const TOMBSTONE_FP: u64 = 1;
-/// The TAT of a PENDING slot. A real TAT never takes this value: a spend that would store it
-/// is denied (it is the last nanosecond of the clock, 584 years after its origin).
-pub(crate) const PENDING_TAT: u64 = u64::MAX;
-
-/// The word of a never-used slot.
-pub(crate) const EMPTY: u128 = pack(0, 0);
-/// The word of a slot whose key was removed.
-pub(crate) const TOMBSTONE: u128 = pack(TOMBSTONE_FP, 0);
-
-/// The word holding `fingerprint` and `tat`.
-#[inline(always)]
-pub(crate) const fn pack(fingerprint: u64, tat: u64) -> u128 {
-    ((fingerprint as u128) << 64) | tat as u128
+/// A slot: the key word and the TAT word, in one 16-byte-aligned pair so that both are in the
+/// same cache line.
+#[repr(C, align(16))]
+pub(crate) struct Slot {
+    /// K: tag, generation and PENDING bit.
+    pub(crate) key: SlotWord,
+    /// W: the TAT, masked by K.
+    pub(crate) tat: SlotWord,
 }
 
-/// The fingerprint half of a word.
-#[inline(always)]
-pub(crate) const fn fingerprint(word: u128) -> u64 {
-    (word >> 64) as u64
-}
+/// K of a never-used slot.
+pub(crate) const EMPTY: u64 = 0;
+/// The tag of a TOMBSTONE.
+const TOMBSTONE_TAG: u64 = 1;
+/// The PENDING bit of K.
+const PENDING: u64 = 1;
+/// Where the tag starts in K.
+const TAG_SHIFT: u32 = 12;
+/// The generation field of K, in place.
+const GENERATION: u64 = ((1 << 11) - 1) << 1;
+/// Bits of a fingerprint kept in K.
+pub(crate) const TAG_BITS: u32 = 64 - TAG_SHIFT;
 
-/// The TAT half of a word.
-#[inline(always)]
-pub(crate) const fn tat(word: u128) -> u64 {
-    word as u64
-}
+/// The TAT of a LIVE bucket whose first spend is not applied yet. A spend never stores it.
+pub(crate) const UNPUBLISHED: u64 = u64::MAX;
+/// The TAT of a bucket being removed. A spend never stores it. (The last two nanoseconds of the
+/// clock, 584 years after its origin, are given up for these markers.)
+pub(crate) const FROZEN: u64 = u64::MAX - 1;
 
-/// Whether the word is a published bucket (of any key).
+/// The tag of a fingerprint: its low 52 bits, moved off the two reserved tags. The home slot
+/// comes from the high bits, so keys in one window rarely share high bits and the tag's bits
+/// are the ones that tell them apart.
 #[inline(always)]
-pub(crate) const fn is_live(word: u128) -> bool {
-    fingerprint(word) > TOMBSTONE_FP && tat(word) != PENDING_TAT
-}
-
-/// Maps a 64-bit hash to a fingerprint, moving the two reserved values out of the way.
-#[inline(always)]
-pub(crate) const fn fingerprint_of_hash(hash: u64) -> u64 {
-    if hash <= TOMBSTONE_FP {
-        hash + 2
+pub(crate) const fn tag_of(fingerprint: u64) -> u64 {
+    let tag = fingerprint & ((1 << TAG_BITS) - 1);
+    if tag <= TOMBSTONE_TAG {
+        tag + 2
     } else {
-        hash
+        tag
     }
+}
+
+/// The tag of K.
+#[inline(always)]
+pub(crate) const fn tag(k: u64) -> u64 {
+    k >> TAG_SHIFT
+}
+
+/// Whether K holds a key (PENDING or LIVE).
+#[inline(always)]
+pub(crate) const fn holds_key(k: u64) -> bool {
+    tag(k) > TOMBSTONE_TAG
+}
+
+/// Whether K is PENDING.
+#[inline(always)]
+pub(crate) const fn is_pending(k: u64) -> bool {
+    k & PENDING != 0
+}
+
+/// Whether K is a TOMBSTONE.
+#[cfg(test)]
+const fn is_tombstone(k: u64) -> bool {
+    tag(k) == TOMBSTONE_TAG
+}
+
+/// The TOMBSTONE that ends the tenure of K (same generation).
+#[inline(always)]
+pub(crate) const fn tombstone(k: u64) -> u64 {
+    (TOMBSTONE_TAG << TAG_SHIFT) | (k & GENERATION)
+}
+
+/// K of a claim for `tag` of a slot whose K is `previous`: the next generation, PENDING.
+#[inline(always)]
+pub(crate) const fn pending(tag: u64, previous: u64) -> u64 {
+    let generation = (previous & GENERATION).wrapping_add(2) & GENERATION;
+    (tag << TAG_SHIFT) | generation | PENDING
+}
+
+/// The LIVE K of a claim (the same tag and generation).
+#[inline(always)]
+pub(crate) const fn live(pending: u64) -> u64 {
+    pending & !PENDING
+}
+
+/// The mask of W under a LIVE K: a multiply-xorshift mix, so that tenures of one slot (other
+/// generation or tag) have unrelated masks. The tags come from a SipHash under a secret
+/// random key, so a client cannot steer two masks together.
+#[inline(always)]
+pub(crate) const fn mask(live: u64) -> u64 {
+    let x = live.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^ (x >> 29)
 }
 
 /// Why the slot array could not be allocated.
@@ -73,30 +139,83 @@ pub(crate) enum AllocError {
 /// zero pages for large sizes without writing them), so untouched slots cost no resident
 /// memory.
 #[cfg(not(loom))]
-pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[AtomicU128]>, AllocError> {
+pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[Slot]>, AllocError> {
     use core::alloc::Layout;
     assert!(n > 0, "a keyed table has at least one slot");
-    let layout = Layout::array::<AtomicU128>(n).map_err(|_| AllocError::TooLarge)?;
+    let layout = Layout::array::<Slot>(n).map_err(|_| AllocError::TooLarge)?;
     // SAFETY:
-    // - `layout` has a non-zero size: `n > 0` (asserted) and `AtomicU128` is 16 bytes.
-    let ptr = unsafe { alloc::alloc::alloc_zeroed(layout) }.cast::<AtomicU128>();
+    // - `layout` has a non-zero size: `n > 0` (asserted) and `Slot` is 16 bytes.
+    let ptr = unsafe { alloc::alloc::alloc_zeroed(layout) }.cast::<Slot>();
     if ptr.is_null() {
         return Err(AllocError::Failed);
     }
     let slice = core::ptr::slice_from_raw_parts_mut(ptr, n);
     // SAFETY:
     // - `ptr` is non-null and was returned by the global allocator for
-    //   `Layout::array::<AtomicU128>(n)`, which is exactly the layout `Box<[AtomicU128]>` of
-    //   length `n` frees with, so the box owns a matching allocation;
-    // - it is aligned for `AtomicU128` (the layout's alignment);
+    //   `Layout::array::<Slot>(n)`, which is exactly the layout `Box<[Slot]>` of length `n`
+    //   frees with, so the box owns a matching allocation;
+    // - it is aligned for `Slot` (the layout's alignment);
     // - all `n` elements are initialised: the bytes are zero, and all-zero bytes are a valid
-    //   `AtomicU128` holding 0 (it has the same in-memory representation as `u128`);
+    //   `Slot` holding two zero words (`Slot` is `repr(C)` of two atomics, each with the
+    //   in-memory representation of `u64`);
     // - nothing else refers to the allocation.
     Ok(unsafe { Box::from_raw(slice) })
 }
 
 /// `n` EMPTY slots (loom's stand-in atomics cannot be zero-initialised, so they are built).
 #[cfg(loom)]
-pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[AtomicU128]>, AllocError> {
-    Ok((0..n).map(|_| AtomicU128::new(EMPTY)).collect())
+pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[Slot]>, AllocError> {
+    let slot = || Slot {
+        key: SlotWord::new(EMPTY),
+        tat: SlotWord::new(0),
+    };
+    Ok((0..n).map(|_| slot()).collect())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_words_keep_their_fields_apart() {
+        let claim = pending(tag_of(u64::MAX), EMPTY);
+        assert!(holds_key(claim) && is_pending(claim));
+        assert_eq!(tag(claim), (1 << TAG_BITS) - 1);
+        let bucket = live(claim);
+        assert!(holds_key(bucket) && !is_pending(bucket));
+        let removed = tombstone(bucket);
+        assert!(is_tombstone(removed) && !holds_key(removed) && removed != EMPTY);
+        // The next claim is a new generation, so its K differs from the first claim's.
+        let again = pending(tag(claim), removed);
+        assert_ne!(again, claim);
+        assert_eq!(tag(again), tag(claim));
+    }
+
+    #[test]
+    fn generations_wrap_without_touching_tag_or_pending() {
+        let mut k = EMPTY;
+        for _ in 0..5000 {
+            let claim = pending(7, k);
+            assert_eq!(tag(claim), 7);
+            assert!(is_pending(claim));
+            k = tombstone(live(claim));
+            assert!(is_tombstone(k));
+        }
+    }
+
+    #[test]
+    fn reserved_tags_are_never_a_key() {
+        assert_eq!(tag_of(0), 2);
+        assert_eq!(tag_of(1), 3);
+        assert_eq!(tag_of(1 << TAG_BITS), 2);
+        assert_eq!(tag_of(5), 5);
+    }
+
+    #[test]
+    fn masks_of_two_tenures_differ() {
+        let first = live(pending(9, EMPTY));
+        let second = live(pending(9, tombstone(first)));
+        assert_ne!(mask(first), mask(second));
+        assert_ne!(mask(first), mask(live(pending(10, EMPTY))));
+    }
 }

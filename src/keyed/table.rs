@@ -1,5 +1,6 @@
-//! The keyed table: a fixed array of one-word slots, linear probing within a bounded window,
-//! and the look-up, spend and eviction on it. Inserting a new key is in [`claim`](super::claim).
+//! The keyed table: a fixed array of two-word slots (see [`slot`](super::slot)), linear probing
+//! within a bounded window, and the look-up and spend on it. Inserting a new key is in
+//! [`claim`](super::claim); eviction and rewrites are in [`upkeep`](super::upkeep).
 //!
 //! # Layout
 //! A key's *home* is its fingerprint scaled onto the slot count (multiply-shift, so the count
@@ -11,23 +12,36 @@
 //! 2. A key is claimed only in a scan that saw every earlier slot of its window non-EMPTY, so
 //!    a key (pending or live) at window position `p` has no EMPTY slot before `p` in its
 //!    window. A scan may therefore stop at the first EMPTY slot.
-//! 3. At most one LIVE slot holds a fingerprint at any time (the claim protocol).
+//! 3. At most one LIVE, unfrozen slot holds a tag at any time (the claim protocol).
+//! 4. Every write of W is a compare-and-swap whose expected value was read in the tenure it
+//!    writes for (with K read again after it and unchanged), and writes that tenure's masked
+//!    values. A tenure ends only by freezing W (a LIVE bucket) or retracting K (a claim).
+//!
+//! # A spend
+//! Load K; if it is the key's and LIVE, load W, then load K again: unchanged, so W is of this
+//! tenure, and `W ^ mask(K)` is the TAT. Decide, then CAS W from the value read to the new TAT
+//! masked. The CAS fails if anything moved W: another spend (retry with the TAT it found, after
+//! checking K again), a freeze (the key is being removed: look it up again), or a later tenure
+//! (its values are masked differently, so they never equal the value expected). This is one
+//! 8-byte compare-and-swap, where a single 16-byte word of key and TAT needed `cmpxchg16b`,
+//! which stops the CPU from overlapping the cache misses of consecutive checks.
 //!
 //! # Orderings
-//! Every operation that changes a slot's fingerprint (claim, publish, retract, eviction) and
-//! every read of the scans is `SeqCst`: the claim protocol's argument is about two different
-//! words, which weaker orderings do not order (see [`claim`](super::claim)). A spend changes
-//! only the TAT of a word whose fingerprint it checks in the same CAS, and publishes no other
-//! memory, so it is `Relaxed`, as in [`Bucket`](crate::bucket). On x86_64 a `SeqCst` load of
-//! a slot is the same instruction as a relaxed one.
+//! Every write of K (claim, retract, make LIVE, remove) and every read of a scan is `SeqCst`:
+//! the claim protocol's argument is about two different slots, which weaker orderings do not
+//! order (see [`claim`](super::claim)). The initialisation of W and a freeze are `SeqCst`
+//! compare-and-swaps for the same reason. A spend's CAS of W is `Relaxed` when it succeeds: it
+//! publishes no other memory, and it continues the release sequence of the tenure's
+//! initialisation. When it fails it is `Acquire`, so that the value it returns is read before
+//! K is read again. On x86_64 a `SeqCst` load is the same instruction as a relaxed one.
 
 use super::claim::{Room, Step};
 use super::request::{decide, Outcome, Request};
-use super::slot::{self, EMPTY, PENDING_TAT, TOMBSTONE};
+use super::slot::{self, Slot, EMPTY, FROZEN, UNPUBLISHED};
 use super::stats::Counters;
 use super::window::{self, Window};
 use super::OverflowPolicy;
-use crate::sync::{AtomicU128, Ordering};
+use crate::sync::Ordering;
 use alloc::boxed::Box;
 
 /// Deliberately broken steps, one per loom model, which the models must catch.
@@ -37,17 +51,22 @@ use alloc::boxed::Box;
 pub enum Broken {
     /// The real protocol.
     Nothing,
-    /// Claim a slot straight to LIVE, skipping PENDING and the rescan.
-    ClaimLiveDirectly,
-    /// Evict an idle key by load + store instead of CAS.
-    EvictByStore,
-    /// Spend by a CAS that compares only the TAT half of the word.
-    CasTatOnly,
+    /// Make a claim LIVE without rescanning the window for another slot of the key.
+    SkipRescan,
+    /// Initialise W of a claim without checking after reading W that K is still the claim.
+    InitWithoutRecheck,
+    /// Remove an idle bucket by changing K alone, without freezing W first.
+    EvictWithoutFreeze,
+    /// Store the TAT in W unmasked, so that two tenures can write equal values.
+    UnmaskedTat,
 }
+
+/// A found bucket: its window position, the K read, and the W read in the same tenure.
+pub(super) type Held = (usize, u64, u64);
 
 /// A fixed-capacity table of buckets keyed by 64-bit fingerprints.
 pub(crate) struct Table {
-    slots: Box<[AtomicU128]>,
+    pub(super) slots: Box<[Slot]>,
     pub(super) window: usize,
     pub(super) policy: OverflowPolicy,
     pub(crate) counters: Counters,
@@ -59,15 +78,15 @@ pub(crate) struct Table {
 pub(super) enum Found {
     /// The key was pending and this check published it, with its own spend applied.
     Mine(Outcome),
-    /// The key's bucket: window position and TAT.
-    Live(usize, u64),
+    /// The key's LIVE bucket.
+    Live(Held),
     /// No bucket: where one could go.
     Absent(Room),
 }
 
 impl Table {
     /// A table of `slots` EMPTY slots (at least 1) searched `window` slots from home.
-    pub(crate) fn new(slots: Box<[AtomicU128]>, window: usize, policy: OverflowPolicy) -> Table {
+    pub(crate) fn new(slots: Box<[Slot]>, window: usize, policy: OverflowPolicy) -> Table {
         let window = window.clamp(1, slots.len());
         Table {
             slots,
@@ -109,7 +128,7 @@ impl Table {
 
     /// The slot at window position `i` from `home`, wrapping at the end of the array.
     #[inline(always)]
-    pub(super) fn at(&self, home: usize, i: usize) -> &AtomicU128 {
+    pub(super) fn at(&self, home: usize, i: usize) -> &Slot {
         let j = home + i;
         let j = if j >= self.slots.len() {
             j - self.slots.len()
@@ -119,39 +138,64 @@ impl Table {
         &self.slots[j]
     }
 
+    /// The mask of W in the tenure of the LIVE K `k` (see [`slot`](super::slot)).
+    #[inline(always)]
+    pub(super) fn mask(&self, k: u64) -> u64 {
+        #[cfg(loom)]
+        if self.broken == Broken::UnmaskedTat {
+            return 0;
+        }
+        slot::mask(k)
+    }
+
+    /// W read in the tenure of the LIVE K `k`, if the slot still holds `k` after the read
+    /// and its bucket is not being removed. `None` for a PENDING `k`.
+    #[inline(always)]
+    pub(super) fn read_live(&self, slot: &Slot, k: u64) -> Option<u64> {
+        if slot::is_pending(k) {
+            return None;
+        }
+        // SeqCst, both: reads of the protocol (module docs). K unchanged after W was read
+        // means that W was read in K's tenure.
+        let w = slot.tat.load(Ordering::SeqCst);
+        let unchanged = slot.key.load(Ordering::SeqCst) == k;
+        (unchanged && w ^ self.mask(k) != FROZEN).then_some(w)
+    }
+
     /// Spends `req.cost` at `req.now` from the bucket of `req.fp`, creating the bucket if it
     /// is absent and the decision changes it.
     #[inline]
     pub(crate) fn spend(&self, req: &Request<'_>) -> Outcome {
         let home = self.home(req.fp);
+        let tag = slot::tag_of(req.fp);
         loop {
-            let (i, tat) = match self.lookup(home, req.fp) {
-                Some(found) => found,
+            let (i, k, w) = match self.lookup(home, tag) {
+                Some(held) => held,
                 None => match self.find_or_insert(home, req) {
                     Step::Mine(outcome) => return outcome,
-                    Step::Live(i, tat) => (i, tat),
+                    Step::Live(held) => held,
                     Step::Restart => continue,
                 },
             };
-            if let Some(outcome) = self.spend_in(self.at(home, i), tat, req) {
+            if let Some(outcome) = self.spend_in(self.at(home, i), k, w, req) {
                 return outcome;
             }
         }
     }
 
-    /// The hot path: the window position and TAT of the live bucket of `fp`, if the scan (to
-    /// the first EMPTY slot) meets one. `None` when the key is absent or being inserted.
+    /// The hot path: the LIVE bucket of `tag`, if the scan (to the first EMPTY slot) meets
+    /// one. `None` when the key is absent, being inserted or being removed.
     #[inline]
-    fn lookup(&self, home: usize, fp: u64) -> Option<(usize, u64)> {
-        // The first slot that settles it: the key's (live or pending), or an EMPTY one. By
-        // `find_map`, not a `for` loop, so that each run of the window is one straight loop.
+    pub(super) fn lookup(&self, home: usize, tag: u64) -> Option<Held> {
+        // The first slot that settles it: the key's, or an EMPTY one. By `find_map`, not a
+        // `for` loop, so that each run of the window is one straight loop.
         let settled = self.window(home).find_map(|(i, slot)| {
             // SeqCst: a read of the claim protocol (module docs).
-            let word = slot.load(Ordering::SeqCst);
-            if slot::fingerprint(word) == fp {
-                return Some(slot::is_live(word).then_some((i, slot::tat(word))));
+            let k = slot.key.load(Ordering::SeqCst);
+            if slot::tag(k) == tag {
+                return Some(self.read_live(slot, k).map(|w| (i, k, w)));
             }
-            (word == EMPTY).then_some(None)
+            (k == EMPTY).then_some(None)
         });
         settled.flatten()
     }
@@ -163,7 +207,7 @@ impl Table {
     fn find_or_insert(&self, home: usize, req: &Request<'_>) -> Step {
         match self.find(home, req) {
             Found::Mine(outcome) => Step::Mine(outcome),
-            Found::Live(i, tat) => Step::Live(i, tat),
+            Found::Live(held) => Step::Live(held),
             Found::Absent(room) => {
                 if req.initial() == 0 {
                     // A full bucket that this decision leaves full (a peek, or a cost above
@@ -179,148 +223,107 @@ impl Table {
         }
     }
 
-    /// The CAS loop of one bucket, as in [`Bucket::spend`](crate::bucket), with the
-    /// fingerprint in the compared word. `None` if the slot no longer holds the key.
+    /// The CAS loop of one bucket, as in [`Bucket::spend`](crate::bucket), on W masked by K.
+    /// An UNPUBLISHED bucket is published with this request applied to a new bucket's TAT.
+    /// `None` if the slot no longer holds the key's bucket: look it up again.
     #[inline]
-    fn spend_in(&self, slot: &AtomicU128, mut current: u64, req: &Request<'_>) -> Option<Outcome> {
+    pub(super) fn spend_in(
+        &self,
+        slot: &Slot,
+        k: u64,
+        mut w: u64,
+        req: &Request<'_>,
+    ) -> Option<Outcome> {
+        let mask = self.mask(k);
         loop {
-            let (new, outcome) = decide(current, req);
-            if new == current {
+            let tat = w ^ mask;
+            if tat == FROZEN {
+                return None;
+            }
+            let publish = tat == UNPUBLISHED;
+            let (new, outcome) = decide(if publish { req.initial() } else { tat }, req);
+            if new == tat {
                 return Some(outcome); // a denial or a peek: nothing to store
             }
-            #[cfg(loom)]
-            if self.broken == Broken::CasTatOnly {
-                return slot
-                    .compare_exchange_tat_only(current, new)
-                    .ok()
-                    .map(|()| outcome);
-            }
-            // Relaxed on both arms: the word publishes no other memory, and the fingerprint
-            // in it is compared by this same CAS (see the module docs).
-            match slot.compare_exchange(
-                slot::pack(req.fp, current),
-                slot::pack(req.fp, new),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Some(outcome),
-                Err(actual) if slot::fingerprint(actual) == req.fp && slot::is_live(actual) => {
-                    current = slot::tat(actual);
+            // Relaxed on success: W publishes no other memory (module docs). Acquire on
+            // failure: the value returned is decoded only if K, read after it, is unchanged.
+            match slot
+                .tat
+                .compare_exchange(w, new ^ mask, Ordering::Relaxed, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    if publish {
+                        self.counters.key_added();
+                    }
+                    return Some(outcome);
                 }
-                Err(_) => return None, // evicted, reclaimed or retracted: look up again
+                // SeqCst: a read of the protocol (module docs).
+                Err(actual) if slot.key.load(Ordering::SeqCst) == k => w = actual,
+                Err(_) => return None, // removed, or the slot went to another key
             }
         }
     }
 
     /// Scans the window of the key up to the first EMPTY slot. A PENDING slot of the key met
-    /// on the way is resolved on its owner's behalf.
+    /// on the way is resolved on its owner's behalf; a bucket being removed counts as free.
     pub(super) fn find(&self, home: usize, req: &Request<'_>) -> Found {
+        let tag = slot::tag_of(req.fp);
         'restart: loop {
             let mut room = Room::default();
             for (i, slot) in self.window(home) {
                 // SeqCst: a read of the claim protocol (module docs).
-                let word = slot.load(Ordering::SeqCst);
-                if slot::fingerprint(word) == req.fp {
-                    if slot::tat(word) != PENDING_TAT {
-                        return Found::Live(i, slot::tat(word));
-                    }
-                    match self.resolve(home, i, req) {
-                        Step::Mine(outcome) => return Found::Mine(outcome),
-                        Step::Live(i, tat) => return Found::Live(i, tat),
-                        Step::Restart => continue 'restart,
-                    }
-                }
-                if word == EMPTY {
-                    room.free.get_or_insert((i, word));
+                let k = slot.key.load(Ordering::SeqCst);
+                if k == EMPTY {
+                    room.free.get_or_insert((i, k));
                     break;
                 }
-                if word == TOMBSTONE {
-                    room.free.get_or_insert((i, word));
-                } else if slot::is_live(word) {
-                    if slot::tat(word) <= req.now {
-                        room.idle.get_or_insert((i, word));
-                    } else if room
-                        .nearest_full
-                        .is_none_or(|(_, n)| slot::tat(word) < slot::tat(n))
-                    {
-                        room.nearest_full = Some((i, word));
+                if !slot::holds_key(k) {
+                    room.free.get_or_insert((i, k)); // a TOMBSTONE
+                    continue;
+                }
+                if slot::is_pending(k) {
+                    if slot::tag(k) == tag {
+                        match self.resolve(home, i, k) {
+                            Step::Mine(outcome) => return Found::Mine(outcome),
+                            Step::Live(held) => return Found::Live(held),
+                            Step::Restart => continue 'restart,
+                        }
                     }
+                    continue;
+                }
+                // SeqCst, both: reads of the protocol (module docs).
+                let w = slot.tat.load(Ordering::SeqCst);
+                if slot.key.load(Ordering::SeqCst) != k {
+                    continue 'restart; // K moved while W was read
+                }
+                let tat = w ^ self.mask(k);
+                if tat == FROZEN {
+                    room.free.get_or_insert((i, k)); // removed; K is about to follow
+                } else if slot::tag(k) == tag {
+                    return Found::Live((i, k, w));
+                } else if tat == UNPUBLISHED {
+                    // Another key's insert, about to apply its first spend: not room.
+                } else if tat <= req.now {
+                    room.idle.get_or_insert((i, k, w));
+                } else if room
+                    .nearest_full
+                    .is_none_or(|(_, nk, nw)| tat < nw ^ self.mask(nk))
+                {
+                    room.nearest_full = Some((i, k, w));
                 }
             }
             return Found::Absent(room);
         }
     }
 
-    /// The TAT of the bucket of `fp`, if it has one. Creates and helps nothing.
-    pub(crate) fn tat_of(&self, fp: u64) -> Option<u64> {
-        self.lookup(self.home(fp), fp).map(|(_, tat)| tat)
-    }
-
-    /// Rewrites the TAT of the live bucket of `fp` to `f(TAT)` (`None`: leave it), by a CAS
-    /// of the whole word, retried with the TAT it finds: a bucket that was evicted or whose
-    /// slot went to another key is never touched, and an absent key is left alone. Returns
-    /// whether a write happened.
-    pub(crate) fn rewrite(&self, fp: u64, mut f: impl FnMut(u64) -> Option<u64>) -> bool {
-        let home = self.home(fp);
-        while let Some((i, mut tat)) = self.lookup(home, fp) {
-            let slot = self.at(home, i);
-            loop {
-                let Some(new) = f(tat).filter(|&new| new != PENDING_TAT && new != tat) else {
-                    return false;
-                };
-                // Relaxed on both arms: as for a spend, the fingerprint is compared by this
-                // same CAS and the word publishes no other memory (module docs).
-                match slot.compare_exchange(
-                    slot::pack(fp, tat),
-                    slot::pack(fp, new),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return true,
-                    Err(actual) if slot::fingerprint(actual) == fp && slot::is_live(actual) => {
-                        tat = slot::tat(actual);
-                    }
-                    Err(_) => break, // evicted or reused meanwhile: look up again
-                }
-            }
-        }
-        false
-    }
-
-    /// Removes every bucket that is full at `now` (`TAT <= now`); returns how many.
-    pub(crate) fn evict_idle(&self, now: u64) -> usize {
-        let mut removed = 0;
-        for slot in self.slots.iter() {
-            // Relaxed: only a guess; the CAS below decides.
-            let word = slot.load(Ordering::Relaxed);
-            if !slot::is_live(word) || slot::tat(word) > now {
-                continue;
-            }
-            #[cfg(loom)]
-            if self.broken == Broken::EvictByStore {
-                // SeqCst: as the real eviction; the step broken here is the plain store.
-                slot.store(TOMBSTONE, Ordering::SeqCst);
-                removed += 1;
-                self.counters.key_removed();
-                continue;
-            }
-            // SeqCst: changes a fingerprint (module docs). Comparing the whole word means a
-            // spend that moved the TAT since the load makes this fail: no spend is lost.
-            if slot
-                .compare_exchange(word, TOMBSTONE, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok()
-            {
-                removed += 1;
-                self.counters.key_removed();
-            }
-        }
-        removed
-    }
-
-    /// How many slots hold a bucket or a claim of `fp`. For the loom models.
+    /// How many slots hold a claim or an unfrozen bucket of `fp`. For the loom models.
     #[cfg(loom)]
     pub(crate) fn slots_holding(&self, fp: u64) -> usize {
-        let held = |s: &AtomicU128| slot::fingerprint(s.load(Ordering::SeqCst)) == fp;
+        let tag = slot::tag_of(fp);
+        let held = |s: &Slot| {
+            let k = s.key.load(Ordering::SeqCst);
+            slot::tag(k) == tag && (slot::is_pending(k) || self.read_live(s, k).is_some())
+        };
         self.slots.iter().filter(|s| held(s)).count()
     }
 }

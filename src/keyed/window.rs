@@ -1,7 +1,7 @@
 //! A key's window as an iterator: its slots in probing order with their window positions, as
 //! at most two straight runs of the slot array, with no wrap-around test per slot.
 
-use crate::sync::AtomicU128;
+use super::slot::Slot;
 use core::iter::{Chain, Enumerate};
 use core::slice;
 
@@ -10,13 +10,12 @@ use core::slice;
 /// the window or of the array, then the run wrapped to the array's start. Internal iteration
 /// (`find_map`, `try_fold`) over it compiles to one straight loop per run; a `for` loop tests
 /// which run it is in at each step, which is fine off the hot path.
-pub(super) type Window<'a> =
-    Enumerate<Chain<slice::Iter<'a, AtomicU128>, slice::Iter<'a, AtomicU128>>>;
+pub(super) type Window<'a> = Enumerate<Chain<slice::Iter<'a, Slot>, slice::Iter<'a, Slot>>>;
 
 /// The window of `len` slots of `slots` from `home` on, wrapping at the end (`home <
 /// slots.len()`, `len <= slots.len()`).
 #[inline(always)]
-pub(super) fn window(slots: &[AtomicU128], home: usize, len: usize) -> Window<'_> {
+pub(super) fn window(slots: &[Slot], home: usize, len: usize) -> Window<'_> {
     let (before, from_home) = slots.split_at(home);
     let (run, wrapped) = match len.checked_sub(from_home.len()) {
         Some(rest) => (from_home, &before[..rest]),
@@ -28,19 +27,19 @@ pub(super) fn window(slots: &[AtomicU128], home: usize, len: usize) -> Window<'_
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::window;
-    use crate::sync::AtomicU128;
+    use crate::keyed::slot::{zeroed_slots, Slot};
 
     /// Every window of every small table visits slot `(home + i) % n` at position `i`.
     #[test]
     fn visits_the_window_in_probing_order() {
         for n in 1..=6 {
-            let slots: Vec<AtomicU128> = (0..n).map(|_| AtomicU128::new(0)).collect();
+            let slots = zeroed_slots(n).unwrap();
             for home in 0..n {
                 for len in 0..=n {
-                    let seen: Vec<(usize, *const AtomicU128)> = window(&slots, home, len)
+                    let seen: Vec<(usize, *const Slot)> = window(&slots, home, len)
                         .map(|(i, slot)| (i, slot as *const _))
                         .collect();
-                    let expected: Vec<(usize, *const AtomicU128)> = (0..len)
+                    let expected: Vec<(usize, *const Slot)> = (0..len)
                         .map(|i| (i, &slots[(home + i) % n] as *const _))
                         .collect();
                     assert_eq!(seen, expected, "n {n}, home {home}, len {len}");
