@@ -187,17 +187,26 @@ impl Table {
     /// one. `None` when the key is absent, being inserted or being removed.
     #[inline]
     pub(super) fn lookup(&self, home: usize, tag: u64) -> Option<Held> {
-        // The first slot that settles it: the key's, or an EMPTY one. By `find_map`, not a
-        // `for` loop, so that each run of the window is one straight loop.
-        let settled = self.window(home).find_map(|(i, slot)| {
+        // The first slot that settles it: the key's, or an EMPTY one. A plain index loop: most
+        // keys are within a slot or two of home, where an iterator's setup costs more than
+        // the wrap-around test.
+        let mut j = home;
+        for i in 0..self.window {
+            let slot = &self.slots[j];
             // SeqCst: a read of the claim protocol (module docs).
             let k = slot.key.load(Ordering::SeqCst);
             if slot::tag(k) == tag {
-                return Some(self.read_live(slot, k).map(|w| (i, k, w)));
+                return self.read_live(slot, k).map(|w| (i, k, w));
             }
-            (k == EMPTY).then_some(None)
-        });
-        settled.flatten()
+            if k == EMPTY {
+                return None;
+            }
+            j += 1;
+            if j == self.slots.len() {
+                j = 0;
+            }
+        }
+        None
     }
 
     /// The slow path of [`spend`](Self::spend): the key was not found live. Scans again,
