@@ -291,12 +291,3 @@ fn limiters_are_send_and_sync() {
     shareable::<KeyedLimiter<String>>();
     shareable::<KeyedLimiter<std::rc::Rc<u8>, ManualClock>>();
 }
-
-#[test]
-fn the_slots_are_lock_free_here() {
-    // Not a property of the crate on every target, but of the machines it is tested on:
-    // x86_64 with cmpxchg16b. See src/sync.rs.
-    if cfg!(target_arch = "x86_64") && std::arch::is_x86_feature_detected!("cmpxchg16b") {
-        assert!(portable_atomic::AtomicU128::is_lock_free());
-    }
-}

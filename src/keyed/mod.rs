@@ -68,10 +68,8 @@ pub enum OverflowPolicy {
 ///
 /// # Guarantees
 /// - **No lock** on any check, for a known key or a new one: a check is a hash, a scan of a few
-///   16-byte slots, and compare-and-swaps (see *Design* below). The slots are
-///   `portable_atomic::AtomicU128`, lock-free on x86_64 with `cmpxchg16b` (detected at run
-///   time), aarch64, riscv64 with `zacas`, powerpc64 with quadword atomics and s390x; on other
-///   targets portable-atomic falls back to global locks.
+///   16-byte slots, and compare-and-swaps of 8-byte words (see *Design* below), lock-free on
+///   every target with 64-bit compare-and-swap.
 /// - **Per-key decisions** are exactly those of [`Limiter`](crate::Limiter): the same
 ///   arithmetic on the key's TAT. A peek (`cost == 0`) or a denied check of an absent key
 ///   stores nothing when new keys start full.
@@ -84,19 +82,22 @@ pub enum OverflowPolicy {
 ///   been kept. When a new key finds no free slot and no idle key in its window, the
 ///   [`OverflowPolicy`] applies and is counted in [`stats`](Self::stats).
 /// - **Fingerprints**: a key is stored as a 64-bit SipHash-1-3 fingerprint under a random
-///   key chosen per limiter (std's `RandomState`), not as itself. Two distinct keys share a
-///   bucket only if their fingerprints are equal: with `n` keys held, a given key collides
-///   with probability at most about `n / 2^64` (5.7e-14 at 1,048,576 keys), and since the
-///   SipHash key is secret, clients cannot choose colliding keys.
+///   key chosen per limiter (std's `RandomState`), not as itself: its high bits choose the home
+///   slot and its low 52 bits (the tag) are kept. Two distinct keys share a bucket only if
+///   their tags are equal and one lies in the other's window: a given key collides with
+///   probability at most `511 x 2^-51 = 2.3e-13` at any load (README, *Fingerprints and
+///   collisions*), and since the SipHash key is secret, clients cannot choose colliding keys.
 ///
 /// # Design
-/// The table is a fixed array of slots, each one 128-bit atomic word holding a key's
-/// fingerprint and its TAT, so one compare-and-swap checks the key and moves its TAT: a thread
-/// that read key X's slot can never spend into key Y's bucket after the slot is reused, and an
-/// eviction (a CAS from an idle word to a tombstone) fails if a spend moved the TAT first. A key
-/// lives within 512 slots of its home (linear probing). A new key is inserted in three steps:
-/// claim a free slot as PENDING, rescan the window for another claim or bucket of the same key
-/// (and back off or retract it), then publish with the first spend applied. Any check that
+/// The table is a fixed array of slots, each two 64-bit words: K (the key's tag, a generation
+/// and a PENDING bit) and W (the TAT masked by K). A spend reads K, W and K again, then moves
+/// the TAT with one 8-byte compare-and-swap of W. Each tenure of a slot masks its TATs
+/// differently, so a thread that read key X's slot can never spend into key Y's bucket after
+/// the slot is reused, and a removal first freezes W (a CAS from the exact value read), so it
+/// fails if a spend moved the TAT first. A key lives within 512 slots of its home (linear
+/// probing). A new key is inserted in steps: claim a free slot as PENDING, rescan the window
+/// for another claim or bucket of the same key (and back off or retract it), initialise W, make
+/// K LIVE, then publish with the first spend applied. Any check that
 /// meets a PENDING claim of its key completes those steps itself instead of waiting, so a
 /// preempted inserter delays no one. The protocol is model-checked with loom
 /// (`loom-tests/tests/keyed.rs`).
