@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every loom model of cellrate with fixed settings. Usage: ./loom-tests/run.sh [test filter]
 #
-# Two-thread models run exhaustively; three-thread models set a preemption bound in their own
-# code (2 or 3). Model checking takes about 30 s on the 2-core development machine (the keyed
-# insert models are most of it), plus about 90 s for a cold build of the loom configuration.
+# Most two-thread models run exhaustively. The keyed insert and reuse models (long runs of
+# two threads) and the three-thread models set a preemption bound in their own code (5 for the
+# former, 2 or 3 for the latter). Model checking takes about 20 s on the 2-core development
+# machine (the keyed models are most of it), plus about 90 s for a cold build of the loom
+# configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}"

@@ -14,7 +14,9 @@
 //!    claim, CAS W from the value read. (Checking K after W means the value was read before
 //!    the claim went LIVE, so it is junk of an earlier tenure, never a spend of this one.)
 //! 4. **Make it LIVE** by a CAS of K from `PENDING(X)` to `LIVE(X)`. It fails if the claim
-//!    was retracted (restart the look-up) or a helper made it LIVE (go on).
+//!    was retracted (restart the look-up) or a helper made it LIVE (go on). It follows step 3's
+//!    last read of K directly, so a K that repeated meanwhile (4,096 claims of the slot) is
+//!    a window of two instructions, as in [`upkeep`](super::upkeep), *A stalled thread*.
 //! 5. **Publish**: CAS W from UNPUBLISHED to the new bucket's TAT after the publisher's own
 //!    request (an ordinary spend that finds UNPUBLISHED does this). A new bucket is therefore
 //!    never visible full and unspent, so another new key cannot reclaim it as idle before its
@@ -105,6 +107,9 @@ impl Table {
             }
         }
         let claim = slot::pending(slot::tag_of(req.fp), k);
+        if slot::holds_key(k) && !self.still_frozen(slot, k) {
+            return Ok(Step::Restart); // K moved on (see `upkeep`, *A stalled thread*)
+        }
         // SeqCst: a claim of the protocol (module docs).
         if slot
             .key

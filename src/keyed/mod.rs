@@ -83,9 +83,9 @@ pub enum OverflowPolicy {
 ///   [`OverflowPolicy`] applies and is counted in [`stats`](Self::stats).
 /// - **Fingerprints**: a key is stored as a 64-bit SipHash-1-3 fingerprint under a random
 ///   key chosen per limiter (std's `RandomState`), not as itself: its high bits choose the home
-///   slot and its low 52 bits (the tag) are kept. Two distinct keys share a bucket only if
+///   slot and its low 51 bits (the tag) are kept. Two distinct keys share a bucket only if
 ///   their tags are equal and one lies in the other's window: a given key collides with
-///   probability at most `511 x 2^-51 = 2.3e-13` at any load (README, *Fingerprints and
+///   probability at most `511 x 2^-50 = 4.5e-13` at any load (README, *Fingerprints and
 ///   collisions*), and since the SipHash key is secret, clients cannot choose colliding keys.
 ///
 /// # Design

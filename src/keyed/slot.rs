@@ -5,8 +5,8 @@
 //! # The key word K
 //! | bits    | field                                                                  |
 //! |---------|------------------------------------------------------------------------|
-//! | 63..12  | tag: the low 52 bits of the key's fingerprint; 0 EMPTY, 1 TOMBSTONE     |
-//! | 11..1   | generation: one more at each claim of the slot, so K never repeats soon |
+//! | 63..13  | tag: the low 51 bits of the key's fingerprint; 0 EMPTY, 1 TOMBSTONE     |
+//! | 12..1   | generation: one more at each claim of the slot, so K never repeats soon |
 //! | 0       | PENDING: claimed for the tag, not yet live                              |
 //!
 //! | K                        | meaning                                                   |
@@ -48,10 +48,12 @@ const TOMBSTONE_TAG: u64 = 1;
 /// The PENDING bit of K.
 const PENDING: u64 = 1;
 /// Where the tag starts in K.
-const TAG_SHIFT: u32 = 12;
-/// The generation field of K, in place.
-const GENERATION: u64 = ((1 << 11) - 1) << 1;
-/// Bits of a fingerprint kept in K.
+const TAG_SHIFT: u32 = 13;
+/// The generation field of K, in place: 12 bits, so K repeats only after 4,096 claims of one
+/// slot (see [`upkeep`](super::upkeep) for what a thread stalled that long could do).
+const GENERATION: u64 = ((1 << 12) - 1) << 1;
+/// Bits of a fingerprint kept in K: 51, so a key is confused with another with probability
+/// at most `511 x 2^-50` (README, *Fingerprints and collisions*).
 pub(crate) const TAG_BITS: u32 = 64 - TAG_SHIFT;
 
 /// The TAT of a LIVE bucket whose first spend is not applied yet. A spend never stores it.
@@ -60,7 +62,7 @@ pub(crate) const UNPUBLISHED: u64 = u64::MAX;
 /// clock, 584 years after its origin, are given up for these markers.)
 pub(crate) const FROZEN: u64 = u64::MAX - 1;
 
-/// The tag of a fingerprint: its low 52 bits, moved off the two reserved tags. The home slot
+/// The tag of a fingerprint: its low 51 bits, moved off the two reserved tags. The home slot
 /// comes from the high bits, so keys in one window rarely share high bits and the tag's bits
 /// are the ones that tell them apart.
 #[inline(always)]
@@ -194,7 +196,7 @@ mod tests {
     #[test]
     fn generations_wrap_without_touching_tag_or_pending() {
         let mut k = EMPTY;
-        for _ in 0..5000 {
+        for _ in 0..10_000 {
             let claim = pending(7, k);
             assert_eq!(tag(claim), 7);
             assert!(is_pending(claim));

@@ -30,10 +30,14 @@
 //! Every write of K (claim, retract, make LIVE, remove) and every read of a scan is `SeqCst`:
 //! the claim protocol's argument is about two different slots, which weaker orderings do not
 //! order (see [`claim`](super::claim)). The initialisation of W and a freeze are `SeqCst`
-//! compare-and-swaps for the same reason. A spend's CAS of W is `Relaxed` when it succeeds: it
-//! publishes no other memory, and it continues the release sequence of the tenure's
-//! initialisation. When it fails it is `Acquire`, so that the value it returns is read before
-//! K is read again. On x86_64 a `SeqCst` load is the same instruction as a relaxed one.
+//! compare-and-swaps for the same reason. A spend's CAS of W (a publish is one) is `Release`
+//! when it succeeds and `Acquire` when it fails. Together with the `SeqCst` (so at least
+//! acquire) loads of W, this gives the rule every decode rests on: whoever reads a value of W
+//! and then K sees the K of that value's tenure or a later one. Without `Release`, a helper
+//! could read the publish of a new bucket and then still read K as PENDING (the publisher's
+//! write of K LIVE not yet visible to it), take the published value for junk, and overwrite it.
+//! Every write of W is a compare-and-swap, so each continues the release sequence of the ones
+//! before it. On x86_64 a `SeqCst` load is the same instruction as a relaxed one.
 
 use super::claim::{Room, Step};
 use super::request::{decide, Outcome, Request};
@@ -187,18 +191,29 @@ impl Table {
     /// one. `None` when the key is absent, being inserted or being removed.
     #[inline]
     pub(super) fn lookup(&self, home: usize, tag: u64) -> Option<Held> {
-        // The first slot that settles it: the key's, or an EMPTY one. A plain index loop: most
-        // keys are within a slot or two of home, where an iterator's setup costs more than
-        // the wrap-around test.
+        // The first slot that settles it: the key's LIVE bucket, its claim, or an EMPTY slot.
+        // A frozen bucket of the key is passed over (the key may be live further on). A plain
+        // index loop: most keys are within a slot or two of home, where an iterator's setup
+        // costs more than the wrap-around test.
         let mut j = home;
         for i in 0..self.window {
             let slot = &self.slots[j];
             // SeqCst: a read of the claim protocol (module docs).
             let k = slot.key.load(Ordering::SeqCst);
             if slot::tag(k) == tag {
-                return self.read_live(slot, k).map(|w| (i, k, w));
-            }
-            if k == EMPTY {
+                if slot::is_pending(k) {
+                    return None; // being inserted: the slow path helps
+                }
+                // SeqCst, both: reads of the protocol (module docs). K unchanged after W was
+                // read means that W was read in K's tenure.
+                let w = slot.tat.load(Ordering::SeqCst);
+                if slot.key.load(Ordering::SeqCst) != k {
+                    return None; // moved meanwhile: the slow path sorts it out
+                }
+                if w ^ self.mask(k) != FROZEN {
+                    return Some((i, k, w));
+                }
+            } else if k == EMPTY {
                 return None;
             }
             j += 1;
@@ -254,11 +269,11 @@ impl Table {
             if new == tat {
                 return Some(outcome); // a denial or a peek: nothing to store
             }
-            // Relaxed on success: W publishes no other memory (module docs). Acquire on
-            // failure: the value returned is decoded only if K, read after it, is unchanged.
+            // Release on success and Acquire on failure: a value of W read with Acquire orders
+            // the K read after it after the K writes before the value (module docs).
             match slot
                 .tat
-                .compare_exchange(w, new ^ mask, Ordering::Relaxed, Ordering::Acquire)
+                .compare_exchange(w, new ^ mask, Ordering::Release, Ordering::Acquire)
             {
                 Ok(_) => {
                     if publish {

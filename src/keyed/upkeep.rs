@@ -9,6 +9,17 @@
 //! 2. **Retire K**: CAS K to a TOMBSTONE (eviction) or to a new claim (an insert taking the
 //!    slot). Anyone who meets a frozen bucket may do this step; until then the slot counts as
 //!    free for claims and as absent for look-ups.
+//!
+//! # A stalled thread
+//! A CAS of K compares K alone, and K repeats after 4,096 claims of one slot (the generation
+//! is 12 bits). Step 2 is therefore taken only if W, read just before it, is still frozen under
+//! that K: a thread that stalls before the read finds the slot's current state, whatever
+//! happened meanwhile. What remains is a thread stalled between that read and the CAS of K
+//! (two instructions apart) while the slot goes through a multiple of 4,096 claims and ends
+//! LIVE again for the same key at the same generation: then a live bucket of that key would be
+//! retired without a freeze, and its spends forgotten (the key restarts full). Making a claim
+//! LIVE (see [`claim`](super::claim)) has the same two-instruction window. Both need thousands
+//! of evictions and re-inserts of one key in one slot during those two instructions.
 
 use super::slot::{self, Slot, FROZEN, UNPUBLISHED};
 #[cfg(loom)]
@@ -44,10 +55,10 @@ impl Table {
                 let Some(new) = f(tat).filter(|&new| new < FROZEN && new != tat) else {
                     return false;
                 };
-                // As a spend's CAS (see `table`): Relaxed on success, Acquire on failure.
+                // As a spend's CAS (see `table`): Release on success, Acquire on failure.
                 match slot
                     .tat
-                    .compare_exchange(w, new ^ mask, Ordering::Relaxed, Ordering::Acquire)
+                    .compare_exchange(w, new ^ mask, Ordering::Release, Ordering::Acquire)
                 {
                     Ok(_) => return true,
                     // SeqCst: a read of the protocol (see `table`).
@@ -117,12 +128,81 @@ impl Table {
         frozen
     }
 
-    /// Step 2 of an eviction (module docs): K from the frozen bucket's to a TOMBSTONE. A
-    /// failure means that someone else did it, or claimed the slot.
-    fn retire(&self, slot: &Slot, k: u64) {
+    /// Step 2 of an eviction (module docs): K from the frozen bucket's to a TOMBSTONE, if W is
+    /// still frozen just before (see *A stalled thread* in the module docs). A failure means
+    /// that someone else did it, or claimed the slot.
+    pub(super) fn retire(&self, slot: &Slot, k: u64) {
+        if !self.still_frozen(slot, k) {
+            return;
+        }
         // SeqCst: a write of K (see `table`).
         let _ =
             slot.key
                 .compare_exchange(k, slot::tombstone(k), Ordering::SeqCst, Ordering::Relaxed);
+    }
+
+    /// Whether W holds FROZEN masked by `k`, read just before a CAS of K from `k` (module
+    /// docs, *A stalled thread*).
+    pub(super) fn still_frozen(&self, slot: &Slot, k: u64) -> bool {
+        #[cfg(loom)]
+        if self.broken == Broken::EvictWithoutFreeze {
+            return true;
+        }
+        // SeqCst: a read of the protocol (see `table`).
+        slot.tat.load(Ordering::SeqCst) ^ self.mask(k) == FROZEN
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::super::request::Request;
+    use super::super::slot::{self, zeroed_slots};
+    use super::super::OverflowPolicy;
+    use super::*;
+    use crate::Quota;
+    use core::time::Duration;
+
+    /// A thread that froze Y's bucket and stalled before retiring K wakes after the slot went
+    /// through 4,096 claims (Y and Z evicting each other), with Y LIVE again under the same K
+    /// and a spend in it. Its retire must leave that live bucket alone.
+    #[test]
+    fn a_stale_retire_after_the_generation_wraps_leaves_a_live_bucket_alone() {
+        let quota = Quota::try_new(Duration::from_secs(1), 2).unwrap();
+        let table = Table::new(
+            zeroed_slots(1).unwrap(),
+            1,
+            OverflowPolicy::EvictNearestFull,
+        );
+        let spend = |fp| {
+            let req = Request {
+                fp,
+                now: 0,
+                cost: 1,
+                quota: &quota,
+                start_empty: false,
+                max_wait_ns: 0,
+            };
+            table.spend(&req).is_ok()
+        };
+        let (y, z) = (0x1234_5678_9abc_def0_u64, 0x0fed_cba9_8765_4321_u64);
+        assert!(spend(y));
+        let s = &table.slots[0];
+        let (k0, w0) = (s.key.load(Ordering::SeqCst), s.tat.load(Ordering::SeqCst));
+        assert!(table.freeze(s, k0, w0)); // the stalled eviction froze Y, did not retire it
+        for _ in 0..2048 {
+            assert!(spend(z));
+            assert!(spend(y));
+        }
+        assert_eq!(
+            s.key.load(Ordering::SeqCst),
+            k0,
+            "Y is LIVE again under the same K"
+        );
+        table.retire(s, k0); // the stalled thread wakes
+        assert!(
+            slot::holds_key(s.key.load(Ordering::SeqCst)),
+            "Y's live bucket was retired without a freeze"
+        );
+        assert_eq!(table.tat_of(y), Some(1_000_000_000), "Y keeps its spend");
     }
 }
