@@ -65,6 +65,24 @@ pub enum Broken {
     UnmaskedTat,
 }
 
+/// How many slots from home a look-up reads before it tests any (see [`Table::lookup`]).
+#[cfg(not(loom))]
+const GROUP: usize = 4;
+/// Two under loom, so that the models' two-slot tables take the grouped path too.
+#[cfg(loom)]
+const GROUP: usize = 2;
+
+/// What one slot met by a look-up says.
+enum Settled {
+    /// The key's bucket: K, and W read in the same tenure.
+    Live(u64, u64),
+    /// The key is not LIVE here or further on (EMPTY), or this look-up cannot tell (a claim,
+    /// or K moved): the slow path decides.
+    NotHere,
+    /// A frozen bucket of the key: go on.
+    PassOver,
+}
+
 /// A found bucket: its window position, the K read, and the W read in the same tenure.
 pub(super) type Held = (usize, u64, u64);
 
@@ -192,36 +210,70 @@ impl Table {
     #[inline]
     pub(super) fn lookup(&self, home: usize, tag: u64) -> Option<Held> {
         // The first slot that settles it: the key's LIVE bucket, its claim, or an EMPTY slot.
-        // A frozen bucket of the key is passed over (the key may be live further on). A plain
-        // index loop: most keys are within a slot or two of home, where an iterator's setup
-        // costs more than the wrap-around test.
-        let mut j = home;
-        for i in 0..self.window {
+        // A frozen bucket of the key is passed over (the key may be live further on).
+        let mut start = 0;
+        if let Some(group) = self
+            .slots
+            .get(home..home + GROUP)
+            .filter(|_| self.window >= GROUP)
+        {
+            // The first GROUP slots are read together and matched without a branch per slot:
+            // at full load most keys are within them, and the exit of a loop whose length
+            // varies from key to key is a branch the processor often mispredicts.
+            // SeqCst: reads of the claim protocol (module docs), in window order.
+            let keys: [u64; GROUP] = core::array::from_fn(|i| group[i].key.load(Ordering::SeqCst));
+            let settles = keys.iter().enumerate().fold(0u32, |mask, (i, &k)| {
+                mask | u32::from(slot::tag(k) == tag || k == EMPTY) << i
+            });
+            start = GROUP;
+            if settles != 0 {
+                let i = settles.trailing_zeros() as usize;
+                match self.settle(&group[i], keys[i]) {
+                    Settled::Live(k, w) => return Some((i, k, w)),
+                    Settled::NotHere => return None,
+                    Settled::PassOver => start = i + 1,
+                }
+            }
+        }
+        // The rest of the window, slot by slot.
+        let mut j = home + start;
+        for i in start..self.window {
+            if j >= self.slots.len() {
+                j -= self.slots.len();
+            }
             let slot = &self.slots[j];
             // SeqCst: a read of the claim protocol (module docs).
             let k = slot.key.load(Ordering::SeqCst);
-            if slot::tag(k) == tag {
-                if slot::is_pending(k) {
-                    return None; // being inserted: the slow path helps
+            if slot::tag(k) == tag || k == EMPTY {
+                match self.settle(slot, k) {
+                    Settled::Live(k, w) => return Some((i, k, w)),
+                    Settled::NotHere => return None,
+                    Settled::PassOver => {}
                 }
-                // SeqCst, both: reads of the protocol (module docs). K unchanged after W was
-                // read means that W was read in K's tenure.
-                let w = slot.tat.load(Ordering::SeqCst);
-                if slot.key.load(Ordering::SeqCst) != k {
-                    return None; // moved meanwhile: the slow path sorts it out
-                }
-                if w ^ self.mask(k) != FROZEN {
-                    return Some((i, k, w));
-                }
-            } else if k == EMPTY {
-                return None;
             }
             j += 1;
-            if j == self.slots.len() {
-                j = 0;
-            }
         }
         None
+    }
+
+    /// What the slot whose K was read as `k` (EMPTY, or of the key looked up) says about the
+    /// key.
+    #[inline(always)]
+    fn settle(&self, slot: &Slot, k: u64) -> Settled {
+        if k == EMPTY || slot::is_pending(k) {
+            return Settled::NotHere; // absent, or being inserted: the slow path helps
+        }
+        // SeqCst, both: reads of the protocol (module docs). K unchanged after W was read
+        // means that W was read in K's tenure.
+        let w = slot.tat.load(Ordering::SeqCst);
+        if slot.key.load(Ordering::SeqCst) != k {
+            return Settled::NotHere; // moved meanwhile: the slow path sorts it out
+        }
+        if w ^ self.mask(k) == FROZEN {
+            Settled::PassOver
+        } else {
+            Settled::Live(k, w)
+        }
     }
 
     /// The slow path of [`spend`](Self::spend): the key was not found live. Scans again,
