@@ -11,8 +11,9 @@
 //!   slots of the next keys fetched while one is decided) against one `check_key` per key for
 //!   cellrate and governor, at 1,000 and 1,000,000 u64 keys, in checks per second;
 //! - `keyed_floor`: the physical floor of a check at 1,000,000 keys, one random compare-and-swap
-//!   per check over an array the size of cellrate's table, with a 128-bit word per slot (as
-//!   cellrate's slots) or a 64-bit one, after each clock read.
+//!   per check over an array the size of cellrate's table, with a 128-bit word per slot (the
+//!   layout cellrate had before) or a pair of 64-bit words (as cellrate's slots now, CAS on
+//!   one), after each clock read.
 //!
 //! Every key exists before timing starts (the hot path of a service: most requests come from a
 //! key already seen), and the quota admits everything, so every subject measures look-up +

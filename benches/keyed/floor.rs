@@ -31,8 +31,9 @@ pub fn parts(c: &mut Criterion) {
 
 /// The floor of a check at 1,000,000 keys: per check, one clock read, then a load and a CAS of
 /// a random slot of a 1,250,000-slot array (cellrate's table size for 1,000,000 keys, 20 MB),
-/// with no hashing and no search. `slot_cas128`: 16-byte words, as cellrate's slots (a
-/// `lock cmpxchg16b`); `slot_cas64`: the same array as pairs of 8-byte words, CAS on one.
+/// with no hashing and no search. `slot_cas128`: 16-byte words, as cellrate's slots were (a
+/// `lock cmpxchg16b`); `slot_cas64`: the same array as pairs of 8-byte words, CAS on one, as
+/// cellrate's slots are now.
 pub fn slot_floors(c: &mut Criterion) {
     const SLOTS: usize = 1_250_000;
     let mut next = xorshift(0x6A09_E667_F3BC_C909);
@@ -41,7 +42,7 @@ pub fn slot_floors(c: &mut Criterion) {
         .map(|_| portable_atomic::AtomicU128::new(0))
         .collect();
     let narrow: Vec<AtomicU64> = (0..2 * SLOTS).map(|_| AtomicU64::new(0)).collect();
-    // Relaxed everywhere: as cellrate's spends (the word publishes no other memory).
+    // Relaxed everywhere: a floor (on x86_64 every ordering of a CAS is the same instruction).
     let cas128 = |j: usize, now: u64| {
         let word = wide[j].load(Relaxed);
         let new = word.wrapping_add(u128::from(now) | 1);

@@ -14,9 +14,9 @@
 //!    claim, CAS W from the value read. (Checking K after W means the value was read before
 //!    the claim went LIVE, so it is junk of an earlier tenure, never a spend of this one.)
 //! 4. **Make it LIVE** by a CAS of K from `PENDING(X)` to `LIVE(X)`. It fails if the claim
-//!    was retracted (restart the look-up) or a helper made it LIVE (go on). It follows step 3's
-//!    last read of K directly, so a K that repeated meanwhile (4,096 claims of the slot) is
-//!    a window of two instructions, as in [`upkeep`](super::upkeep), *A stalled thread*.
+//!    was retracted (restart the look-up) or a helper made it LIVE (go on). W is read once
+//!    more just before, and must still be UNPUBLISHED (see [`upkeep`](super::upkeep), *A
+//!    stalled thread*, for what this guards against and what it cannot).
 //! 5. **Publish**: CAS W from UNPUBLISHED to the new bucket's TAT after the publisher's own
 //!    request (an ordinary spend that finds UNPUBLISHED does this). A new bucket is therefore
 //!    never visible full and unspent, so another new key cannot reclaim it as idle before its
@@ -29,7 +29,8 @@
 //! # Why X never has two live buckets
 //! Suppose X is live at window positions `p < q` at once, made LIVE by `L_p` and `L_q`. Let
 //! `C_p` be the claim that `L_p` made LIVE (the write of `PENDING(X)` to slot `p`, of one
-//! generation, so there is exactly one): slot `p` holds X from `C_p` until the bucket is
+//! generation, so there is exactly one within 4,096 claims of the slot; see [`upkeep`](super::upkeep),
+//! *A stalled thread*, for longer): slot `p` holds X from `C_p` until the bucket is
 //! frozen. Likewise `C_q` for `q`. The resolver that made `q` LIVE rescanned slot `p` at some
 //! `r_q` after `C_q` (it made or saw that claim first) and saw no X there, so `r_q` precedes
 //! `C_p` (or follows the end of `p`'s tenure, and then the two were not live at once). The
@@ -43,8 +44,8 @@
 //! consistency; this argument is what carries it to the real orderings.
 
 use super::request::Outcome;
-use super::request::{level, Request};
-use super::slot::{self, Slot, UNPUBLISHED};
+use super::request::{decide, level, Request};
+use super::slot::{self, Slot, EMPTY, FROZEN, UNPUBLISHED};
 #[cfg(loom)]
 use super::table::Broken;
 use super::table::{Held, Table};
@@ -61,6 +62,16 @@ pub(super) struct Room {
     pub(super) nearest_full: Option<Held>,
 }
 
+/// What a scan of a key's window found.
+pub(super) enum Found {
+    /// The key was pending and this check published it, with its own spend applied.
+    Mine(Outcome),
+    /// The key's LIVE bucket.
+    Live(Held),
+    /// No bucket: where one could go.
+    Absent(Room),
+}
+
 /// The end of a resolve or insert: the key's bucket, or start the look-up again.
 pub(super) enum Step {
     /// This check's decision, already final (a denial for lack of room, or an absent key left
@@ -72,6 +83,81 @@ pub(super) enum Step {
 }
 
 impl Table {
+    /// The slow path of [`spend`](Self::spend): the key was not found live. Scans again,
+    /// noting room and helping a pending insert of the key, then inserts it if still absent.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn find_or_insert(&self, home: usize, req: &Request<'_>) -> Step {
+        match self.find(home, req) {
+            Found::Mine(outcome) => Step::Mine(outcome),
+            Found::Live(held) => Step::Live(held),
+            Found::Absent(room) => {
+                if req.initial() == 0 {
+                    // A full bucket that this decision leaves full (a peek, or a cost above
+                    // the burst) need not be stored: an absent key is full.
+                    let (tat, outcome) = decide(0, req);
+                    if tat == 0 {
+                        return Step::Mine(outcome);
+                    }
+                }
+                self.insert(home, req, room)
+                    .unwrap_or_else(|denied| Step::Mine(Err(denied)))
+            }
+        }
+    }
+
+    /// Scans the window of the key up to the first EMPTY slot. A PENDING slot of the key met
+    /// on the way is resolved on its owner's behalf; a bucket being removed counts as free.
+    pub(super) fn find(&self, home: usize, req: &Request<'_>) -> Found {
+        let tag = slot::tag_of(req.fp);
+        'restart: loop {
+            let mut room = Room::default();
+            for (i, slot) in self.window(home) {
+                // SeqCst: a read of the claim protocol (module docs).
+                let k = slot.key.load(Ordering::SeqCst);
+                if k == EMPTY {
+                    room.free.get_or_insert((i, k));
+                    break;
+                }
+                if !slot::holds_key(k) {
+                    room.free.get_or_insert((i, k)); // a TOMBSTONE
+                    continue;
+                }
+                if slot::is_pending(k) {
+                    if slot::tag(k) == tag {
+                        match self.resolve(home, i, k) {
+                            Step::Mine(outcome) => return Found::Mine(outcome),
+                            Step::Live(held) => return Found::Live(held),
+                            Step::Restart => continue 'restart,
+                        }
+                    }
+                    continue;
+                }
+                // SeqCst, both: reads of the protocol (module docs).
+                let w = slot.tat.load(Ordering::SeqCst);
+                if slot.key.load(Ordering::SeqCst) != k {
+                    continue 'restart; // K moved while W was read
+                }
+                let tat = w ^ self.mask(k);
+                if tat == FROZEN {
+                    room.free.get_or_insert((i, k)); // removed; K is about to follow
+                } else if slot::tag(k) == tag {
+                    return Found::Live((i, k, w));
+                } else if tat == UNPUBLISHED {
+                    // Another key's insert, about to apply its first spend: not room.
+                } else if tat <= req.now {
+                    room.idle.get_or_insert((i, k, w));
+                } else if room
+                    .nearest_full
+                    .is_none_or(|(_, nk, nw)| tat < nw ^ self.mask(nk))
+                {
+                    room.nearest_full = Some((i, k, w));
+                }
+            }
+            return Found::Absent(room);
+        }
+    }
+
     /// Claims room for the key (a free slot, or by the overflow policy) and resolves the claim.
     pub(super) fn insert(
         &self,
@@ -131,7 +217,14 @@ impl Table {
         }
         let slot = self.at(home, p);
         let live = slot::live(claim);
+        let unpublished = UNPUBLISHED ^ self.mask(live);
         self.initialise(slot, claim);
+        // SeqCst: a read of the protocol (module docs). While K is the claim, W stays
+        // UNPUBLISHED once initialised; anything else means K moved (see `upkeep`, *A stalled
+        // thread*).
+        if slot.tat.load(Ordering::SeqCst) != unpublished && !self.skips_init_recheck() {
+            return Step::Restart;
+        }
         // SeqCst: a write of K (module docs).
         match slot
             .key
@@ -139,7 +232,7 @@ impl Table {
         {
             Err(actual) if actual != live => Step::Restart, // retracted
             // Made LIVE, here or by a helper. The spend publishes it, or finds it published.
-            _ => Step::Live((p, live, UNPUBLISHED ^ self.mask(live))),
+            _ => Step::Live((p, live, unpublished)),
         }
     }
 

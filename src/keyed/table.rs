@@ -39,7 +39,7 @@
 //! Every write of W is a compare-and-swap, so each continues the release sequence of the ones
 //! before it. On x86_64 a `SeqCst` load is the same instruction as a relaxed one.
 
-use super::claim::{Room, Step};
+use super::claim::Step;
 use super::request::{decide, Outcome, Request};
 use super::slot::{self, Slot, EMPTY, FROZEN, UNPUBLISHED};
 use super::stats::Counters;
@@ -94,16 +94,6 @@ pub(crate) struct Table {
     pub(crate) counters: Counters,
     #[cfg(loom)]
     pub(crate) broken: Broken,
-}
-
-/// What a scan of a key's window found.
-pub(super) enum Found {
-    /// The key was pending and this check published it, with its own spend applied.
-    Mine(Outcome),
-    /// The key's LIVE bucket.
-    Live(Held),
-    /// No bucket: where one could go.
-    Absent(Room),
 }
 
 impl Table {
@@ -276,29 +266,6 @@ impl Table {
         }
     }
 
-    /// The slow path of [`spend`](Self::spend): the key was not found live. Scans again,
-    /// noting room and helping a pending insert of the key, then inserts it if still absent.
-    #[cold]
-    #[inline(never)]
-    fn find_or_insert(&self, home: usize, req: &Request<'_>) -> Step {
-        match self.find(home, req) {
-            Found::Mine(outcome) => Step::Mine(outcome),
-            Found::Live(held) => Step::Live(held),
-            Found::Absent(room) => {
-                if req.initial() == 0 {
-                    // A full bucket that this decision leaves full (a peek, or a cost above
-                    // the burst) need not be stored: an absent key is full.
-                    let (tat, outcome) = decide(0, req);
-                    if tat == 0 {
-                        return Step::Mine(outcome);
-                    }
-                }
-                self.insert(home, req, room)
-                    .unwrap_or_else(|denied| Step::Mine(Err(denied)))
-            }
-        }
-    }
-
     /// The CAS loop of one bucket, as in [`Bucket::spend`](crate::bucket), on W masked by K.
     /// An UNPUBLISHED bucket is published with this request applied to a new bucket's TAT.
     /// `None` if the slot no longer holds the key's bucket: look it up again.
@@ -337,58 +304,6 @@ impl Table {
                 Err(actual) if slot.key.load(Ordering::SeqCst) == k => w = actual,
                 Err(_) => return None, // removed, or the slot went to another key
             }
-        }
-    }
-
-    /// Scans the window of the key up to the first EMPTY slot. A PENDING slot of the key met
-    /// on the way is resolved on its owner's behalf; a bucket being removed counts as free.
-    pub(super) fn find(&self, home: usize, req: &Request<'_>) -> Found {
-        let tag = slot::tag_of(req.fp);
-        'restart: loop {
-            let mut room = Room::default();
-            for (i, slot) in self.window(home) {
-                // SeqCst: a read of the claim protocol (module docs).
-                let k = slot.key.load(Ordering::SeqCst);
-                if k == EMPTY {
-                    room.free.get_or_insert((i, k));
-                    break;
-                }
-                if !slot::holds_key(k) {
-                    room.free.get_or_insert((i, k)); // a TOMBSTONE
-                    continue;
-                }
-                if slot::is_pending(k) {
-                    if slot::tag(k) == tag {
-                        match self.resolve(home, i, k) {
-                            Step::Mine(outcome) => return Found::Mine(outcome),
-                            Step::Live(held) => return Found::Live(held),
-                            Step::Restart => continue 'restart,
-                        }
-                    }
-                    continue;
-                }
-                // SeqCst, both: reads of the protocol (module docs).
-                let w = slot.tat.load(Ordering::SeqCst);
-                if slot.key.load(Ordering::SeqCst) != k {
-                    continue 'restart; // K moved while W was read
-                }
-                let tat = w ^ self.mask(k);
-                if tat == FROZEN {
-                    room.free.get_or_insert((i, k)); // removed; K is about to follow
-                } else if slot::tag(k) == tag {
-                    return Found::Live((i, k, w));
-                } else if tat == UNPUBLISHED {
-                    // Another key's insert, about to apply its first spend: not room.
-                } else if tat <= req.now {
-                    room.idle.get_or_insert((i, k, w));
-                } else if room
-                    .nearest_full
-                    .is_none_or(|(_, nk, nw)| tat < nw ^ self.mask(nk))
-                {
-                    room.nearest_full = Some((i, k, w));
-                }
-            }
-            return Found::Absent(room);
         }
     }
 

@@ -12,14 +12,27 @@
 //!
 //! # A stalled thread
 //! A CAS of K compares K alone, and K repeats after 4,096 claims of one slot (the generation
-//! is 12 bits). Step 2 is therefore taken only if W, read just before it, is still frozen under
-//! that K: a thread that stalls before the read finds the slot's current state, whatever
-//! happened meanwhile. What remains is a thread stalled between that read and the CAS of K
-//! (two instructions apart) while the slot goes through a multiple of 4,096 claims and ends
-//! LIVE again for the same key at the same generation: then a live bucket of that key would be
-//! retired without a freeze, and its spends forgotten (the key restarts full). Making a claim
-//! LIVE (see [`claim`](super::claim)) has the same two-instruction window. Both need thousands
-//! of evictions and re-inserts of one key in one slot during those two instructions.
+//! is 12 bits). So each CAS of K that matters is preceded by a read of W that shows the state
+//! it expects: still frozen under that K before step 2 (and before an insert claims a frozen
+//! bucket), still UNPUBLISHED before a claim is made LIVE. A thread that stalls before that
+//! read finds the slot's current state, however many claims happened meanwhile.
+//!
+//! What remains is a thread preempted at one of a few points, for as long as it takes the slot
+//! to go through a multiple of 4,096 claims and come back to the same K (the same key, at the
+//! same generation), in the same phase. Short as these windows are in code, a preempted thread
+//! can stay in one for any time. The outcomes, all for that one key:
+//! - preempted between the W read and the CAS of step 2, or of an insert's claim: a live
+//!   bucket is retired without a freeze; its spends are forgotten (it restarts full);
+//! - preempted between the read of W and the CAS that makes a claim LIVE: the new claim goes
+//!   LIVE with the last tenure's W, which decodes to an arbitrary TAT, most likely far in the
+//!   future: the key is denied until its bucket is removed (`evict_idle` never removes it;
+//!   an overflow eviction, which takes the bucket nearest to full, removes it last);
+//! - preempted between a resolver's rescan and its claim going LIVE: the key can end up live
+//!   in two slots, each with its own burst, until one is removed.
+//!
+//! Each needs thousands of evictions and re-inserts of one key in one slot while one thread
+//! is preempted at that point; a 128-bit CAS of K and W together would rule them out, at the
+//! cost of the `cmpxchg16b` this layout exists to avoid.
 
 use super::slot::{self, Slot, FROZEN, UNPUBLISHED};
 #[cfg(loom)]
@@ -155,6 +168,7 @@ impl Table {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::claim::{Room, Step};
     use super::super::request::Request;
     use super::super::slot::{self, zeroed_slots};
     use super::super::OverflowPolicy;
@@ -162,47 +176,72 @@ mod tests {
     use crate::Quota;
     use core::time::Duration;
 
-    /// A thread that froze Y's bucket and stalled before retiring K wakes after the slot went
-    /// through 4,096 claims (Y and Z evicting each other), with Y LIVE again under the same K
-    /// and a spend in it. Its retire must leave that live bucket alone.
-    #[test]
-    fn a_stale_retire_after_the_generation_wraps_leaves_a_live_bucket_alone() {
-        let quota = Quota::try_new(Duration::from_secs(1), 2).unwrap();
+    const Y: u64 = 0x1234_5678_9abc_def0;
+    const Z: u64 = 0x0fed_cba9_8765_4321;
+
+    fn quota() -> Quota {
+        Quota::try_new(Duration::from_secs(1), 2).unwrap()
+    }
+
+    /// One token of the key of fingerprint `fp`, at 0.
+    fn request(fp: u64, quota: &Quota) -> Request<'_> {
+        Request {
+            fp,
+            now: 0,
+            cost: 1,
+            quota,
+            start_empty: false,
+            max_wait_ns: 0,
+        }
+    }
+
+    /// A one-slot table where Y's bucket (one spend) was frozen, as by a thread that then
+    /// stalled, and the slot then went through 4,096 claims (Y and Z evicting each other), so
+    /// that Y is LIVE again with one spend under the same K. Returns the table and that K.
+    fn wrapped(quota: &Quota) -> (Table, u64) {
         let table = Table::new(
             zeroed_slots(1).unwrap(),
             1,
             OverflowPolicy::EvictNearestFull,
         );
-        let spend = |fp| {
-            let req = Request {
-                fp,
-                now: 0,
-                cost: 1,
-                quota: &quota,
-                start_empty: false,
-                max_wait_ns: 0,
-            };
-            table.spend(&req).is_ok()
-        };
-        let (y, z) = (0x1234_5678_9abc_def0_u64, 0x0fed_cba9_8765_4321_u64);
-        assert!(spend(y));
+        let spend = |fp| table.spend(&request(fp, quota)).is_ok();
+        assert!(spend(Y));
         let s = &table.slots[0];
         let (k0, w0) = (s.key.load(Ordering::SeqCst), s.tat.load(Ordering::SeqCst));
-        assert!(table.freeze(s, k0, w0)); // the stalled eviction froze Y, did not retire it
+        assert!(table.freeze(s, k0, w0));
         for _ in 0..2048 {
-            assert!(spend(z));
-            assert!(spend(y));
+            assert!(spend(Z));
+            assert!(spend(Y));
         }
         assert_eq!(
             s.key.load(Ordering::SeqCst),
             k0,
             "Y is LIVE again under the same K"
         );
-        table.retire(s, k0); // the stalled thread wakes
-        assert!(
-            slot::holds_key(s.key.load(Ordering::SeqCst)),
-            "Y's live bucket was retired without a freeze"
-        );
-        assert_eq!(table.tat_of(y), Some(1_000_000_000), "Y keeps its spend");
+        (table, k0)
+    }
+
+    #[test]
+    fn a_stale_retire_after_the_generation_wraps_leaves_a_live_bucket_alone() {
+        let quota = quota();
+        let (table, k0) = wrapped(&quota);
+        table.retire(&table.slots[0], k0); // the stalled eviction wakes
+        let k = table.slots[0].key.load(Ordering::SeqCst);
+        assert!(slot::holds_key(k), "Y's live bucket was retired");
+        assert_eq!(table.tat_of(Y), Some(1_000_000_000), "Y keeps its spend");
+    }
+
+    #[test]
+    fn a_stale_claim_after_the_generation_wraps_leaves_a_live_bucket_alone() {
+        let quota = quota();
+        let (table, k0) = wrapped(&quota);
+        // An insert that saw Y's bucket frozen, and stalled before claiming the slot, wakes.
+        let room = Room {
+            free: Some((0, k0)),
+            ..Room::default()
+        };
+        let step = table.insert(0, &request(0x5555_aaaa_5555_aaaa, &quota), room);
+        assert!(matches!(step, Ok(Step::Restart)), "the claim went ahead");
+        assert_eq!(table.tat_of(Y), Some(1_000_000_000), "Y keeps its spend");
     }
 }
