@@ -6,6 +6,8 @@ mod batch;
 mod builder;
 mod claim;
 mod key_bucket;
+#[cfg(all(test, not(loom)))]
+mod lookup_tests;
 mod prefetch;
 mod request;
 mod slot;

@@ -65,7 +65,8 @@ pub enum Broken {
     UnmaskedTat,
 }
 
-/// How many slots from home a look-up reads before it tests any (see [`Table::lookup`]).
+/// Slots per cache line: a look-up reads those of home's line before it tests any (see
+/// [`Table::lookup`]).
 #[cfg(not(loom))]
 const GROUP: usize = 4;
 /// Two under loom, so that the models' two-slot tables take the grouped path too.
@@ -89,6 +90,8 @@ pub(super) type Held = (usize, u64, u64);
 /// A fixed-capacity table of buckets keyed by 64-bit fingerprints.
 pub(crate) struct Table {
     pub(super) slots: Box<[Slot]>,
+    /// Where slot 0 sits in its cache line, in slots (the array is 16-byte aligned).
+    line_phase: usize,
     pub(super) window: usize,
     pub(super) policy: OverflowPolicy,
     pub(crate) counters: Counters,
@@ -100,8 +103,16 @@ impl Table {
     /// A table of `slots` EMPTY slots (at least 1) searched `window` slots from home.
     pub(crate) fn new(slots: Box<[Slot]>, window: usize, policy: OverflowPolicy) -> Table {
         let window = window.clamp(1, slots.len());
+        // Under loom the slots are not memory words: phase 0, so that the two-slot models take
+        // the grouped path of a look-up from slot 0.
+        let line_phase = if cfg!(loom) {
+            0
+        } else {
+            (slots.as_ptr() as usize / core::mem::size_of::<Slot>()) % GROUP
+        };
         Table {
             slots,
+            line_phase,
             window,
             policy,
             counters: Counters::default(),
@@ -202,23 +213,25 @@ impl Table {
         // The first slot that settles it: the key's LIVE bucket, its claim, or an EMPTY slot.
         // A frozen bucket of the key is passed over (the key may be live further on).
         let mut start = 0;
-        if let Some(group) = self
-            .slots
-            .get(home..home + GROUP)
-            .filter(|_| self.window >= GROUP)
-        {
-            // The first GROUP slots are read together and matched without a branch per slot:
-            // at full load most keys are within them, and the exit of a loop whose length
-            // varies from key to key is a branch the processor often mispredicts.
-            // SeqCst: reads of the claim protocol (module docs), in window order.
-            let keys: [u64; GROUP] = core::array::from_fn(|i| group[i].key.load(Ordering::SeqCst));
+        // The slots of home's cache line, from home on, are read together and matched without
+        // a branch per slot: at full load most keys are within a slot or two of home, and the
+        // exit of a loop whose length varies from key to key is a branch the processor often
+        // mispredicts. Only home's own line: a second one would be a second cache miss.
+        let off = (self.line_phase + home) % GROUP;
+        let line = home
+            .checked_sub(off)
+            .and_then(|base| self.slots.get(base..base + GROUP))
+            .filter(|_| self.window >= GROUP);
+        if let Some(line) = line {
+            // SeqCst: reads of the claim protocol (module docs), in slot order.
+            let keys: [u64; GROUP] = core::array::from_fn(|i| line[i].key.load(Ordering::SeqCst));
             let settles = keys.iter().enumerate().fold(0u32, |mask, (i, &k)| {
                 mask | u32::from(slot::tag(k) == tag || k == EMPTY) << i
-            });
-            start = GROUP;
+            }) >> off;
+            start = GROUP - off;
             if settles != 0 {
                 let i = settles.trailing_zeros() as usize;
-                match self.settle(&group[i], keys[i]) {
+                match self.settle(&line[off + i], keys[off + i]) {
                     Settled::Live(k, w) => return Some((i, k, w)),
                     Settled::NotHere => return None,
                     Settled::PassOver => start = i + 1,

@@ -1,0 +1,96 @@
+//! The look-up of the hot path against a plain scan of the window, on every small table: the
+//! grouped read of home's cache line must settle on the same slot as the scan would.
+
+use super::slot::{self, zeroed_slots, EMPTY, FROZEN};
+use super::table::Table;
+use super::OverflowPolicy;
+use crate::sync::Ordering;
+
+/// The tag looked up, and another key's.
+const TAG: u64 = 5;
+const OTHER: u64 = 6;
+
+/// The window scan as the module docs of `table` state it: the first slot holding TAG that is
+/// PENDING (not here) or LIVE and not frozen (found), or the first EMPTY slot (not here).
+fn reference(table: &Table, home: usize) -> Option<(usize, u64, u64)> {
+    let n = table.slots.len();
+    for i in 0..table.window {
+        let s = &table.slots[(home + i) % n];
+        let k = s.key.load(Ordering::SeqCst);
+        let w = s.tat.load(Ordering::SeqCst);
+        if slot::tag(k) == TAG {
+            if slot::is_pending(k) {
+                return None;
+            }
+            if w ^ slot::mask(k) != FROZEN {
+                return Some((i, k, w));
+            }
+        } else if k == EMPTY {
+            return None;
+        }
+    }
+    None
+}
+
+/// Slot `s` of `table` set to state `state` (0..6) by compare-and-swaps from all-zero.
+fn set(table: &Table, s: usize, state: u64) {
+    let set_words = |k: u64, tat: Option<u64>| {
+        let slot = &table.slots[s];
+        slot.key
+            .compare_exchange(EMPTY, k, Ordering::SeqCst, Ordering::SeqCst)
+            .unwrap();
+        if let Some(tat) = tat {
+            let w = tat ^ slot::mask(k);
+            slot.tat
+                .compare_exchange(0, w, Ordering::SeqCst, Ordering::SeqCst)
+                .unwrap();
+        }
+    };
+    match state {
+        0 => {} // EMPTY
+        1 => set_words(
+            slot::tombstone(slot::live(slot::pending(OTHER, EMPTY))),
+            None,
+        ), // TOMBSTONE
+        2 => set_words(slot::live(slot::pending(OTHER, EMPTY)), Some(100)), // another key
+        3 => set_words(slot::pending(TAG, EMPTY), None), // being inserted
+        4 => set_words(slot::live(slot::pending(TAG, EMPTY)), Some(200)), // the key
+        _ => set_words(slot::live(slot::pending(TAG, EMPTY)), Some(FROZEN)), // being removed
+    }
+}
+
+#[test]
+fn the_grouped_look_up_settles_where_a_plain_scan_does() {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut grouped = 0;
+    for n in 1..=9 {
+        for window in 1..=n {
+            for home in 0..n {
+                for _ in 0..40 {
+                    let table = Table::new(
+                        zeroed_slots(n).unwrap(),
+                        window,
+                        OverflowPolicy::DenyNewKeys,
+                    );
+                    for s in 0..n {
+                        set(&table, s, next() % 6);
+                    }
+                    let expected = reference(&table, home);
+                    assert_eq!(
+                        table.lookup(home, TAG),
+                        expected,
+                        "n {n}, window {window}, home {home}"
+                    );
+                    grouped += usize::from(expected.is_some());
+                }
+            }
+        }
+    }
+    assert!(grouped > 1000, "too few look-ups found the key: {grouped}");
+}
