@@ -1,5 +1,5 @@
-//! Models of the keyed table: concurrent inserts of one new key, eviction racing a check, and
-//! slot reuse after eviction (ABA).
+//! Models of the keyed table: concurrent inserts of one new key, eviction racing a check, slot
+//! reuse after eviction (ABA), and a refund racing the eviction of its key.
 //!
 //! Each model runs the real protocol on a tiny table (one or two slots, every key's window
 //! covering all of them) and has a twin with one step deliberately broken, which must fail. The
@@ -183,6 +183,36 @@ fn an_unmasked_tat_charges_one_key_for_another() {
 /// The preemption bound of the models of two threads whose runs are long (inserts, reuse).
 /// Exhaustive search of them takes hours; 5 takes about 15 s, 6 about 80 s.
 const TWO_THREADS: usize = 5;
+
+/// One slot. Key `x` (burst 2) spent one token at 0: its TAT is `T`. One thread refunds that
+/// token of `x` (a `rewrite` of its TAT) while another spends one token of key `y` at 0, which
+/// evicts `x` (the bucket nearest to full) and leaves `y` at TAT `T`: the TAT `x` had. The
+/// refund lands in `x`'s bucket before the eviction, or finds `x` gone; it must never give the
+/// token to `y`.
+fn refund_model(broken: Broken) {
+    let limiter = keyed(2, 1, broken);
+    let [x, y, _] = keys_at_home_zero(&limiter);
+    limiter.check_key_n_at(&x, 1, Nanos::ZERO).unwrap();
+    let refunder = {
+        let limiter = limiter.clone();
+        thread::spawn(move || limiter.refund_key_n(&x, 1)) // the clock reads 0
+    };
+    assert!(limiter.check_key_n_at(&y, 1, Nanos::ZERO).is_ok());
+    refunder.join().unwrap();
+    let y_tokens = limiter.available_key_at(&y, Nanos::ZERO);
+    assert_eq!(y_tokens, 1, "a refund of x was given to y");
+}
+
+#[test]
+fn a_refund_racing_an_eviction_never_reaches_another_key() {
+    bounded(TWO_THREADS).check(|| refund_model(Broken::Nothing));
+}
+
+#[test]
+#[should_panic(expected = "a refund of x was given to y")]
+fn an_unmasked_tat_gives_a_refund_to_another_key() {
+    bounded(TWO_THREADS).check(|| refund_model(Broken::UnmaskedTat));
+}
 
 /// A model runner with a preemption bound.
 fn bounded(preemptions: usize) -> loom::model::Builder {
