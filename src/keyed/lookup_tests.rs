@@ -14,6 +14,7 @@ const OTHER: u64 = 6;
 /// PENDING (not here) or LIVE and not frozen (found), or the first EMPTY slot (not here).
 fn reference(table: &Table, home: usize) -> Option<(usize, u64, u64)> {
     let n = table.slots.len();
+    // SeqCst throughout this file: single-threaded test set-up and reads; any ordering would do.
     for i in 0..table.window {
         let s = &table.slots[(home + i) % n];
         let k = s.key.load(Ordering::SeqCst);
