@@ -1,7 +1,7 @@
 //! The look-up of the hot path against a plain scan of the window, on every small table: the
 //! grouped read of home's cache line must settle on the same slot as the scan would.
 
-use super::slot::{self, zeroed_slots, EMPTY, FROZEN};
+use super::slot::{self, zeroed_slots, Slot, EMPTY, FROZEN};
 use super::table::Table;
 use super::OverflowPolicy;
 use crate::sync::Ordering;
@@ -12,7 +12,7 @@ const OTHER: u64 = 6;
 
 /// The window scan as the module docs of `table` state it: the first slot holding TAG that is
 /// PENDING (not here) or LIVE and not frozen (found), or the first EMPTY slot (not here).
-fn reference(table: &Table, home: usize) -> Option<(usize, u64, u64)> {
+fn reference(table: &Table, home: usize) -> Option<(*const Slot, u64, u64)> {
     let n = table.slots.len();
     // SeqCst throughout this file: single-threaded test set-up and reads; any ordering would do.
     for i in 0..table.window {
@@ -24,7 +24,7 @@ fn reference(table: &Table, home: usize) -> Option<(usize, u64, u64)> {
                 return None;
             }
             if w ^ slot::mask(k) != FROZEN {
-                return Some((i, k, w));
+                return Some((s as *const Slot, k, w));
             }
         } else if k == EMPTY {
             return None;
@@ -84,7 +84,9 @@ fn the_grouped_look_up_settles_where_a_plain_scan_does() {
                     }
                     let expected = reference(&table, home);
                     assert_eq!(
-                        table.lookup(home, TAG),
+                        table
+                            .lookup(home, TAG)
+                            .map(|(s, k, w)| (s as *const Slot, k, w)),
                         expected,
                         "n {n}, window {window}, home {home}"
                     );

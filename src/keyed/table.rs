@@ -192,24 +192,25 @@ impl Table {
         let home = self.home(req.fp);
         let tag = slot::tag_of(req.fp);
         loop {
-            let (i, k, w) = match self.lookup(home, tag) {
-                Some(held) => held,
+            let (slot, k, w) = match self.lookup(home, tag) {
+                Some(found) => found,
                 None => match self.find_or_insert(home, req) {
                     Step::Mine(outcome) => return outcome,
-                    Step::Live(held) => held,
+                    Step::Live((i, k, w)) => (self.at(home, i), k, w),
                     Step::Restart => continue,
                 },
             };
-            if let Some(outcome) = self.spend_in(self.at(home, i), k, w, req) {
+            if let Some(outcome) = self.spend_in(slot, k, w, req) {
                 return outcome;
             }
         }
     }
 
-    /// The hot path: the LIVE bucket of `tag`, if the scan (to the first EMPTY slot) meets
-    /// one. `None` when the key is absent, being inserted or being removed.
+    /// The hot path: the LIVE bucket of `tag` (its slot, K, and W read in K's tenure), if the
+    /// scan (to the first EMPTY slot) meets one. `None` when the key is absent, being inserted
+    /// or being removed.
     #[inline]
-    pub(super) fn lookup(&self, home: usize, tag: u64) -> Option<Held> {
+    pub(super) fn lookup(&self, home: usize, tag: u64) -> Option<(&Slot, u64, u64)> {
         // The first slot that settles it: the key's LIVE bucket, its claim, or an EMPTY slot.
         // A frozen bucket of the key is passed over (the key may be live further on).
         let mut start = 0;
@@ -232,7 +233,7 @@ impl Table {
             if settles != 0 {
                 let i = settles.trailing_zeros() as usize;
                 match self.settle(&line[off + i], keys[off + i]) {
-                    Settled::Live(k, w) => return Some((i, k, w)),
+                    Settled::Live(k, w) => return Some((&line[off + i], k, w)),
                     Settled::NotHere => return None,
                     Settled::PassOver => start = i + 1,
                 }
@@ -240,7 +241,7 @@ impl Table {
         }
         // The rest of the window, slot by slot.
         let mut j = home + start;
-        for i in start..self.window {
+        for _ in start..self.window {
             if j >= self.slots.len() {
                 j -= self.slots.len();
             }
@@ -249,7 +250,7 @@ impl Table {
             let k = slot.key.load(Ordering::SeqCst);
             if slot::tag(k) == tag || k == EMPTY {
                 match self.settle(slot, k) {
-                    Settled::Live(k, w) => return Some((i, k, w)),
+                    Settled::Live(k, w) => return Some((slot, k, w)),
                     Settled::NotHere => return None,
                     Settled::PassOver => {}
                 }

@@ -54,8 +54,7 @@ impl Table {
     /// happened.
     pub(crate) fn rewrite(&self, fp: u64, mut f: impl FnMut(u64) -> Option<u64>) -> bool {
         let home = self.home(fp);
-        while let Some((i, k, mut w)) = self.lookup(home, slot::tag_of(fp)) {
-            let slot = self.at(home, i);
+        while let Some((slot, k, mut w)) = self.lookup(home, slot::tag_of(fp)) {
             let mask = self.mask(k);
             loop {
                 let tat = w ^ mask;
