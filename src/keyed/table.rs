@@ -326,6 +326,7 @@ impl Table {
     pub(crate) fn slots_holding(&self, fp: u64) -> usize {
         let tag = slot::tag_of(fp);
         let held = |s: &Slot| {
+            // SeqCst: as the reads of a scan (module docs); the models call this at rest.
             let k = s.key.load(Ordering::SeqCst);
             slot::tag(k) == tag && (slot::is_pending(k) || self.read_live(s, k).is_some())
         };
