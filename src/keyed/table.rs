@@ -226,17 +226,23 @@ impl Table {
         if let Some(line) = line {
             // SeqCst: reads of the claim protocol (module docs), in slot order.
             let keys: [u64; GROUP] = core::array::from_fn(|i| line[i].key.load(Ordering::SeqCst));
-            let settles = keys.iter().enumerate().fold(0u32, |mask, (i, &k)| {
-                mask | u32::from(slot::tag(k) == tag || k == EMPTY) << i
-            }) >> off;
             start = GROUP - off;
-            if settles != 0 {
-                let i = settles.trailing_zeros() as usize;
+            // Only the tag is matched first: by invariant 2 no EMPTY slot precedes the key's in
+            // its window, so the first slot of the tag settles it whenever the key is in this
+            // line. (A concurrent insert can fill an EMPTY slot between two of these reads,
+            // but then the slot of the tag read after it is a slot the key really holds.)
+            let tags = keys.iter().enumerate().fold(0u32, |mask, (i, &k)| {
+                mask | u32::from(slot::tag(k) == tag) << i
+            }) >> off;
+            if tags != 0 {
+                let i = tags.trailing_zeros() as usize;
                 match self.settle(&line[off + i], keys[off + i]) {
                     Settled::Live(k, w) => return Some((&line[off + i], k, w)),
                     Settled::NotHere => return None,
                     Settled::PassOver => start = i + 1,
                 }
+            } else if keys[off..].contains(&EMPTY) {
+                return None; // an EMPTY slot, and no slot of the key before it
             }
         }
         // The rest of the window, slot by slot.
