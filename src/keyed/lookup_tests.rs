@@ -1,5 +1,6 @@
 //! The look-up of the hot path against a plain scan of the window, on every small table: the
-//! grouped read of home's cache line must settle on the same slot as the scan would.
+//! grouped read of home's cache line and the next must settle on the same slot as the scan
+//! would.
 
 use super::slot::{self, zeroed_slots, Slot, EMPTY, FROZEN};
 use super::table::Table;
@@ -80,7 +81,7 @@ fn the_grouped_look_up_settles_where_a_plain_scan_does() {
         x
     };
     let (mut grouped, mut checked) = (0, 0);
-    for n in 1..=9 {
+    for n in 1..=13 {
         for window in 1..=n {
             for home in 0..n {
                 for _ in 0..40 {
