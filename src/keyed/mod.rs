@@ -153,7 +153,8 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        self.check_key_n_with_at(key, 1, &self.quota, self.clock.now())
+        let fp = self.fingerprint(key);
+        self.check_fp(fp, 1, &self.quota, self.clock.now())
     }
 
     /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
@@ -164,7 +165,8 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        self.check_key_n_with_at(key, cost, &self.quota, self.clock.now())
+        let fp = self.fingerprint(key);
+        self.check_fp(fp, cost, &self.quota, self.clock.now())
     }
 
     /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
@@ -187,7 +189,8 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        self.check_key_n_with_at(key, cost, quota, self.clock.now())
+        let fp = self.fingerprint(key);
+        self.check_fp(fp, cost, quota, self.clock.now())
     }
 
     /// [`check_key_n_with`](Self::check_key_n_with) at a time passed in.
@@ -203,9 +206,19 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
+        self.check_fp(self.fingerprint(key), cost, quota, now)
+    }
+
+    /// A check of the key whose fingerprint is `fp`. The forms that read the clock hash the
+    /// key first and read the clock after: the hash is a long chain of dependent arithmetic
+    /// that the processor then overlaps with what comes before, where a clock read before it
+    /// (`Instant::now` fences the timestamp read) made it wait. A check at 1,000 keys on
+    /// `MonotonicClock` went from 84-110 ns to 77-80 (a driver alternating the two builds).
+    #[inline(always)]
+    fn check_fp(&self, fp: u64, cost: u32, quota: &Quota, now: Nanos) -> Result<Allowed, Denied> {
         let now = now.as_u64();
         self.table
-            .spend(&self.request(self.fingerprint(key), cost, quota, now, 0))
+            .spend(&self.request(fp, cost, quota, now, 0))
             .map(|(_, booking)| booking.allowed)
     }
 
