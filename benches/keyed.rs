@@ -13,7 +13,8 @@
 //! - `keyed_floor`: the physical floor of a check at 1,000,000 keys, one random compare-and-swap
 //!   per check over an array the size of cellrate's table, with a 128-bit word per slot (the
 //!   layout cellrate had before) or a pair of 64-bit words (as cellrate's slots now, CAS on
-//!   one), after each clock read.
+//!   one), after each clock read; and with the slot picked by the SipHash of a key, as a check
+//!   of `keyed_check_*_keys` picks it (`siphash_then_cas64`, the floor of those rows).
 //!
 //! Every key exists before timing starts (the hot path of a service: most requests come from a
 //! key already seen), and the quota admits everything, so every subject measures look-up +
@@ -165,6 +166,10 @@ fn visiting_order<T: Copy>(keys: &[T], next: &mut impl FnMut() -> u64) -> Vec<T>
         .collect()
 }
 
+/// The seed of the u64 keys and visiting order of `keyed_check_*_keys` (and of the floor beneath
+/// them).
+const U64_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// `n` distinct random u64 keys, and a random visiting order over them.
 fn u64_workload(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
     let mut next = xorshift(seed);
@@ -191,7 +196,7 @@ fn walk<T>(b: &mut Bencher, order: &[T], check: impl Fn(&T) -> bool) {
 /// One thread, `n` u64 keys, every subject.
 fn u64_keys(c: &mut Criterion) {
     for n in [1_000, 1_000_000] {
-        let (keys, order) = u64_workload(n, 0x9E37_79B9_7F4A_7C15);
+        let (keys, order) = u64_workload(n, U64_SEED);
         let key_refs: Vec<&u64> = keys.iter().collect();
         let mut group = c.benchmark_group(format!("keyed_check_{n}_keys"));
         let id = |name: &str| BenchmarkId::new(name, n);
@@ -355,6 +360,6 @@ criterion_group! {
     name = benches;
     config = config();
     targets = u64_keys, string_keys_one_thread, threads_on_many_keys, batch::batches,
-        floor::parts, floor::slot_floors
+        floor::parts, floor::slot_floors, floor::hashed_floors
 }
 criterion_main!(benches);

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Turns one run of benches/report.sh into BENCHMARKS.md tables, benches/chart.svg and a summary.
 
-Standard library only. Reads criterion's target/criterion/**/new/{benchmark,estimates}.json
-(median, ns) written during the runs listed in the manifest (older results are ignored), the
-output of plain harness = false bench binaries, and the machine's description; rewrites only the
-part of BENCHMARKS.md between the generated markers, and prints three summary lines.
+Standard library only. Reads the criterion results (median, ns) that report.sh copied after
+each bench run into <manifest dir>/rounds/<round>/**/new/{benchmark,estimates}.json (a benchmark
+measured in several rounds counts as the median of its rounds' medians), the output of plain
+harness = false bench binaries, and the machine's description; rewrites only the part of
+BENCHMARKS.md between the generated markers, and prints three summary lines.
 
 A criterion id is split into a subject (cellrate[_variant], mutex_bucket, governor, floor_*, or
 any other name, which gets its own column) and a row (the group and the id's other parts).
@@ -15,6 +16,7 @@ import datetime
 import json
 import math
 import re
+import statistics
 import subprocess
 import sys
 from collections import namedtuple
@@ -24,6 +26,7 @@ from xml.sax.saxutils import escape
 BEGIN, END = "<!-- generated:begin -->", "<!-- generated:end -->"
 COLUMNS = ("cellrate", "mutex_bucket", "governor", "floor")
 HEAD = {column: column.replace("_", " ") for column in COLUMNS}
+REPEATED = " †"  # marks a figure that is the median of several rounds
 COLORS = {"cellrate": "#1b9e77", "mutex_bucket": "#d95f02", "governor": "#7570b3"}
 SCENARIO = {"direct/allowed_at": "allowed, time passed in",
             "direct/denied_at": "denied, time passed in",
@@ -34,7 +37,10 @@ TABLE_TITLE = {"direct": "direct: one limiter, one thread",
                "keyed": "keyed: one thread, every key known, visited in random order",
                "keyed_batch": "keyed batches: 64 keys per iteration, one thread, real clocks",
                "keyed_floor": "keyed floor: per check a clock read, then a load and a CAS of a "
-                              "random slot of a 1,250,000-slot array (20 MB), no hash, no search"}
+                              "random slot of a 1,250,000-slot array (20 MB), no hash, no search; "
+                              "siphash then cas64: the same with the slot picked by the SipHash "
+                              "of a key of the keyed rows, at 1,000 and 1,000,000 keys, time "
+                              "passed in"}
 UNIT = {"contention|keyed_throughput_.*": "thread", r"keyed_check_\d+_keys|keyed_batch": "u64 key",
         r"keyed_check_\d+_string_keys": "String key"}  # what a number counts, by group regex
 FLOOR = {"cas": "bare CAS", "load": "bare load", "clock_read": "Instant::now",
@@ -43,14 +49,15 @@ VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed
            "cached": "both on a clock refreshed every 1 ms (CachedClock, QuantaUpkeepClock)",
            "batch": "cellrate check_keys_n (one call per 64 keys)"}
 
-Run = namedtuple("Run", "name kind status begin end command out")
-Result = namedtuple("Result", "group parts name column variant ns elements run")
+Run = namedtuple("Run", "name kind status begin end command out round")
+# ns: the median of `rounds`, the criterion medians of the rounds that measured it, in order.
+Result = namedtuple("Result", "group parts name column variant ns elements run rounds")
 
 
 def read_runs(manifest):
-    """The bench targets of the last run, as report.sh recorded them (tab-separated)."""
+    """The bench target runs of the last report, as report.sh recorded them (tab-separated)."""
     rows = [line.split("\t") for line in Path(manifest).read_text().splitlines()]
-    return [Run(n, k, s, int(b), int(e), c, o) for n, k, s, b, e, c, o in rows]
+    return [Run(n, k, s, int(b), int(e), c, o, int(r)) for n, k, s, b, e, c, o, r in rows]
 
 
 def classify(name):
@@ -61,23 +68,33 @@ def classify(name):
     return ("floor", name[len("floor_"):]) if name.startswith("floor_") else (None, "")
 
 
-def load_results(criterion_dir, runs):
-    """Every criterion result written during one of `runs`."""
-    results = []
-    for meta_path in sorted(criterion_dir.glob("**/new/benchmark.json")):
+def load_results(snapshots, runs):
+    """Every criterion result of the runs, from report.sh's per-round snapshots; a benchmark
+    measured in several rounds is one result, the median of its rounds' medians."""
+    measured = {}
+    for meta_path in sorted(snapshots.glob("*/**/new/benchmark.json")):
+        round_no = int(meta_path.relative_to(snapshots).parts[0])
         estimates = meta_path.with_name("estimates.json")
         mtime = estimates.stat().st_mtime if estimates.exists() else -1
-        run = next((r for r in runs if r.kind == "criterion" and r.begin <= mtime <= r.end), None)
+        run = next((r for r in runs if r.kind == "criterion" and r.round == round_no
+                    and r.begin <= mtime <= r.end), None)
         if run is None:
-            continue  # left over from an older run, or incomplete
+            continue  # incomplete, or not from the recorded run
         meta = json.loads(meta_path.read_text())
         ns = json.loads(estimates.read_text())["median"]["point_estimate"]
-        parts = (meta.get("function_id") or "value").split("/")
+        key = (meta["group_id"], meta.get("function_id"), meta.get("value_str"))
+        measured.setdefault(key, (meta, []))[1].append((round_no, ns, run))
+    results = []
+    for (group, function_id, value_str), (meta, rounds) in measured.items():
+        rounds.sort(key=lambda r: r[0])
+        parts = (function_id or "value").split("/")
         known = [i for i, p in enumerate(parts) if classify(p)[0]]
         name = parts.pop(known[0] if known else -1)  # unknown subjects: the function's last part
-        parts += [meta["value_str"]] if meta.get("value_str") else []
-        results.append(Result(meta["group_id"], tuple(parts), name, *classify(name), ns,
-                              (meta.get("throughput") or {}).get("Elements"), run))
+        parts += [value_str] if value_str else []
+        results.append(Result(group, tuple(parts), name, *classify(name),
+                              statistics.median(ns for _, ns, _ in rounds),
+                              (meta.get("throughput") or {}).get("Elements"), rounds[0][2],
+                              tuple(ns for _, ns, _ in rounds)))
     return results
 
 
@@ -142,9 +159,14 @@ def amount(r, rate):
 
 
 def ratio(mine, other, rate):
-    """`mine` over `other`: throughput ratio if `rate`, else time ratio; n/a if missing."""
+    """`mine` over `other`: throughput ratio if `rate`, else time ratio; n/a if missing. For
+    two results measured in the same rounds, the median of the rounds' ratios: the two were
+    measured seconds apart within a round, but minutes apart across rounds."""
     if mine is None or other is None:
         return "n/a"
+    pairs = list(zip(mine.rounds, other.rounds))
+    if len(mine.rounds) == len(other.rounds) > 1:
+        return f"{statistics.median(t / m if rate else m / t for m, t in pairs):.2f}"
     return f"{per_second(mine) / per_second(other) if rate else mine.ns / other.ns:.2f}"
 
 
@@ -169,12 +191,52 @@ def table_md(prefix, keyed):
         cells = [row_label(*key)]
         for column in (*COLUMNS, *extra):
             r = row.get(column)
-            text = f"{amount(r, rate)} {'M/s' if rate else 'ns'}" if r else ""
+            text = f"{amount(r, rate)} {'M/s' if rate else 'ns'}{REPEATED * (len(r.rounds) > 1)}" \
+                if r else ""
             cells.append(f"{text} ({floor_name(r)})" if column == "floor" and r else text)
         mine = row.get("cellrate")
         cells += [ratio(mine, row.get(c), rate) for c in ("governor", "mutex_bucket")]
         lines.append("| " + " | ".join(cells) + " |")
+    if any(len(r.rounds) > 1 for r in results):
+        lines += ["", f"{REPEATED} the median of the rounds' medians; a ratio of two such figures "
+                  "is the median of the rounds' ratios (see *Rounds*)."]
     return "\n".join(lines)
+
+
+def rounds_md(rows, keys):
+    """The rows measured in more than one round: each round's figures and ratio against
+    governor on its default clock, so that the spread of a ratio shows next to the median the
+    tables use."""
+    lines = []
+    for key in keys:
+        group, parts, _ = key
+        mine = rows[key].get("cellrate")
+        theirs = rows.get((group, parts, ""), {}).get("governor")
+        if not mine or not theirs or len(mine.rounds) < 2:
+            continue
+        rate = bool(mine.elements)
+
+        def each(r):
+            return ", ".join(sig3(((r.elements or 1) / ns * 1e3) if rate else ns) for ns in r.rounds)
+
+        pairs = zip(mine.rounds, theirs.rounds)
+        ratios = ", ".join(f"{(t / m if rate else m / t):.2f}" for m, t in pairs)
+        unit = "M/s" if rate else "ns"
+        of_medians = mine.ns / theirs.ns if not rate else theirs.ns / mine.ns
+        lines.append(f"| {row_label(*key)} | {each(mine)} {unit} | {each(theirs)} {unit} | "
+                     f"{ratios} | {ratio(mine, theirs, rate)} | {of_medians:.2f} |")
+    if not lines:
+        return []
+    return ["### Rounds", "",
+            "The rows the targets are judged on were measured in every round (`REPORT_ROUNDS`); "
+            "round 1 is the full run, later rounds rerun only these rows, minutes apart. The "
+            "tables above show the median of the rounds' medians for each figure and, for the "
+            "ratio of two repeated figures, the median of the rounds' ratios (the two were "
+            "measured seconds apart in each round). cellrate/governor: time ratio for ns (below "
+            "1 = cellrate faster), throughput ratio for M/s (above 1).", "",
+            "| row | cellrate, per round | governor (default clock), per round | "
+            "cellrate/governor, per round | median of the ratios | ratio of the medians |",
+            "|---|---|---|---|---|---|", *lines, ""]
 
 
 def chart_rows(rows):
@@ -309,6 +371,7 @@ def generated(rows, runs, lines, repo, when):
     prefixes = sorted({table_of(k[0]) for k in keys}, key=lambda p: (p != "direct", p))
     for prefix in prefixes:
         out += [table_md(prefix, [(k, rows[k]) for k in keys if table_of(k[0]) == prefix]), ""]
+    out += rounds_md(rows, keys)
     for run in runs:
         if run.kind == "plain" and run.status == "ok":
             text = Path(run.out).read_text().strip() if Path(run.out).exists() else ""
@@ -331,11 +394,11 @@ def rewrite(doc, body):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("--repo", "--target-dir", "--manifest"):
+    for flag in ("--repo", "--manifest"):
         parser.add_argument(flag, type=Path, required=True)
     args = parser.parse_args()
     runs = read_runs(args.manifest)
-    results = load_results(args.target_dir / "criterion", runs)
+    results = load_results(args.manifest.parent / "rounds", runs)
     if not results:
         sys.exit("report.py: no criterion results from the recorded run were found")
     rows = collect_rows(results)
