@@ -145,15 +145,19 @@ fn eviction_without_freezing_the_tat_loses_the_spend() {
     loom::model(|| evict_model(Broken::EvictWithoutFreeze));
 }
 
-/// One slot. Key `x` (burst 2) spent one token at 0: `(x, T)`. One thread spends `x` at `T`.
-/// Another evicts idle keys at `T`, then spends one token of key `y` at 0, which leaves
-/// `(y, T)` in the slot if it gets it: the same TAT as `x` had. A spend of `x` must never land
-/// in `y`'s bucket: `y` is full at `T` whatever happened (its bucket was reclaimed, or it kept
-/// its one spend made at 0).
-fn reuse_model(broken: Broken) {
-    let limiter = keyed(2, 1, broken);
-    let [x, y, _] = keys_at_home_zero(&limiter);
+/// `slots` slots (1 or 2). Key `x` (burst 2) spent one token at 0: `(x, T)` in slot 0; with
+/// two slots, key `w` holds slot 1 and is not idle at `T`, so that every look-up takes the
+/// grouped read of both slots. One thread spends `x` at `T`. Another evicts idle keys at `T`,
+/// then spends one token of key `y` at 0, which leaves `(y, T)` in slot 0 if it gets it: the
+/// same TAT as `x` had. A spend of `x` must never land in `y`'s bucket: `y` is full at `T`
+/// whatever happened (its bucket was reclaimed, or it kept its one spend made at 0).
+fn reuse_model(slots: usize, broken: Broken) {
+    let limiter = keyed(2, slots, broken);
+    let [x, y, w] = keys_at_home_zero(&limiter);
     limiter.check_key_n_at(&x, 1, Nanos::ZERO).unwrap();
+    if slots == 2 {
+        fill(&limiter, w, 1_000);
+    }
     let spender = {
         let limiter = limiter.clone();
         // Denied if `y` is being inserted at that instant (no room, nothing to evict): fine.
@@ -171,13 +175,26 @@ fn reuse_model(broken: Broken) {
 
 #[test]
 fn slot_reuse_cannot_charge_one_key_for_another() {
-    bounded(TWO_THREADS).check(|| reuse_model(Broken::Nothing));
+    bounded(TWO_THREADS).check(|| reuse_model(1, Broken::Nothing));
 }
 
 #[test]
 #[should_panic(expected = "a spend of x was charged to y")]
 fn an_unmasked_tat_charges_one_key_for_another() {
-    bounded(TWO_THREADS).check(|| reuse_model(Broken::UnmaskedTat));
+    bounded(TWO_THREADS).check(|| reuse_model(1, Broken::UnmaskedTat));
+}
+
+/// The reuse model through the grouped look-up of two slots: the one-slot models never take
+/// the grouped path, and the insert models start with no EMPTY slot.
+#[test]
+fn slot_reuse_through_the_grouped_look_up_cannot_charge_one_key_for_another() {
+    bounded(TWO_THREADS).check(|| reuse_model(2, Broken::Nothing));
+}
+
+#[test]
+#[should_panic(expected = "a spend of x was charged to y")]
+fn an_unmasked_tat_charges_one_key_for_another_through_the_grouped_look_up() {
+    bounded(TWO_THREADS).check(|| reuse_model(2, Broken::UnmaskedTat));
 }
 
 /// The preemption bound of the models of two threads whose runs are long (inserts, reuse).

@@ -67,7 +67,7 @@ pub enum Broken {
 
 /// Slots per cache line (64 bytes of 16-byte slots).
 #[cfg(not(loom))]
-const LINE: usize = 4;
+pub(super) const LINE: usize = 4;
 /// Slots a look-up reads before it tests any: home's cache line and the next (see
 /// [`Table::lookup`]).
 #[cfg(not(loom))]
@@ -75,7 +75,7 @@ const GROUP: usize = 2 * LINE;
 /// Under loom one "line" of two slots, so that the models' two-slot tables take the grouped
 /// path too.
 #[cfg(loom)]
-const LINE: usize = 2;
+pub(super) const LINE: usize = 2;
 #[cfg(loom)]
 const GROUP: usize = LINE;
 
@@ -125,6 +125,13 @@ impl Table {
             #[cfg(loom)]
             broken: Broken::Nothing,
         }
+    }
+
+    /// Places slot 0 at `phase` slots into its cache line, as an allocation could: for the
+    /// look-up test, which covers every phase.
+    #[cfg(test)]
+    pub(super) fn set_line_phase(&mut self, phase: usize) {
+        self.line_phase = phase % LINE;
     }
 
     /// The number of slots.
@@ -231,7 +238,7 @@ impl Table {
         let line = home
             .checked_sub(off)
             .and_then(|base| self.slots.get(base..base + GROUP))
-            .filter(|_| self.window >= GROUP);
+            .filter(|_| self.window >= GROUP - off);
         if let Some(line) = line {
             // SeqCst: reads of the claim protocol (module docs), in slot order.
             let keys: [u64; GROUP] = core::array::from_fn(|i| line[i].key.load(Ordering::SeqCst));
@@ -239,7 +246,10 @@ impl Table {
             // Only the tag is matched first: by invariant 2 no EMPTY slot precedes the key's in
             // its window, so the first slot of the tag settles it whenever the key is in these
             // lines. (A concurrent insert can fill an EMPTY slot between two of these reads,
-            // but then the slot of the tag read after it is a slot the key really holds.)
+            // but then the slot of the tag read after it is a slot the key really holds.) A
+            // different key with the same tag and a later home may now be met past an EMPTY
+            // slot of the group, where the slow path stops; that is a collision within the
+            // window, inside the bound of the README's *Fingerprints and collisions*.
             let tags = keys.iter().enumerate().fold(0u32, |mask, (i, &k)| {
                 mask | u32::from(slot::tag(k) == tag) << i
             }) >> off;
