@@ -38,10 +38,11 @@ TABLE_TITLE = {"direct": "direct: one limiter, one thread",
                "keyed_batch": "keyed batches: 64 keys per iteration, one thread, real clocks",
                "keyed_floor": "keyed floor: per check a clock read, then a load and a CAS of a "
                               "random slot of a 1,250,000-slot array (20 MB), no hash, no search; "
-                              "siphash then cas64: the same with the slot picked by the SipHash "
-                              "of a key of the keyed rows, at 1,000 and 1,000,000 keys, time "
-                              "passed in"}
-UNIT = {"contention|keyed_throughput_.*": "thread", r"keyed_check_\d+_keys|keyed_batch": "u64 key",
+                              "siphash then cas64: the keys of the keyed rows, the slot picked "
+                              "by the key's SipHash in an array of keys x 5/4 slots (cellrate's "
+                              "table for that many keys), then a load and a CAS, time passed in"}
+UNIT = {"contention|keyed_throughput_.*": "thread",
+        r"keyed_check_\d+_keys|keyed_batch|keyed_floor": "u64 key",
         r"keyed_check_\d+_string_keys": "String key"}  # what a number counts, by group regex
 FLOOR = {"cas": "bare CAS", "load": "bare load", "clock_read": "Instant::now",
          "quanta_read": "quanta read"}
@@ -50,13 +51,16 @@ VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed
            "batch": "cellrate check_keys_n (one call per 64 keys)"}
 
 Run = namedtuple("Run", "name kind status begin end command out round")
-# ns: the median of `rounds`, the criterion medians of the rounds that measured it, in order.
+# ns: the median of the criterion medians in `rounds`, ((round, ns), ...) in round order.
 Result = namedtuple("Result", "group parts name column variant ns elements run rounds")
 
 
 def read_runs(manifest):
     """The bench target runs of the last report, as report.sh recorded them (tab-separated)."""
     rows = [line.split("\t") for line in Path(manifest).read_text().splitlines()]
+    if any(len(row) != len(Run._fields) for row in rows):
+        sys.exit(f"report.py: {manifest} was written by an older report.sh (no rounds); "
+                 "rerun benches/report.sh without --no-run")
     return [Run(n, k, s, int(b), int(e), c, o, int(r)) for n, k, s, b, e, c, o, r in rows]
 
 
@@ -77,7 +81,7 @@ def load_results(snapshots, runs):
         estimates = meta_path.with_name("estimates.json")
         mtime = estimates.stat().st_mtime if estimates.exists() else -1
         run = next((r for r in runs if r.kind == "criterion" and r.round == round_no
-                    and r.begin <= mtime <= r.end), None)
+                    and r.status == "ok" and r.begin <= mtime <= r.end), None)
         if run is None:
             continue  # incomplete, or not from the recorded run
         meta = json.loads(meta_path.read_text())
@@ -94,7 +98,7 @@ def load_results(snapshots, runs):
         results.append(Result(group, tuple(parts), name, *classify(name),
                               statistics.median(ns for _, ns, _ in rounds),
                               (meta.get("throughput") or {}).get("Elements"), rounds[0][2],
-                              tuple(ns for _, ns, _ in rounds)))
+                              tuple((r, ns) for r, ns, _ in rounds)))
     return results
 
 
@@ -159,10 +163,16 @@ def ratio(mine, other, rate):
     measured seconds apart within a round, but minutes apart across rounds."""
     if mine is None or other is None:
         return "n/a"
-    pairs = list(zip(mine.rounds, other.rounds))
-    if len(mine.rounds) == len(other.rounds) > 1:
+    pairs = same_rounds(mine, other)
+    if len(pairs) > 1:
         return f"{statistics.median(t / m if rate else m / t for m, t in pairs):.2f}"
     return f"{per_second(mine) / per_second(other) if rate else mine.ns / other.ns:.2f}"
+
+
+def same_rounds(mine, other):
+    """[(mine ns, other ns)] of the rounds that measured both, paired by round number."""
+    theirs = dict(other.rounds)
+    return [(ns, theirs[r]) for r, ns in mine.rounds if r in theirs]
 
 
 def floor_name(r):
@@ -212,9 +222,10 @@ def rounds_md(rows, keys):
         rate = bool(mine.elements)
 
         def each(r):
-            return ", ".join(sig3(((r.elements or 1) / ns * 1e3) if rate else ns) for ns in r.rounds)
+            return ", ".join(f"{sig3(((r.elements or 1) / ns * 1e3) if rate else ns)} (#{n})"
+                             for n, ns in r.rounds)
 
-        pairs = zip(mine.rounds, theirs.rounds)
+        pairs = same_rounds(mine, theirs)
         ratios = ", ".join(f"{(t / m if rate else m / t):.2f}" for m, t in pairs)
         unit = "M/s" if rate else "ns"
         of_medians = mine.ns / theirs.ns if not rate else theirs.ns / mine.ns
@@ -323,7 +334,7 @@ def generated(rows, runs, lines, repo, when):
             text = Path(run.out).read_text().strip() if Path(run.out).exists() else ""
             out += [f"### {run.name}", "", f"Command: `{run.command}`", "", "```",
                     text or "(no output)", "```", ""]
-    failed = [f"`{r.name}`" for r in runs if r.status != "ok"]
+    failed = sorted({f"`{r.name}` (round {r.round})" for r in runs if r.status != "ok"})
     if failed:
         out += [f"Not in this run (failed or could not run here): {', '.join(failed)}.", ""]
     return "\n".join(out)

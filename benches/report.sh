@@ -131,7 +131,10 @@ if (( run_benches )); then
     # criterion id starts a line of its output).
     for (( round = 2; round <= rounds; round++ )); do
         while IFS='|' read -r name required src; do
-            grep -oE '^[^ ]+' "$report_dir/$name.out" 2>/dev/null | grep -Eq "$repeat" || continue
+            # grep -c, not -q: -q would stop reading at the first match and fail the pipeline
+            # (pipefail) when the first grep then dies of SIGPIPE.
+            grep -oE '^[^ ]+' "$report_dir/$name.out" 2>/dev/null | grep -Ec "$repeat" >/dev/null \
+                || continue
             run_target "$round" "$name" "$required" "$src" "$repeat" \
                 || say "warning: round $round of '$name' failed; the report uses the rounds that ran"
         done <<<"$targets"
