@@ -162,7 +162,8 @@ fn reuse_model(slots: usize, broken: Broken) {
         let limiter = limiter.clone();
         // Denied if `y` is being inserted at that instant (no room, nothing to evict): fine.
         thread::spawn(move || {
-            let _ = limiter.check_key_n_at(&x, 1, Nanos::new(T));
+            let allowed = limiter.check_key_n_at(&x, 1, Nanos::new(T)).is_ok();
+            assert!(allowed || slots == 1, "x denied with a bucket to evict");
         })
     };
     limiter.evict_idle_at(Nanos::new(T));
@@ -185,10 +186,19 @@ fn an_unmasked_tat_charges_one_key_for_another() {
 }
 
 /// The reuse model through the grouped look-up of two slots: the one-slot models never take
-/// the grouped path, and the insert models start with no EMPTY slot.
+/// the grouped path, and the insert models start with no EMPTY slot. With two slots there is
+/// always a bucket to evict, so the spend of `x` must be allowed too.
 #[test]
 fn slot_reuse_through_the_grouped_look_up_cannot_charge_one_key_for_another() {
     bounded(TWO_THREADS).check(|| reuse_model(2, Broken::Nothing));
+}
+
+/// A look-up that does not read K again after W can decode a W of the next tenure (here
+/// UNPUBLISHED, or `y`'s TAT) with the mask of the one before it, and deny `x`.
+#[test]
+#[should_panic(expected = "x denied with a bucket to evict")]
+fn a_look_up_without_the_recheck_decodes_another_tenure() {
+    bounded(TWO_THREADS).check(|| reuse_model(2, Broken::LookupWithoutRecheck));
 }
 
 #[test]

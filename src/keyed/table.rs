@@ -63,6 +63,9 @@ pub enum Broken {
     EvictWithoutFreeze,
     /// Store the TAT in W unmasked, so that two tenures can write equal values.
     UnmaskedTat,
+    /// Look a key up by reading W without reading K again after it, so that W may be of
+    /// another tenure than the K read before it.
+    LookupWithoutRecheck,
 }
 
 /// Slots per cache line (64 bytes of 16-byte slots).
@@ -295,7 +298,11 @@ impl Table {
         // SeqCst, both: reads of the protocol (module docs). K unchanged after W was read
         // means that W was read in K's tenure.
         let w = slot.tat.load(Ordering::SeqCst);
-        if slot.key.load(Ordering::SeqCst) != k {
+        #[cfg(loom)]
+        let recheck = self.broken != Broken::LookupWithoutRecheck;
+        #[cfg(not(loom))]
+        let recheck = true;
+        if recheck && slot.key.load(Ordering::SeqCst) != k {
             return Settled::NotHere; // moved meanwhile: the slow path sorts it out
         }
         if w ^ self.mask(k) == FROZEN {
