@@ -14,6 +14,20 @@ const OTHER: u64 = 6;
 /// The window scan as the module docs of `table` state it: the first slot holding TAG that is
 /// PENDING (not here) or LIVE and not frozen (found), or the first EMPTY slot (not here).
 fn reference(table: &Table, home: usize) -> Option<(*const Slot, u64, u64)> {
+    scan(table, home, true)
+}
+
+/// The scan without stopping at EMPTY slots. A table that breaks invariant 2 is a snapshot
+/// that concurrent inserts can show a look-up (an EMPTY slot filled between two of its
+/// reads); the look-up may answer it as this scan or as [`reference`] does, both being answers
+/// that some moment of the reads supports, and nothing else.
+fn tag_scan(table: &Table, home: usize) -> Option<(*const Slot, u64, u64)> {
+    scan(table, home, false)
+}
+
+/// The first slot of `home`'s window holding TAG that is PENDING (`None`) or LIVE and not
+/// frozen (found); `None` at the first EMPTY slot too if `stop_at_empty`.
+fn scan(table: &Table, home: usize, stop_at_empty: bool) -> Option<(*const Slot, u64, u64)> {
     let n = table.slots.len();
     // SeqCst throughout this file: single-threaded test set-up and reads; any ordering would do.
     for i in 0..table.window {
@@ -27,7 +41,7 @@ fn reference(table: &Table, home: usize) -> Option<(*const Slot, u64, u64)> {
             if w ^ slot::mask(k) != FROZEN {
                 return Some((s as *const Slot, k, w));
             }
-        } else if k == EMPTY {
+        } else if k == EMPTY && stop_at_empty {
             return None;
         }
     }
@@ -41,29 +55,6 @@ fn keeps_invariant_2(table: &Table, home: usize) -> bool {
     let k = |i: usize| table.slots[(home + i) % n].key.load(Ordering::SeqCst);
     let first_empty = (0..table.window).find(|&i| k(i) == EMPTY);
     first_empty.is_none_or(|e| (e..table.window).all(|i| slot::tag(k(i)) != TAG))
-}
-
-/// The scan without stopping at EMPTY slots: the first slot holding TAG that is PENDING (not
-/// here) or LIVE and not frozen (found). A table that breaks invariant 2 is a snapshot that
-/// concurrent inserts can show a look-up (an EMPTY slot filled between two of its reads); the
-/// look-up may answer it as this scan or as [`reference`] does, both being answers that some
-/// moment of the reads supports, and nothing else.
-fn tag_scan(table: &Table, home: usize) -> Option<(*const Slot, u64, u64)> {
-    let n = table.slots.len();
-    for i in 0..table.window {
-        let s = &table.slots[(home + i) % n];
-        let k = s.key.load(Ordering::SeqCst);
-        let w = s.tat.load(Ordering::SeqCst);
-        if slot::tag(k) == TAG {
-            if slot::is_pending(k) {
-                return None;
-            }
-            if w ^ slot::mask(k) != FROZEN {
-                return Some((s as *const Slot, k, w));
-            }
-        }
-    }
-    None
 }
 
 /// Slot `s` of `table` set to state `state` (0..6) by compare-and-swaps from all-zero.
