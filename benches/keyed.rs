@@ -20,7 +20,8 @@
 //! key already seen), and the quota admits everything, so every subject measures look-up +
 //! clock + one decision. Each table is built once per group, not per sample. With
 //! `--features quanta` cellrate also runs on its TSC clock (`cellrate_quanta`), and
-//! `cellrate_at_now` is cellrate with the time passed in (the table alone). `_cached` subjects
+//! `cellrate_at_now` is cellrate with the time passed in (the table alone), and at 1,000,000
+//! keys `cellrate_huge_pages` the same with the table in 2 MiB pages. `_cached` subjects
 //! run on a clock refreshed every millisecond by a background thread: cellrate's `CachedClock`
 //! and governor's `QuantaUpkeepClock`, the same design.
 //!
@@ -63,6 +64,18 @@ where
     let limiter = KeyedLimiter::builder(Quota::per_second(RATE))
         .max_keys(keys.len())
         .clock(clock)
+        .build();
+    for k in keys {
+        limiter.check_key(*k).expect("a fresh key is allowed");
+    }
+    limiter
+}
+
+/// [`cellrate_limiter`] with its table advised to huge pages.
+fn huge_page_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
+    let limiter = KeyedLimiter::builder(Quota::per_second(RATE))
+        .max_keys(keys.len())
+        .huge_pages(true)
         .build();
     for k in keys {
         limiter.check_key(*k).expect("a fresh key is allowed");
@@ -210,6 +223,17 @@ fn u64_keys(c: &mut Criterion) {
             let now = ours.clock().now();
             walk(b, &order, |k| ours.check_key_n_at(k, 1, now).is_ok())
         });
+        drop(ours);
+
+        // The same table in 2 MiB pages (`huge_pages(true)`, off by default): only a table of
+        // at least one huge page takes them, so only the 1,000,000-key row has this subject.
+        let ours: KeyedLimiter<u64> = huge_page_limiter(&key_refs);
+        if ours.huge_pages() {
+            group.bench_function(id("cellrate_huge_pages"), |b| {
+                let now = ours.clock().now();
+                walk(b, &order, |k| ours.check_key_n_at(k, 1, now).is_ok())
+            });
+        }
         drop(ours);
 
         #[cfg(feature = "quanta")]

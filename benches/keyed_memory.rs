@@ -1,5 +1,7 @@
 //! Memory per key of cellrate's `KeyedLimiter` and governor 0.10's default keyed limiter, at
-//! 1,000,000 keys: u64 keys and 16-character `String` keys.
+//! 1,000,000 keys: u64 keys and 16-character `String` keys. Also cellrate's table in huge
+//! pages (`huge_pages(true)`), and what they cost a table that holds few keys: 1,000 keys in
+//! a table of the default capacity, with and without.
 //!
 //! Two measures per case, each case in a fresh child process so that they do not mix:
 //! - heap bytes held by the limiter (a counting global allocator: bytes allocated minus
@@ -74,16 +76,16 @@ fn string_key(i: usize) -> String {
     format!("{:016x}", u64_key(i)) // 16 characters
 }
 
-/// Builds a limiter with `build`, feeds it every key with `check`, and prints the figures.
-fn measure<L>(name: &str, build: impl FnOnce() -> L, check: impl Fn(&L, usize)) {
+/// Builds a limiter with `build`, feeds it `keys` keys with `check`, and prints the figures.
+fn measure<L>(name: &str, keys: usize, build: impl FnOnce() -> L, check: impl Fn(&L, usize)) {
     let (rss_before, heap_before) = (rss(), NET.load(Ordering::Relaxed));
     let limiter = build();
     let (rss_built, heap_built) = (rss(), NET.load(Ordering::Relaxed));
-    for i in 0..KEYS {
+    for i in 0..keys {
         check(&limiter, i);
     }
     let (rss_after, heap_after) = (rss(), NET.load(Ordering::Relaxed));
-    let per_key = |bytes: isize| bytes as f64 / KEYS as f64;
+    let per_key = |bytes: isize| bytes as f64 / keys as f64;
     println!(
         "{name:<26} heap {:>6.1} B/key ({:>5.1} MB; {:>5.1} MB before any key)   \
          resident +{:>6.1} B/key ({:>5.1} MB; +{:>5.1} MB before any key)",
@@ -106,6 +108,7 @@ fn run(case: &str) {
     match case {
         "cellrate-u64" => measure(
             "cellrate u64 keys",
+            KEYS,
             || {
                 cellrate::KeyedLimiter::<u64>::builder(quota)
                     .max_keys(KEYS)
@@ -115,11 +118,41 @@ fn run(case: &str) {
         ),
         "cellrate-u64-default" => measure(
             "cellrate u64, default cap",
+            KEYS,
             || cellrate::KeyedLimiter::<u64>::new(quota),
+            |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),
+        ),
+        "cellrate-u64-huge" => measure(
+            "cellrate u64, huge pages",
+            KEYS,
+            || {
+                cellrate::KeyedLimiter::<u64>::builder(quota)
+                    .max_keys(KEYS)
+                    .huge_pages(true)
+                    .build()
+            },
+            |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),
+        ),
+        // The price of huge pages: 1,000 keys in a table of the default capacity.
+        "cellrate-1000-default" => measure(
+            "1,000 keys, default cap",
+            1_000,
+            || cellrate::KeyedLimiter::<u64>::new(quota),
+            |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),
+        ),
+        "cellrate-1000-default-huge" => measure(
+            "1,000 keys, same, huge",
+            1_000,
+            || {
+                cellrate::KeyedLimiter::<u64>::builder(quota)
+                    .huge_pages(true)
+                    .build()
+            },
             |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),
         ),
         "cellrate-string" => measure(
             "cellrate String16 keys",
+            KEYS,
             || {
                 cellrate::KeyedLimiter::<String>::builder(quota)
                     .max_keys(KEYS)
@@ -129,6 +162,7 @@ fn run(case: &str) {
         ),
         "cellrate-sweep-only" => measure(
             "cellrate, sweeps only",
+            KEYS,
             || cellrate::KeyedLimiter::<u64>::new(quota),
             // No key at all: does a sweep of the untouched table make it resident?
             |l, i| {
@@ -139,11 +173,13 @@ fn run(case: &str) {
         ),
         "governor-u64" => measure(
             "governor u64 keys",
+            KEYS,
             || governor::RateLimiter::<u64, _, _>::keyed(governor_quota()),
             |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),
         ),
         "governor-string" => measure(
             "governor String16 keys",
+            KEYS,
             || governor::RateLimiter::<String, _, _>::keyed(governor_quota()),
             |l, i| assert!(l.check_key(&string_key(i)).is_ok()),
         ),
@@ -165,6 +201,9 @@ fn main() {
         "cellrate-u64",
         "cellrate-u64-default",
         "cellrate-sweep-only",
+        "cellrate-u64-huge",
+        "cellrate-1000-default",
+        "cellrate-1000-default-huge",
         "governor-u64",
         "cellrate-string",
         "governor-string",

@@ -47,6 +47,7 @@ UNIT = {"contention|keyed_throughput_.*": "thread",
 FLOOR = {"cas": "bare CAS", "load": "bare load", "clock_read": "Instant::now",
          "quanta_read": "quanta read"}
 VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed in",
+           "huge_pages": "cellrate, time passed in, table in 2 MiB pages (huge_pages(true))",
            "cached": "both on a clock refreshed every 1 ms (CachedClock, QuantaUpkeepClock)",
            "batch": "cellrate check_keys_n (one call per 64 keys)"}
 

@@ -45,7 +45,7 @@ features=${REPORT_FEATURES:-quanta}
 rounds=${REPORT_ROUNDS:-3}
 # The rows the issues' targets are stated on: the allowed path against its floor, 2 threads on
 # one hot limiter, and the keyed checks at 1,000 and 1,000,000 u64 keys.
-repeat=${REPORT_REPEAT:-'^(direct/allowed_at/(cellrate|governor|floor_cas)$|contention/allowed/(cellrate|governor|mutex_bucket|floor_cas)/|keyed_check_1000(000)?_keys/(cellrate_at_now|cellrate_cached|governor)/)'}
+repeat=${REPORT_REPEAT:-'^(direct/allowed_at/(cellrate|governor|floor_cas)$|contention/allowed/(cellrate|governor|mutex_bucket|floor_cas)/|keyed_check_1000(000)?_keys/(cellrate_at_now|cellrate_huge_pages|cellrate_cached|governor)/)'}
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "REPORT_ROUNDS must be a positive integer, not '$rounds'"
 
 # Bench targets of this package, one per line: name|required features (comma-separated)|source

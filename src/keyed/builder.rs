@@ -1,5 +1,6 @@
 //! `KeyedLimiterBuilder`: capacity, clock, start state and overflow policy of a keyed limiter.
 
+use super::huge_pages;
 use super::slot::{self, AllocError};
 use super::table::Table;
 use super::{FingerprintHasher, KeyedLimiter, OverflowPolicy};
@@ -38,6 +39,7 @@ pub struct KeyedLimiterBuilder<K, C = MonotonicClock> {
     max_keys: usize,
     start_empty: bool,
     policy: OverflowPolicy,
+    huge_pages: bool,
     _keys: PhantomData<fn(&K)>,
 }
 
@@ -89,6 +91,7 @@ impl<K> KeyedLimiterBuilder<K, MonotonicClock> {
             max_keys: DEFAULT_MAX_KEYS,
             start_empty: false,
             policy: OverflowPolicy::EvictNearestFull,
+            huge_pages: false,
             _keys: PhantomData,
         }
     }
@@ -114,6 +117,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
             max_keys: self.max_keys,
             start_empty: self.start_empty,
             policy: self.policy,
+            huge_pages: self.huge_pages,
             _keys: PhantomData,
         }
     }
@@ -131,6 +135,24 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     /// [`OverflowPolicy::EvictNearestFull`]).
     pub fn overflow(self, policy: OverflowPolicy) -> Self {
         KeyedLimiterBuilder { policy, ..self }
+    }
+
+    /// Back the table with 2 MiB huge pages where Linux offers them (transparent huge pages in
+    /// `madvise` or `always` mode; default off). A check of a random key among 1,000,000 then
+    /// misses the cache but not the TLB: 0.83-0.93x the time here (README, *Speed and
+    /// memory*).
+    ///
+    /// The price is resident memory: the kernel commits a whole 2 MiB page at the first touch
+    /// of any slot in it, so the table is all resident after a few dozen keys (21 MB at the
+    /// default capacity), where with 4 KiB pages it grows about 4 KiB per key until some
+    /// 20,000 keys. Turn it on for a table sized to keys that will come. It does nothing
+    /// elsewhere than Linux, nor for tables smaller than 2 MiB (`max_keys` under about
+    /// 105,000); [`KeyedLimiter::huge_pages`] tells whether the kernel took the advice.
+    pub fn huge_pages(self, on: bool) -> Self {
+        KeyedLimiterBuilder {
+            huge_pages: on,
+            ..self
+        }
     }
 
     /// The limiter.
@@ -170,7 +192,9 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
             },
             AllocError::Failed => KeyedBuildError::OutOfMemory { bytes: slots * 16 },
         })?;
-        Ok(Table::new(memory, window, self.policy))
+        let mut table = Table::new(memory, window, self.policy);
+        table.huge_pages = self.huge_pages && huge_pages::advise(&table.slots);
+        Ok(table)
     }
 }
 
@@ -192,6 +216,7 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiterBuilder<K, C> {
             .field("max_keys", &self.max_keys)
             .field("start_empty", &self.start_empty)
             .field("overflow", &self.policy)
+            .field("huge_pages", &self.huge_pages)
             .finish()
     }
 }

@@ -5,6 +5,7 @@
 mod batch;
 mod builder;
 mod claim;
+mod huge_pages;
 mod key_bucket;
 #[cfg(all(test, not(loom)))]
 mod lookup_tests;
@@ -283,6 +284,13 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         &self.quota
     }
 
+    /// Whether the kernel took the advice to back the table with huge pages
+    /// ([`KeyedLimiterBuilder::huge_pages`]). It may still use small pages where it finds no
+    /// free huge page.
+    pub fn huge_pages(&self) -> bool {
+        self.table.huge_pages
+    }
+
     /// The clock this limiter reads.
     pub fn clock(&self) -> &C {
         &self.clock
@@ -321,6 +329,7 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiter<K, C> {
             .field("clock", &self.clock)
             .field("start_empty", &self.start_empty)
             .field("capacity", &self.table.slot_count())
+            .field("huge_pages", &self.table.huge_pages)
             .finish_non_exhaustive()
     }
 }

@@ -104,6 +104,8 @@ pub(crate) struct Table {
     pub(super) window: usize,
     pub(super) policy: OverflowPolicy,
     pub(crate) counters: Counters,
+    /// Whether the kernel took the advice to back the slots with huge pages.
+    pub(crate) huge_pages: bool,
     #[cfg(loom)]
     pub(crate) broken: Broken,
 }
@@ -125,6 +127,7 @@ impl Table {
             window,
             policy,
             counters: Counters::default(),
+            huge_pages: false,
             #[cfg(loom)]
             broken: Broken::Nothing,
         }
