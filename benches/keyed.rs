@@ -33,9 +33,11 @@
 mod batch;
 #[path = "keyed/floor.rs"]
 mod floor;
+#[path = "keyed/subjects.rs"]
+mod subjects;
 
 use cellrate::baseline::MutexBucket;
-use cellrate::{CachedClock, Clock, KeyedLimiter, MonotonicClock, Quota};
+use cellrate::{Clock, KeyedLimiter, MonotonicClock, Quota};
 use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
@@ -44,85 +46,9 @@ use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::hint::black_box;
-use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// A rate no benchmark can exhaust, so every check takes the "allowed" path in every subject.
-const RATE: u32 = 1_000_000_000;
-
-/// Length of every visiting order: a power of two, long enough that it does not sit in cache.
-const ORDER_LEN: usize = 1 << 20;
-
-/// cellrate's keyed limiter on `clock`, sized for `keys` and holding every one of them.
-fn cellrate_limiter<K, Q, C>(keys: &[&Q], clock: C) -> KeyedLimiter<K, C>
-where
-    K: Hash + Eq + Borrow<Q>,
-    Q: Hash + ?Sized,
-    C: Clock,
-{
-    let limiter = KeyedLimiter::builder(Quota::per_second(RATE))
-        .max_keys(keys.len())
-        .clock(clock)
-        .build();
-    for k in keys {
-        limiter.check_key(*k).expect("a fresh key is allowed");
-    }
-    limiter
-}
-
-/// [`cellrate_limiter`] with its table advised to huge pages.
-fn huge_page_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
-    let limiter = KeyedLimiter::builder(Quota::per_second(RATE))
-        .max_keys(keys.len())
-        .huge_pages(true)
-        .build();
-    for k in keys {
-        limiter.check_key(*k).expect("a fresh key is allowed");
-    }
-    limiter
-}
-
-/// governor's default keyed limiter holding every one of `keys`.
-fn governor_limiter<K: Hash + Eq + Clone>(keys: &[K]) -> governor::DefaultKeyedRateLimiter<K> {
-    let quota = governor::Quota::per_second(NonZeroU32::new(RATE).expect("RATE > 0"));
-    let limiter = governor::RateLimiter::keyed(quota);
-    for k in keys {
-        limiter.check_key(k).expect("a fresh key is allowed");
-    }
-    limiter
-}
-
-/// How often the `_cached` clocks are refreshed.
-const CACHED_RESOLUTION: Duration = Duration::from_millis(1);
-
-/// cellrate's clock refreshed by a background thread.
-fn cached_clock() -> CachedClock {
-    CachedClock::new(CACHED_RESOLUTION).expect("a refresh thread starts")
-}
-
-/// governor's keyed limiter (DashMap, SipHash) on its upkeep clock, holding every one of
-/// `keys`. quanta runs one upkeep thread per process, so every such limiter shares one clock.
-fn governor_cached_limiter<K: Hash + Eq + Clone>(
-    keys: &[K],
-) -> governor::RateLimiter<
-    K,
-    governor::state::keyed::DashMapStateStore<K>,
-    governor::clock::QuantaUpkeepClock,
-> {
-    static CLOCK: std::sync::OnceLock<governor::clock::QuantaUpkeepClock> =
-        std::sync::OnceLock::new();
-    let clock = CLOCK.get_or_init(|| {
-        governor::clock::QuantaUpkeepClock::from_interval(CACHED_RESOLUTION)
-            .expect("quanta's upkeep thread starts")
-    });
-    let quota = governor::Quota::per_second(NonZeroU32::new(RATE).expect("RATE > 0"));
-    let limiter = governor::RateLimiter::dashmap_with_clock(quota, clock.clone());
-    for k in keys {
-        limiter.check_key(k).expect("a fresh key is allowed");
-    }
-    limiter
-}
+use subjects::*;
 
 /// The seeds' naive keyed limiter: one map of mutex token buckets behind one mutex.
 struct MutexMap<K> {
@@ -159,42 +85,6 @@ impl<K: Hash + Eq> MutexMap<K> {
         let bucket = buckets.entry(key.to_owned()).or_insert(fresh);
         bucket.check_n(1).is_ok()
     }
-}
-
-/// An xorshift64 generator: distinct outputs until its period (2^64 - 1), so keys drawn from
-/// it are distinct.
-fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
-}
-
-/// A random sequence of [`ORDER_LEN`] visits over `keys`.
-fn visiting_order<T: Copy>(keys: &[T], next: &mut impl FnMut() -> u64) -> Vec<T> {
-    (0..ORDER_LEN)
-        .map(|_| keys[next() as usize % keys.len()])
-        .collect()
-}
-
-/// The seed of the u64 keys and visiting order of `keyed_check_*_keys` (and of the floor beneath
-/// them).
-const U64_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// `n` distinct random u64 keys, and a random visiting order over them.
-fn u64_workload(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
-    let mut next = xorshift(seed);
-    let keys: Vec<u64> = (0..n).map(|_| next()).collect();
-    let order = visiting_order(&keys, &mut next);
-    (keys, order)
-}
-
-/// `n` distinct random 16-character keys (16 hex digits of distinct xorshift outputs).
-fn string_keys(n: usize, seed: u64) -> Vec<String> {
-    let mut next = xorshift(seed);
-    (0..n).map(|_| format!("{:016x}", next())).collect()
 }
 
 /// Times one check per iteration, walking `order` round and round.

@@ -1,6 +1,6 @@
 //! `keyed_parts` and `keyed_floor`: what a keyed check is made of, and the floor beneath it.
 
-use crate::{cached_clock, u64_workload, walk, xorshift, ORDER_LEN, U64_SEED};
+use crate::{cached_clock, u64_workload, walk, xorshift, SipCasFloor, ORDER_LEN, U64_SEED};
 use cellrate::{Clock, MonotonicClock};
 use criterion::{BenchmarkId, Criterion};
 use std::hash::BuildHasher;
@@ -82,22 +82,12 @@ pub fn slot_floors(c: &mut Criterion) {
 /// the slot's address depends on the hash, so each check waits for its cache miss; without
 /// the hash (`slot_cas64/time_passed_in`) the misses of successive checks overlap.
 pub fn hashed_floors(c: &mut Criterion) {
-    let hasher = std::collections::hash_map::RandomState::new();
     let mut group = c.benchmark_group("keyed_floor");
     for n in [1_000, 1_000_000] {
         let (_, order) = u64_workload(n, U64_SEED);
-        let slots = n * 5 / 4;
-        let words: Vec<AtomicU64> = (0..2 * slots).map(|_| AtomicU64::new(0)).collect();
+        let floor = SipCasFloor::new(n);
         group.bench_function(BenchmarkId::new("siphash_then_cas64", n), |b| {
-            walk(b, &order, |&k| {
-                let fp = hasher.hash_one(k);
-                let j = ((u128::from(fp) * slots as u128) >> 64) as usize;
-                let word = &words[2 * j + 1];
-                // Relaxed: a floor, as above.
-                let old = word.load(Relaxed);
-                word.compare_exchange(old, old.wrapping_add(1), Relaxed, Relaxed)
-                    .is_ok()
-            })
+            walk(b, &order, |k| floor.check(k))
         });
     }
     group.finish();
