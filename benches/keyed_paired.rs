@@ -16,7 +16,7 @@
 //! `siphash_then_cas64`: the key's SipHash, then a load and a CAS of the slot it picks), paired
 //! with governor the same way, so that how far the load moves the floor itself can be seen.
 //!
-//! Run: `cargo bench --bench keyed_paired` (about 40 s).
+//! Run: `cargo bench --bench keyed_paired` (about 45 s).
 
 // The module serves `keyed` too; this target uses part of it.
 #[allow(dead_code)]
@@ -35,16 +35,24 @@ use subjects::{
 /// takes 2-30 ms), short enough that the load rarely changes within a pair.
 const CHUNK: usize = 50_000;
 
-/// How long to keep pairing, per row.
-const BUDGET: Duration = Duration::from_secs(4);
+/// How long the rows of one key count take turns.
+const BUDGET: Duration = Duration::from_secs(16);
 
-/// Runs `check` over the next `CHUNK` visits of `order` from `at`; ns per check.
-fn chunk(order: &[u64], at: usize, check: &dyn Fn(&u64) -> bool) -> f64 {
-    let start = Instant::now();
-    for i in at..at + CHUNK {
-        black_box(check(black_box(&order[i & (order.len() - 1)])));
-    }
-    start.elapsed().as_nanos() as f64 / CHUNK as f64
+/// A subject's chunk: `check` over the next [`CHUNK`] visits of `order` from `at`, in ns per
+/// check. The loop is compiled for each subject with its check inlined, as criterion's loop
+/// is; called through a `dyn Fn` per check instead, cellrate's check ran 10-20% slower
+/// against governor's than in criterion.
+type Chunk<'a> = Box<dyn Fn(&[u64], usize) -> f64 + 'a>;
+
+/// [`Chunk`] of `check`.
+fn chunk<'a>(check: impl Fn(&u64) -> bool + 'a) -> Chunk<'a> {
+    Box::new(move |order: &[u64], at: usize| {
+        let start = Instant::now();
+        for i in at..at + CHUNK {
+            black_box(check(black_box(&order[i & (order.len() - 1)])));
+        }
+        start.elapsed().as_nanos() as f64 / CHUNK as f64
+    })
 }
 
 /// The value at quantile `q` of sorted `values`.
@@ -52,46 +60,82 @@ fn quantile(values: &[f64], q: f64) -> f64 {
     values[((values.len() - 1) as f64 * q).round() as usize]
 }
 
-/// A subject of a pair: its name and one check.
-type Subject<'a> = (&'a str, &'a dyn Fn(&u64) -> bool);
+/// A subject of a pair: its name and its chunk.
+type Subject<'a> = (&'a str, &'a Chunk<'a>);
 
-/// Pairs `ours` with `theirs` over `order` for [`BUDGET`] and prints the row: the median of
-/// the ratios ours/theirs, and each one's median ns per check.
-fn pair(row: &str, order: &[u64], (our_name, ours): Subject, (their_name, theirs): Subject) {
-    // One pass of each first, so that both start with their working sets as warm as they get.
-    for at in (0..order.len()).step_by(CHUNK) {
-        chunk(order, at, ours);
-        chunk(order, at, theirs);
+/// A row: two subjects, and the ns per check of each pair's chunks.
+struct Row<'a> {
+    name: String,
+    ours: Subject<'a>,
+    theirs: Subject<'a>,
+    pairs: Vec<(f64, f64)>,
+}
+
+impl<'a> Row<'a> {
+    fn new(name: String, ours: Subject<'a>, theirs: Subject<'a>) -> Row<'a> {
+        Row {
+            name,
+            ours,
+            theirs,
+            pairs: Vec::new(),
+        }
     }
-    let (mut mine, mut other, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    let started = Instant::now();
-    let mut at = 0;
-    while started.elapsed() < BUDGET || ratios.len() < 10 {
-        let (a, b) = if ratios.len() % 2 == 0 {
-            let a = chunk(order, at, ours);
-            (a, chunk(order, at, theirs))
+
+    /// One pair of chunks from `at`, `ours` first or second.
+    fn pair(&mut self, order: &[u64], at: usize, ours_first: bool) {
+        let (ours, theirs) = (self.ours.1, self.theirs.1);
+        self.pairs.push(if ours_first {
+            let a = ours(order, at);
+            (a, theirs(order, at))
         } else {
-            let b = chunk(order, at, theirs);
-            (chunk(order, at, ours), b)
+            let b = theirs(order, at);
+            (ours(order, at), b)
+        });
+    }
+
+    /// The median of the ratios ours/theirs with p25 and p75, and each one's median ns.
+    fn print(&self) {
+        let sorted = |f: &dyn Fn(&(f64, f64)) -> f64| {
+            let mut v: Vec<f64> = self.pairs.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v
         };
-        mine.push(a);
-        other.push(b);
-        ratios.push(a / b);
+        let ratios = sorted(&|&(a, b)| a / b);
+        println!(
+            "{:<40} {:.2}x (p25 {:.2}, p75 {:.2}; {:>3} pairs)   {} {:>5.1} ns, {} {:>5.1} ns",
+            self.name,
+            quantile(&ratios, 0.5),
+            quantile(&ratios, 0.25),
+            quantile(&ratios, 0.75),
+            ratios.len(),
+            self.ours.0,
+            quantile(&sorted(&|&(a, _)| a), 0.5),
+            self.theirs.0,
+            quantile(&sorted(&|&(_, b)| b), 0.5),
+        );
+    }
+}
+
+/// Warms every subject up with one pass over `order`, then has the rows take turns, one pair
+/// each, for [`BUDGET`]: every row samples the whole stretch, so a slow spell of the machine
+/// falls on all of them alike.
+fn measure(rows: &mut [Row], order: &[u64]) {
+    for row in rows.iter() {
+        for at in (0..order.len()).step_by(CHUNK) {
+            (row.ours.1)(order, at);
+            (row.theirs.1)(order, at);
+        }
+    }
+    let started = Instant::now();
+    let (mut at, mut turn) = (0, 0);
+    while started.elapsed() < BUDGET || turn < 10 {
+        for row in rows.iter_mut() {
+            row.pair(order, at, turn % 2 == 0);
+        }
         at = (at + CHUNK) & (order.len() - 1);
+        turn += 1;
     }
-    for v in [&mut mine, &mut other, &mut ratios] {
-        v.sort_by(f64::total_cmp);
-    }
-    println!(
-        "{row:<42} {:.2}x (p25 {:.2}, p75 {:.2}; {:>3} pairs)   {our_name} {:>5.1} ns, \
-         {their_name} {:>5.1} ns",
-        quantile(&ratios, 0.5),
-        quantile(&ratios, 0.25),
-        quantile(&ratios, 0.75),
-        ratios.len(),
-        quantile(&mine, 0.5),
-        quantile(&other, 0.5),
-    );
+    rows.iter().for_each(Row::print);
 }
 
 fn main() {
@@ -103,60 +147,53 @@ fn main() {
         let (keys, order) = u64_workload(n, U64_SEED);
         let key_refs: Vec<&u64> = keys.iter().collect();
         let theirs = governor_limiter(&keys);
-        let governor = |k: &u64| theirs.check_key(k).is_ok();
-        let governor: Subject = ("governor", &governor);
-
+        let governor = chunk(|k: &u64| theirs.check_key(k).is_ok());
         // The two tables of the huge-page comparison are built one after the other, so that
         // neither gets memory the other's build left behind (the order of builds moved this
         // comparison by 20-30% in trials).
         let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
         let big = huge_page_limiter(&key_refs);
-        let now = ours.clock().now();
-        let at_now = |k: &u64| ours.check_key_n_at(k, 1, now).is_ok();
-        let at_now: Subject = ("cellrate", &at_now);
-        pair(
-            &format!("{n} u64 keys, time passed in"),
-            &order,
-            at_now,
-            governor,
-        );
-
         let cached: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, cached_clock());
-        let on_cached = |k: &u64| cached.check_key(k).is_ok();
-        let row = format!("{n} u64 keys, CachedClock");
-        pair(&row, &order, ("cellrate", &on_cached), governor);
-        drop(cached);
-
-        // The floor beneath cellrate's rows, paired with governor and with cellrate.
         let floor = SipCasFloor::new(n);
-        let sip_cas = |k: &u64| floor.check(k);
-        let sip_cas: Subject = ("floor", &sip_cas);
-        pair(
-            &format!("{n} u64 keys, floor: SipHash + CAS"),
-            &order,
-            sip_cas,
-            governor,
-        );
-        pair(
-            &format!("{n} u64 keys, time passed in / floor"),
-            &order,
-            at_now,
-            sip_cas,
-        );
-        drop(floor);
+        let (now, huge_now) = (ours.clock().now(), big.clock().now());
+        let at_now = chunk(|k: &u64| ours.check_key_n_at(k, 1, now).is_ok());
+        let on_cached = chunk(|k: &u64| cached.check_key(k).is_ok());
+        let sip_cas = chunk(|k: &u64| floor.check(k));
+        let huge = chunk(|k: &u64| big.check_key_n_at(k, 1, huge_now).is_ok());
+        let governor: Subject = ("governor", &governor);
+        let (at_now, sip_cas): (Subject, Subject) = (("cellrate", &at_now), ("floor", &sip_cas));
+        let huge: Subject = ("huge pages", &huge);
 
+        let mut rows = vec![
+            Row::new(format!("{n} u64 keys, time passed in"), at_now, governor),
+            Row::new(
+                format!("{n} u64 keys, CachedClock"),
+                ("cellrate", &on_cached),
+                governor,
+            ),
+            Row::new(
+                format!("{n} u64 keys, floor: SipHash + CAS"),
+                sip_cas,
+                governor,
+            ),
+            Row::new(
+                format!("{n} u64 keys, time passed in / floor"),
+                at_now,
+                sip_cas,
+            ),
+        ];
         if big.huge_pages() {
-            let now = big.clock().now();
-            let huge = |k: &u64| big.check_key_n_at(k, 1, now).is_ok();
-            let huge: Subject = ("huge pages", &huge);
-            let row = format!("{n} u64 keys, time passed in, huge pages");
-            pair(&row, &order, huge, governor);
-            pair(
-                &format!("{n} u64 keys, huge / 4 KiB pages"),
-                &order,
+            rows.push(Row::new(
+                format!("{n} u64 keys, huge pages"),
+                huge,
+                governor,
+            ));
+            rows.push(Row::new(
+                format!("{n} u64 keys, huge / 4 KiB pages"),
                 huge,
                 at_now,
-            );
+            ));
         }
+        measure(&mut rows, &order);
     }
 }
