@@ -43,11 +43,11 @@
 //! weaker orderings do not order. The loom models check the protocol under sequential
 //! consistency; this argument is what carries it to the real orderings.
 
+#[cfg(loom)]
+use super::loom_hooks::Broken;
 use super::request::Outcome;
 use super::request::{decide, level, Request};
 use super::slot::{self, Slot, EMPTY, FROZEN, UNPUBLISHED};
-#[cfg(loom)]
-use super::table::Broken;
 use super::table::{Held, Table};
 use super::OverflowPolicy;
 use crate::outcome::Denied;

@@ -2,7 +2,6 @@
 //! twins. Compiled only under `--cfg loom`.
 
 use super::builder::KeyedLimiterBuilder;
-use super::table::Broken;
 use super::KeyedLimiter;
 use crate::clock::Clock;
 use crate::quota::Quota;
@@ -38,4 +37,24 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     {
         self.table.home(self.fingerprint(key))
     }
+}
+
+/// Deliberately broken steps, one per loom model, which the models must catch.
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Broken {
+    /// The real protocol.
+    Nothing,
+    /// Make a claim LIVE without rescanning the window for another slot of the key.
+    SkipRescan,
+    /// Initialise W of a claim without checking after reading W that K is still the claim.
+    InitWithoutRecheck,
+    /// Remove an idle bucket by changing K alone, without freezing W first.
+    EvictWithoutFreeze,
+    /// Store the TAT in W unmasked, so that two tenures can write equal values.
+    UnmaskedTat,
+    /// Look a key up by reading W without reading K again after it, so that W may be of
+    /// another tenure than the K read before it.
+    LookupWithoutRecheck,
 }

@@ -21,9 +21,9 @@ mod window;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
 pub use key_bucket::KeyedBucket;
-pub use stats::KeyedStats;
 #[cfg(loom)]
-pub use table::Broken;
+pub use loom_hooks::Broken;
+pub use stats::KeyedStats;
 
 use crate::clock::{Clock, MonotonicClock};
 use crate::gcra;
@@ -284,9 +284,10 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         &self.quota
     }
 
-    /// Whether the kernel took the advice to back the table with huge pages
-    /// ([`KeyedLimiterBuilder::huge_pages`]). It may still use small pages where it finds no
-    /// free huge page.
+    /// Whether the kernel accepted the advice to back the table with huge pages
+    /// ([`KeyedLimiterBuilder::huge_pages`]). Accepted advice is no promise: the kernel uses
+    /// small pages where transparent huge pages are turned off (`never`) or it finds no free
+    /// huge page. `AnonHugePages` in /proc/self/smaps shows what it did.
     pub fn huge_pages(&self) -> bool {
         self.table.huge_pages
     }

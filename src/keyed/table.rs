@@ -40,6 +40,8 @@
 //! before it. On x86_64 a `SeqCst` load is the same instruction as a relaxed one.
 
 use super::claim::Step;
+#[cfg(loom)]
+use super::loom_hooks::Broken;
 use super::request::{decide, Outcome, Request};
 use super::slot::{self, Slot, EMPTY, FROZEN, UNPUBLISHED};
 use super::stats::Counters;
@@ -47,26 +49,6 @@ use super::window::{self, Window};
 use super::OverflowPolicy;
 use crate::sync::Ordering;
 use alloc::boxed::Box;
-
-/// Deliberately broken steps, one per loom model, which the models must catch.
-#[cfg(loom)]
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Broken {
-    /// The real protocol.
-    Nothing,
-    /// Make a claim LIVE without rescanning the window for another slot of the key.
-    SkipRescan,
-    /// Initialise W of a claim without checking after reading W that K is still the claim.
-    InitWithoutRecheck,
-    /// Remove an idle bucket by changing K alone, without freezing W first.
-    EvictWithoutFreeze,
-    /// Store the TAT in W unmasked, so that two tenures can write equal values.
-    UnmaskedTat,
-    /// Look a key up by reading W without reading K again after it, so that W may be of
-    /// another tenure than the K read before it.
-    LookupWithoutRecheck,
-}
 
 /// Slots per cache line (64 bytes of 16-byte slots).
 #[cfg(not(loom))]
@@ -104,7 +86,7 @@ pub(crate) struct Table {
     pub(super) window: usize,
     pub(super) policy: OverflowPolicy,
     pub(crate) counters: Counters,
-    /// Whether the kernel took the advice to back the slots with huge pages.
+    /// Whether the kernel accepted the advice to back the slots with huge pages.
     pub(crate) huge_pages: bool,
     #[cfg(loom)]
     pub(crate) broken: Broken,
@@ -205,10 +187,8 @@ impl Table {
     }
 
     /// Spends `req.cost` at `req.now` from the bucket of `req.fp`, creating the bucket if it
-    /// is absent and the decision changes it. Inlined into the check, so that the request and
-    /// the outcome stay in registers instead of passing through the stack: 347 to 329
-    /// instructions per check at 1,000 keys (callgrind), and 0.955x the time (two builds in one
-    /// process, alternating chunks, each build in both roles to cancel the layout bias).
+    /// is absent and the decision changes it. Inlined, with [`lookup`](Self::lookup), into the
+    /// check: out of line, the request, the slot found and the outcome went through the stack.
     #[inline(always)]
     pub(crate) fn spend(&self, req: &Request<'_>) -> Outcome {
         let home = self.home(req.fp);
@@ -230,8 +210,7 @@ impl Table {
 
     /// The hot path: the LIVE bucket of `tag` (its slot, K, and W read in K's tenure), if the
     /// scan (to the first EMPTY slot) meets one. `None` when the key is absent, being inserted
-    /// or being removed. Inlined into the check: out of line, its answer came back through the
-    /// stack (329 to 286 instructions per check at 1,000 keys, and 0.90x the time).
+    /// or being removed.
     #[inline(always)]
     pub(super) fn lookup(&self, home: usize, tag: u64) -> Option<(&Slot, u64, u64)> {
         // The first slot that settles it: the key's LIVE bucket, its claim, or an EMPTY slot.

@@ -34,9 +34,9 @@
 //! is preempted at that point; a 128-bit CAS of K and W together would rule them out, at the
 //! cost of the `cmpxchg16b` this layout exists to avoid.
 
-use super::slot::{self, Slot, FROZEN, UNPUBLISHED};
 #[cfg(loom)]
-use super::table::Broken;
+use super::loom_hooks::Broken;
+use super::slot::{self, Slot, FROZEN, UNPUBLISHED};
 use super::table::Table;
 use crate::sync::Ordering;
 
