@@ -25,22 +25,23 @@ where
     Q: Hash + ?Sized,
     C: Clock,
 {
-    let limiter = KeyedLimiter::builder(Quota::per_second(RATE))
-        .max_keys(keys.len())
-        .clock(clock)
-        .build();
-    for k in keys {
-        limiter.check_key(*k).expect("a fresh key is allowed");
-    }
-    limiter
+    let builder = KeyedLimiter::builder(Quota::per_second(RATE)).max_keys(keys.len());
+    holding(builder.clock(clock).build(), keys)
 }
 
 /// [`cellrate_limiter`] with its table advised to huge pages.
 pub(crate) fn huge_page_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
-    let limiter = KeyedLimiter::builder(Quota::per_second(RATE))
-        .max_keys(keys.len())
-        .huge_pages(true)
-        .build();
+    let builder = KeyedLimiter::builder(Quota::per_second(RATE)).max_keys(keys.len());
+    holding(builder.huge_pages(true).build(), keys)
+}
+
+/// `limiter` after a first check of every one of `keys`.
+fn holding<K, Q, C>(limiter: KeyedLimiter<K, C>, keys: &[&Q]) -> KeyedLimiter<K, C>
+where
+    K: Hash + Eq + Borrow<Q>,
+    Q: Hash + ?Sized,
+    C: Clock,
+{
     for k in keys {
         limiter.check_key(*k).expect("a fresh key is allowed");
     }
