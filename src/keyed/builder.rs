@@ -139,7 +139,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
 
     /// Back the table with 2 MiB huge pages where Linux offers them (transparent huge pages in
     /// `madvise` or `always` mode; default off). A check of a random key among 1,000,000 then
-    /// misses the cache but not the TLB: 0.89-0.92x the time here (`keyed_paired`; README,
+    /// misses the cache but not the TLB: 0.87-0.95x the time here (`keyed_paired`; README,
     /// *Speed and memory*).
     ///
     /// The price is resident memory: the kernel commits a whole 2 MiB page at the first touch
