@@ -216,6 +216,23 @@ impl Table {
         // The first slot that settles it: the key's LIVE bucket, its claim, or an EMPTY slot.
         // A frozen bucket of the key is passed over (the key may be live further on).
         let mut start = 0;
+        // Home first, alone: at full load 60% of keys are there. A check at 1,000,000 keys is
+        // bound by how many cache misses of successive checks the processor overlaps, and that
+        // falls as the instructions and loads a check issues grow; one load and one compare,
+        // with a branch mispredicted for the other 40%, left such a check at 0.83-0.93x the
+        // time of matching all 8 slots every time (paired, both builds in each role).
+        {
+            let slot = &self.slots[home];
+            // SeqCst: a read of the claim protocol (module docs); window position 0.
+            let k = slot.key.load(Ordering::SeqCst);
+            if slot::tag(k) == tag {
+                match self.settle(slot, k) {
+                    Settled::Live(k, w) => return Some((slot, k, w)),
+                    Settled::NotHere => return None,
+                    Settled::PassOver => {} // scan the window again, from home
+                }
+            }
+        }
         // The slots of home's cache line and the next, from home on, are read together and
         // matched without a branch per slot: at full load most keys are within a slot or two of
         // home, and the exit of a loop whose length varies from key to key is a branch the
