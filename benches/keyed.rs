@@ -21,7 +21,8 @@
 //! clock + one decision. Each table is built once per group, not per sample. With
 //! `--features quanta` cellrate also runs on its TSC clock (`cellrate_quanta`), and
 //! `cellrate_at_now` is cellrate with the time passed in (the table alone), and at 1,000,000
-//! keys `cellrate_huge_pages` the same with the table in 2 MiB pages. `_cached` subjects
+//! keys `cellrate_huge_pages` the same with the table in 2 MiB pages; `cellrate_siphash_at_now`
+//! is `cellrate_at_now` with SipHash-1-3 fingerprints instead of AES-CMAC. `_cached` subjects
 //! run on a clock refreshed every millisecond by a background thread: cellrate's `CachedClock`
 //! and governor's `QuantaUpkeepClock`, the same design.
 //!
@@ -124,6 +125,14 @@ fn u64_keys(c: &mut Criterion) {
                 walk(b, &order, |k| ours.check_key_n_at(k, 1, now).is_ok())
             });
         }
+        drop(ours);
+
+        // SipHash-1-3 fingerprints (the hash governor uses) instead of the default AES-CMAC.
+        let ours = siphash_limiter(&key_refs);
+        group.bench_function(id("cellrate_siphash_at_now"), |b| {
+            let now = ours.clock().now();
+            walk(b, &order, |k| ours.check_key_n_at(k, 1, now).is_ok())
+        });
         drop(ours);
 
         #[cfg(feature = "quanta")]

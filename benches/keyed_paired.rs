@@ -16,9 +16,11 @@
 //!   its default clock (a TSC read per check: the comparison the issues' targets name);
 //! - cellrate on `CachedClock` against governor on its `QuantaUpkeepClock`: equal clocks, both
 //!   a load of a time refreshed every 1 ms;
-//! - the floor beneath them (`keyed_floor`'s `siphash_then_cas64`: the key's SipHash, then a
-//!   load and a CAS of the slot it picks) against governor and against cellrate, so that how
-//!   far the load moves the floor itself can be seen;
+//! - cellrate with SipHash-1-3 fingerprints (`FingerprintHash::SipHash13`, the hash governor
+//!   uses) against governor, and the default AES-CMAC fingerprints against SipHash-1-3;
+//! - the floor of a check on SipHash (`keyed_floor`'s `siphash_then_cas64`: the key's SipHash,
+//!   then a load and a CAS of the slot it picks) against governor and against cellrate, so
+//!   that how far the load moves the floor itself can be seen;
 //! - the table in huge pages against the same table in 4 KiB pages (left out where
 //!   transparent huge pages are `always` on, since both would be huge).
 //!
@@ -37,7 +39,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 use subjects::{
     cached_clock, cellrate_limiter, governor_cached_limiter, governor_limiter, huge_page_limiter,
-    u64_workload, SipCasFloor, U64_SEED,
+    siphash_limiter, u64_workload, SipCasFloor, U64_SEED,
 };
 
 /// Checks per chunk: long enough that the two clock reads around it do not count (a chunk
@@ -171,6 +173,7 @@ fn main() {
         let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
         let big = huge_page_limiter(&key_refs);
         let cached: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, cached_clock());
+        let sip = siphash_limiter(&key_refs);
         let floor = SipCasFloor::new(n);
 
         let (now, huge_now) = (ours.clock().now(), big.clock().now());
@@ -178,11 +181,13 @@ fn main() {
         let governor_cached = chunk(|k: &u64| theirs_cached.check_key(k).is_ok());
         let at_now = chunk(|k: &u64| ours.check_key_n_at(k, 1, now).is_ok());
         let on_cached = chunk(|k: &u64| cached.check_key(k).is_ok());
+        let on_sip = chunk(|k: &u64| sip.check_key_n_at(k, 1, now).is_ok());
         let sip_cas = chunk(|k: &u64| floor.check(k));
         let huge = chunk(|k: &u64| big.check_key_n_at(k, 1, huge_now).is_ok());
         let governor: Subject = ("governor", &governor);
         let (at_now, on_cached) = (("cellrate", &at_now), ("cellrate", &on_cached));
         let (sip_cas, huge): (Subject, Subject) = (("floor", &sip_cas), ("huge pages", &huge));
+        let on_sip: Subject = ("SipHash", &on_sip);
 
         let row =
             |what: &str, ours, theirs| Row::new(format!("{n} u64 keys, {what}"), ours, theirs);
@@ -194,6 +199,8 @@ fn main() {
                 on_cached,
                 ("governor", &governor_cached),
             ),
+            row("SipHash fingerprints", on_sip, governor),
+            row("AES-CMAC / SipHash", at_now, on_sip),
             row("floor: SipHash + CAS", sip_cas, governor),
             row("time passed in / floor", at_now, sip_cas),
         ];

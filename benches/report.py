@@ -48,6 +48,7 @@ FLOOR = {"cas": "bare CAS", "load": "bare load", "clock_read": "Instant::now",
          "quanta_read": "quanta read"}
 VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed in",
            "huge_pages": "cellrate, time passed in, table in 2 MiB pages (huge_pages(true))",
+           "siphash_at_now": "cellrate, time passed in, SipHash-1-3 fingerprints",
            "cached": "both on a clock refreshed every 1 ms (CachedClock, QuantaUpkeepClock)",
            "batch": "cellrate check_keys_n (one call per 64 keys)"}
 

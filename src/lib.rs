@@ -81,8 +81,8 @@ pub use clock::{Clock, ManualClock};
 pub use keyed::Broken;
 #[cfg(feature = "std")]
 pub use keyed::{
-    KeyedBucket, KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder, KeyedStats, OverflowPolicy,
-    DEFAULT_MAX_KEYS,
+    FingerprintHash, KeyedBucket, KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder, KeyedStats,
+    OverflowPolicy, DEFAULT_MAX_KEYS,
 };
 pub use limiter::Limiter;
 pub use nanos::Nanos;

@@ -2,7 +2,8 @@
 //! (Differential and concurrent tests are in `keyed_differential.rs` and `keyed_overflow.rs`.)
 
 use cellrate::{
-    KeyedBuildError, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota, DEFAULT_MAX_KEYS,
+    FingerprintHash, KeyedBuildError, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota,
+    DEFAULT_MAX_KEYS,
 };
 use std::time::Duration;
 
@@ -71,6 +72,46 @@ fn string_keys_are_looked_up_by_str() {
     let denied = l.check_key("alice").unwrap_err();
     assert_eq!(denied.retry_after(), Some(Duration::from_nanos(T)));
     assert_eq!(l.available_key("bob"), 2);
+}
+
+#[test]
+fn both_fingerprint_hashes_keep_keys_apart_and_find_str_keys() {
+    for hash in [FingerprintHash::AesCmac, FingerprintHash::SipHash13] {
+        let l = KeyedLimiter::<String, _>::builder(quota(1))
+            .max_keys(1000)
+            .clock(ManualClock::new())
+            .fingerprint_hash(hash)
+            .build();
+        for i in 0..500 {
+            l.check_key(&format!("user-{i}")).unwrap();
+        }
+        for i in 0..500 {
+            let denied = l.check_key(format!("user-{i}").as_str()).is_err();
+            assert!(denied, "{hash:?}: user-{i} lost its spend");
+        }
+        assert_eq!(l.len(), 500, "{hash:?}");
+        assert_eq!(l.available_key("user-500"), 1, "{hash:?}");
+    }
+}
+
+#[test]
+fn aes_cmac_is_the_default_where_the_processor_has_aes_ni() {
+    #[cfg(target_arch = "x86_64")]
+    let aes_ni = std::is_x86_feature_detected!("aes");
+    #[cfg(not(target_arch = "x86_64"))]
+    let aes_ni = false;
+    let l = KeyedLimiter::<u64>::new(quota(1));
+    let expected = if aes_ni {
+        FingerprintHash::AesCmac
+    } else {
+        FingerprintHash::SipHash13
+    };
+    assert_eq!(l.fingerprint_hash(), expected);
+    assert!(format!("{l:?}").contains(&format!("fingerprint_hash: {expected:?}")));
+    let sip = KeyedLimiter::<u64>::builder(quota(1))
+        .fingerprint_hash(FingerprintHash::SipHash13)
+        .build();
+    assert_eq!(sip.fingerprint_hash(), FingerprintHash::SipHash13);
 }
 
 #[test]

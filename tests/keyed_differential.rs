@@ -2,7 +2,7 @@
 //! multi-key schedules, with idle keys evicted and reclaimed along the way.
 
 use cellrate::baseline::MutexBucket;
-use cellrate::{KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
+use cellrate::{FingerprintHash, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,14 +51,19 @@ impl Oracle {
 /// Runs `ops` on both and compares every answer. Stops comparing at the first overflow (a
 /// new key finding no room), after which the keyed limiter legitimately forgets a key; the
 /// schedules are sized so that this is rare. Returns the number of operations compared.
-fn run(ops: &[Op], max_keys: usize) -> Result<usize, TestCaseError> {
-    run_counting(ops, max_keys).map(|(compared, _)| compared)
+fn run(ops: &[Op], max_keys: usize, hash: FingerprintHash) -> Result<usize, TestCaseError> {
+    run_counting(ops, max_keys, hash).map(|(compared, _)| compared)
 }
 
 /// [`run`], also returning the most keys the limiter held at once.
-fn run_counting(ops: &[Op], max_keys: usize) -> Result<(usize, usize), TestCaseError> {
+fn run_counting(
+    ops: &[Op],
+    max_keys: usize,
+    hash: FingerprintHash,
+) -> Result<(usize, usize), TestCaseError> {
     let keyed = KeyedLimiter::<u8, _>::builder(quota())
         .max_keys(max_keys)
+        .fingerprint_hash(hash)
         .clock(ManualClock::new())
         .overflow(OverflowPolicy::DenyNewKeys)
         .build();
@@ -99,14 +104,20 @@ proptest! {
     /// A table with room for every key, and times that sometimes go backwards.
     #[test]
     fn keys_match_their_own_bucket_with_stale_times(ops in ops(8, true, false)) {
-        prop_assert_eq!(run(&ops, 64)?, ops.len());
+        prop_assert_eq!(run(&ops, 64, FingerprintHash::AesCmac)?, ops.len());
+    }
+
+    /// The same with SipHash-1-3 fingerprints (the default where AES-NI is absent).
+    #[test]
+    fn keys_match_their_own_bucket_under_siphash(ops in ops(8, true, false)) {
+        prop_assert_eq!(run(&ops, 64, FingerprintHash::SipHash13)?, ops.len());
     }
 
     /// A table of 5 slots for 10 keys, with sweeps: keys are evicted and their slots reused
     /// by other keys all the time, and the decisions cannot tell.
     #[test]
     fn eviction_and_slot_reuse_are_invisible(ops in ops(10, false, true)) {
-        let (compared, _) = run_counting(&ops, 4)?;
+        let (compared, _) = run_counting(&ops, 4, FingerprintHash::AesCmac)?;
         COMPARED.fetch_add(compared, Ordering::Relaxed);
         TOTAL.fetch_add(ops.len(), Ordering::Relaxed);
     }
@@ -138,7 +149,7 @@ fn the_small_table_schedules_do_reuse_slots() {
             step: 8,
         })
         .collect();
-    let (compared, most) = run_counting(&ops, 4).unwrap();
+    let (compared, most) = run_counting(&ops, 4, FingerprintHash::AesCmac).unwrap();
     assert_eq!(compared, ops.len(), "no overflow");
     assert!(
         most <= 5,

@@ -2,7 +2,7 @@
 //! `keyed_paired`: the limiters, each holding every key before timing starts, and the keys and
 //! their random visiting order.
 
-use cellrate::{CachedClock, Clock, KeyedLimiter, Quota};
+use cellrate::{CachedClock, Clock, FingerprintHash, KeyedLimiter, Quota};
 use std::borrow::Borrow;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -33,6 +33,15 @@ where
 pub(crate) fn huge_page_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
     let builder = KeyedLimiter::builder(Quota::per_second(RATE)).max_keys(keys.len());
     holding(builder.huge_pages(true).build(), keys)
+}
+
+/// [`cellrate_limiter`] with SipHash-1-3 fingerprints instead of the default AES-CMAC.
+pub(crate) fn siphash_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
+    let builder = KeyedLimiter::builder(Quota::per_second(RATE)).max_keys(keys.len());
+    holding(
+        builder.fingerprint_hash(FingerprintHash::SipHash13).build(),
+        keys,
+    )
 }
 
 /// `limiter` after a first check of every one of `keys`.

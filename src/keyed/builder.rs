@@ -1,9 +1,10 @@
 //! `KeyedLimiterBuilder`: capacity, clock, start state and overflow policy of a keyed limiter.
 
+use super::fingerprint::{FingerprintHash, Fingerprinter};
 use super::huge_pages;
 use super::slot::{self, AllocError};
 use super::table::Table;
-use super::{FingerprintHasher, KeyedLimiter, OverflowPolicy};
+use super::{KeyedLimiter, OverflowPolicy};
 use crate::clock::{Clock, MonotonicClock};
 use crate::quota::Quota;
 use core::fmt;
@@ -40,6 +41,7 @@ pub struct KeyedLimiterBuilder<K, C = MonotonicClock> {
     start_empty: bool,
     policy: OverflowPolicy,
     huge_pages: bool,
+    hash: FingerprintHash,
     _keys: PhantomData<fn(&K)>,
 }
 
@@ -92,6 +94,7 @@ impl<K> KeyedLimiterBuilder<K, MonotonicClock> {
             start_empty: false,
             policy: OverflowPolicy::EvictNearestFull,
             huge_pages: false,
+            hash: FingerprintHash::AesCmac,
             _keys: PhantomData,
         }
     }
@@ -118,6 +121,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
             start_empty: self.start_empty,
             policy: self.policy,
             huge_pages: self.huge_pages,
+            hash: self.hash,
             _keys: PhantomData,
         }
     }
@@ -156,6 +160,13 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
         }
     }
 
+    /// The keyed hash of the fingerprints (default [`FingerprintHash::AesCmac`], which is
+    /// SipHash-1-3 on processors without AES-NI). Both are pseudorandom functions under a
+    /// secret random key; [`KeyedLimiter::fingerprint_hash`] tells which one a limiter uses.
+    pub fn fingerprint_hash(self, hash: FingerprintHash) -> Self {
+        KeyedLimiterBuilder { hash, ..self }
+    }
+
     /// The limiter.
     ///
     /// # Panics
@@ -175,6 +186,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
             self.quota,
             self.clock,
             self.start_empty,
+            Fingerprinter::new(self.hash),
         ))
     }
 
@@ -183,7 +195,14 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     #[cfg(loom)]
     pub(super) fn build_tiny(self, slots: usize, window: usize) -> KeyedLimiter<K, C> {
         let table = self.allocate(slots, window).unwrap();
-        KeyedLimiter::from_parts(table, self.quota, self.clock, self.start_empty)
+        let fingerprinter = Fingerprinter::new(self.hash);
+        KeyedLimiter::from_parts(
+            table,
+            self.quota,
+            self.clock,
+            self.start_empty,
+            fingerprinter,
+        )
     }
 
     fn allocate(&self, slots: usize, window: usize) -> Result<Table, KeyedBuildError> {
@@ -218,12 +237,7 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiterBuilder<K, C> {
             .field("start_empty", &self.start_empty)
             .field("overflow", &self.policy)
             .field("huge_pages", &self.huge_pages)
+            .field("fingerprint_hash", &self.hash)
             .finish()
     }
-}
-
-/// The hasher of fingerprints: std's `RandomState` (SipHash-1-3 with a random 128-bit key per
-/// limiter), or under loom a fixed key, so that a model is the same in every iteration.
-pub(super) fn fingerprint_hasher() -> FingerprintHasher {
-    FingerprintHasher::default()
 }

@@ -2,9 +2,12 @@
 //!
 //! See [`KeyedLimiter`] for the guarantees and [`table`] for the protocol.
 
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+mod aes_cmac;
 mod batch;
 mod builder;
 mod claim;
+mod fingerprint;
 mod huge_pages;
 mod key_bucket;
 #[cfg(all(test, not(loom)))]
@@ -20,6 +23,7 @@ mod upkeep;
 mod window;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
+pub use fingerprint::FingerprintHash;
 pub use key_bucket::KeyedBucket;
 #[cfg(loom)]
 pub use loom_hooks::Broken;
@@ -32,15 +36,11 @@ use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 use core::borrow::Borrow;
 use core::fmt;
-use core::hash::{BuildHasher, Hash};
+use core::hash::Hash;
 use core::marker::PhantomData;
+use fingerprint::Fingerprinter;
 use request::{initial_tat, Request};
 use table::Table;
-
-#[cfg(not(loom))]
-type FingerprintHasher = std::collections::hash_map::RandomState;
-#[cfg(loom)]
-type FingerprintHasher = core::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
 /// What a new key does when no slot of its window is free and no bucket in it is idle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -86,12 +86,14 @@ pub enum OverflowPolicy {
 ///   behaves afterwards (at any `now` no earlier than the removal's) exactly as if it had
 ///   been kept. When a new key finds no free slot and no idle key in its window, the
 ///   [`OverflowPolicy`] applies and is counted in [`stats`](Self::stats).
-/// - **Fingerprints**: a key is stored as a 64-bit SipHash-1-3 fingerprint under a random
-///   key chosen per limiter (std's `RandomState`), not as itself: its high bits choose the home
-///   slot and its low 51 bits (the tag) are kept. Two distinct keys share a bucket only if
-///   their tags are equal and one lies in the other's window: a given key collides with
-///   probability at most `511 x 2^-50 = 4.5e-13` at any load (README, *Fingerprints and
-///   collisions*), and since the SipHash key is secret, clients cannot choose colliding keys.
+/// - **Fingerprints**: a key is stored as a 64-bit fingerprint, not as itself: the first 64
+///   bits of a pseudorandom function of the bytes its `Hash` writes, under a random key chosen
+///   per limiter (AES-128-CMAC on x86_64 with AES-NI, else SipHash-1-3; see
+///   [`FingerprintHash`]). Its high bits choose the home slot and its low 51 bits (the tag)
+///   are kept. Two distinct keys share a bucket only if their tags are equal and one lies in
+///   the other's window: a given key collides with probability at most
+///   `511 x 2^-50 = 4.5e-13` at any load (README, *Fingerprints and collisions*), and since
+///   the key of the function is secret, clients cannot choose colliding keys.
 ///
 /// # Design
 /// The table is a fixed array of slots, each two 64-bit words: K (the key's tag, a generation
@@ -113,7 +115,7 @@ pub struct KeyedLimiter<K, C = MonotonicClock> {
     quota: Quota,
     clock: C,
     start_empty: bool,
-    hasher: FingerprintHasher,
+    fingerprinter: Fingerprinter,
     _keys: PhantomData<fn(&K)>,
 }
 
@@ -131,13 +133,19 @@ impl<K: Hash + Eq> KeyedLimiter<K, MonotonicClock> {
 
 impl<K, C> KeyedLimiter<K, C> {
     /// Assembles a limiter from a built table.
-    pub(crate) fn from_parts(table: Table, quota: Quota, clock: C, start_empty: bool) -> Self {
+    fn from_parts(
+        table: Table,
+        quota: Quota,
+        clock: C,
+        start_empty: bool,
+        fingerprinter: Fingerprinter,
+    ) -> Self {
         KeyedLimiter {
             table,
             quota,
             clock,
             start_empty,
-            hasher: builder::fingerprint_hasher(),
+            fingerprinter,
             _keys: PhantomData,
         }
     }
@@ -292,6 +300,12 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         self.table.huge_pages
     }
 
+    /// The keyed hash of this limiter's fingerprints: [`FingerprintHash::AesCmac`] unless
+    /// SipHash-1-3 was asked for or the processor has no AES-NI.
+    pub fn fingerprint_hash(&self) -> FingerprintHash {
+        self.fingerprinter.kind()
+    }
+
     /// The clock this limiter reads.
     pub fn clock(&self) -> &C {
         &self.clock
@@ -299,7 +313,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 
     #[inline]
     pub(crate) fn fingerprint<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
-        self.hasher.hash_one(key)
+        self.fingerprinter.fingerprint(key)
     }
 
     /// A request of `cost` tokens of the bucket of `fp` at `now`, waiting at most `max_wait_ns`.
@@ -331,6 +345,7 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiter<K, C> {
             .field("start_empty", &self.start_empty)
             .field("capacity", &self.table.slot_count())
             .field("huge_pages", &self.table.huge_pages)
+            .field("fingerprint_hash", &self.fingerprinter.kind())
             .finish_non_exhaustive()
     }
 }

@@ -119,8 +119,9 @@ pub(crate) const fn live(pending: u64) -> u64 {
 }
 
 /// The mask of W under a LIVE K: a multiply-xorshift mix, so that tenures of one slot (other
-/// generation or tag) have unrelated masks. The tags come from a SipHash under a secret
-/// random key, so a client cannot steer two masks together.
+/// generation or tag) have unrelated masks. The tags come from a keyed pseudorandom function
+/// under a secret random key (see [`fingerprint`](super::fingerprint)), so a client cannot
+/// steer two masks together.
 #[inline(always)]
 pub(crate) const fn mask(live: u64) -> u64 {
     let x = live.wrapping_mul(0x9E37_79B9_7F4A_7C15);
