@@ -9,6 +9,7 @@ use crate::quota::Quota;
 
 /// One check: the key's fingerprint, the time, the cost, the quota, and whether a new bucket
 /// of the key starts empty (its starting TAT is computed only on the insert path).
+#[derive(Clone, Copy)]
 pub(crate) struct Request<'q> {
     pub(crate) fp: u64,
     pub(crate) now: u64,
@@ -28,11 +29,17 @@ impl Request<'_> {
     /// The TAT a new bucket of the key starts from. Only an insert needs it, so it is computed
     /// there, not on the hot path of a key already held: out of line, so that the compiler
     /// does not hoist it into every check (5 instructions per check at 1,000 keys).
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     pub(super) fn initial(&self) -> u64 {
-        initial_tat(self.start_empty, self.now, self.quota)
+        initial_cold(self.start_empty, self.now, self.quota)
     }
+}
+
+/// [`initial_tat`], out of line and by value: the request itself stays in registers.
+#[cold]
+#[inline(never)]
+fn initial_cold(start_empty: bool, now: u64, quota: &Quota) -> u64 {
+    initial_tat(start_empty, now, quota)
 }
 
 /// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never one

@@ -196,7 +196,9 @@ impl Table {
         loop {
             let (slot, k, w) = match self.lookup(home, tag) {
                 Some(found) => found,
-                None => match self.find_or_insert(home, req) {
+                // A copy: the cold call takes its address, which would otherwise keep the
+                // request in memory (six stores) on every check.
+                None => match self.find_or_insert(home, &{ *req }) {
                     Step::Mine(outcome) => return outcome,
                     Step::Live((i, k, w)) => (self.at(home, i), k, w),
                     Step::Restart => continue,
