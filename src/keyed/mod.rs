@@ -10,6 +10,7 @@ mod claim;
 mod fingerprint;
 mod huge_pages;
 mod key_bucket;
+mod lookup;
 #[cfg(all(test, not(loom)))]
 mod lookup_tests;
 #[cfg(loom)]
