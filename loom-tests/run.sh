@@ -3,7 +3,7 @@
 #
 # Most two-thread models run exhaustively. The keyed insert and reuse models (long runs of
 # two threads) and the three-thread models set a preemption bound in their own code (5 for the
-# former, 2 or 3 for the latter). Model checking takes about 20 s on the 2-core development
+# former, 2 or 3 for the latter). Model checking takes about 50 s on the 2-core development
 # machine (the keyed models are most of it), plus about 90 s for a cold build of the loom
 # configuration.
 set -euo pipefail
