@@ -87,7 +87,8 @@ impl Table {
     /// noting room and helping a pending insert of the key, then inserts it if still absent.
     #[cold]
     #[inline(never)]
-    pub(super) fn find_or_insert(&self, home: usize, req: &Request<'_>) -> Step {
+    pub(super) fn find_or_insert(&self, home: usize, req: Request<'_>) -> Step {
+        let req = &req;
         match self.find(home, req) {
             Found::Mine(outcome) => Step::Mine(outcome),
             Found::Live(held) => Step::Live(held),

@@ -178,9 +178,9 @@ impl Table {
         loop {
             let (slot, k, w) = match self.lookup(home, tag) {
                 Some(found) => found,
-                // A copy: the cold call takes its address, which would otherwise keep the
-                // request in memory (six stores) on every check.
-                None => match self.find_or_insert(home, &{ *req }) {
+                // By value: a cold call that took the request's address would keep it in
+                // memory (six stores) on every check.
+                None => match self.find_or_insert(home, *req) {
                     Step::Mine(outcome) => return outcome,
                     Step::Live((i, k, w)) => (self.at(home, i), k, w),
                     Step::Restart => continue,
