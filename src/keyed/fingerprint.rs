@@ -88,25 +88,4 @@ mod tests {
             assert_eq!(a.fingerprint("key"), a.fingerprint(&String::from("key")));
         }
     }
-
-    #[test]
-    fn aes_cmac_is_used_where_aes_ni_is_present() {
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        let aes_ni = std::is_x86_feature_detected!("aes");
-        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-        let aes_ni = false;
-        let expected = if aes_ni {
-            FingerprintHash::AesCmac
-        } else {
-            FingerprintHash::SipHash13
-        };
-        assert_eq!(
-            Fingerprinter::new(FingerprintHash::AesCmac).kind(),
-            expected
-        );
-        assert_eq!(
-            Fingerprinter::new(FingerprintHash::SipHash13).kind(),
-            FingerprintHash::SipHash13
-        );
-    }
 }
