@@ -4,9 +4,9 @@
 //! AES is a pseudorandom permutation; its first 64 bits are a fingerprint no client can steer,
 //! as SipHash's are. It is here for speed: for a u64 key it is one AES block (10 rounds, one
 //! instruction each), about 20 instructions in all where SipHash-1-3 takes about 100, and a
-//! check at 1,000,000 keys is bound by how many cache
-//! misses of successive checks the processor overlaps, which falls as a check's instructions
-//! grow (README, *Speed and memory*).
+//! check at 1,000,000 keys is bound by how many cache misses of successive checks the
+//! processor overlaps, which falls as a check's instructions grow (README, *Speed and
+//! memory*).
 //!
 //! The message is the byte stream that the key's `Hash` writes, in blocks of 16 bytes. The last
 //! block is held back until the stream ends: whole, it is XORed with subkey K1; partial, it is
@@ -16,9 +16,8 @@
 //! The AES rounds are inline assembly, so that they inline into the check: a function compiled
 //! for the `aes` target feature cannot be inlined into code compiled without it, and with a call
 //! per hash, a loop of hash-then-CAS over 1,000,000 slots took 1.35-1.4x the time it took with
-//! the rounds inline. [`AesCmacKey::new`]
-//! detects AES-NI at run time and returns `None` without it; every other use of the
-//! instructions goes through an `AesCmacKey`.
+//! the rounds inline. [`AesCmacKey::new`] detects AES-NI at run time and returns `None` without
+//! it; every other use of the instructions goes through an `AesCmacKey`.
 
 use core::arch::asm;
 use core::hash::{Hash, Hasher};
