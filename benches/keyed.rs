@@ -7,7 +7,7 @@
 //! - `keyed_throughput_1000000_keys`: 1 and 2 threads on 1,000,000 u64 keys, in decisions per
 //!   second (`Throughput::Elements`: one per thread per iteration);
 //! - `keyed_parts`: the fingerprint hash and the clock reads a check is made of;
-//! - `keyed_batch`: cellrate's `check_keys_n` (one clock read per batch of 64 keys, and the
+//! - `keyed_batch`: cellrate's `check_many_n` (one clock read per batch of 64 keys, and the
 //!   slots of the next keys fetched while one is decided) against one `check_key` per key for
 //!   cellrate and governor, at 1,000 and 1,000,000 u64 keys, in checks per second;
 //! - `keyed_floor`: the physical floor of a check at 1,000,000 keys, one random compare-and-swap

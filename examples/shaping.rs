@@ -66,7 +66,7 @@ fn plan() {
     let now = limiter.clock().now();
     let slots: Vec<String> = (0..REQUESTS)
         .map(|_| match limiter.reserve_n_at(1, MAX_WAIT, now) {
-            Ok(reservation) => reservation.wait_from(now).as_millis().to_string(),
+            Ok(reservation) => reservation.ready_in_at(now).as_millis().to_string(),
             Err(denied) => format!("refused: {denied}"),
         })
         .collect();

@@ -28,61 +28,34 @@
 //! The loom models in `loom-tests/tests/all_of.rs` check this: no bucket admits more than its
 //! burst, and a refused check leaves every TAT exactly as the admitted checks alone would.
 
-use crate::bucket::Change;
+use crate::bucket_ref::BucketRef;
 use crate::clock::Clock;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 
 pub(crate) mod sealed {
-    pub trait Sealed {}
-}
+    use crate::bucket_ref::BucketRef;
+    use crate::clock::Clock;
 
-/// A spend that can be undone: what [`Limit::spend_undoable`] hands back.
-#[derive(Clone, Copy, Debug)]
-pub struct Undo {
-    pub(crate) change: Change,
+    /// What [`Limit`](super::Limit) hides: the bucket an all-or-nothing check acts on.
+    pub trait Sealed {
+        /// The bucket, with its clock.
+        fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_>;
+    }
 }
 
 /// A bucket that can take part in an [`all_of`] check: a [`Limiter`], or one key of a keyed
-/// limiter. Sealed; its methods are the building blocks of [`AllOf`], hidden from the docs.
-pub trait Limit: sealed::Sealed {
-    /// The current time on this limit's clock.
-    fn now(&self) -> Nanos;
+/// limiter ([`KeyedBucket`](crate::KeyedBucket), from `KeyedLimiter::key`). Sealed.
+pub trait Limit: sealed::Sealed {}
 
-    /// What `check_n_at(cost, now)` would answer, spending nothing.
-    fn evaluate(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied>;
-
-    #[doc(hidden)]
-    fn spend_undoable(&self, cost: u32, now: Nanos) -> Result<(Undo, Allowed), Denied>;
-
-    #[doc(hidden)]
-    fn undo(&self, undo: Undo, cost: u32, now: Nanos);
-}
-
-impl<C: Clock> sealed::Sealed for Limiter<C> {}
-
-impl<C: Clock> Limit for Limiter<C> {
-    fn now(&self) -> Nanos {
-        self.clock().now()
-    }
-
-    fn evaluate(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        self.bucket().evaluate(cost, now.as_u64(), self.quota())
-    }
-
-    fn spend_undoable(&self, cost: u32, now: Nanos) -> Result<(Undo, Allowed), Denied> {
-        let (change, allowed) = self
-            .bucket()
-            .spend_tracked(cost, now.as_u64(), self.quota())?;
-        Ok((Undo { change }, allowed))
-    }
-
-    fn undo(&self, undo: Undo, cost: u32, now: Nanos) {
-        self.bucket()
-            .roll_back(undo.change, cost, now.as_u64(), self.quota())
+impl<C: Clock> sealed::Sealed for Limiter<C> {
+    fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_> {
+        Limiter::bucket_ref(self).erased()
     }
 }
+
+impl<C: Clock> Limit for Limiter<C> {}
 
 /// Several limits checked together. Build it with [`all_of`].
 #[derive(Clone, Copy)]
@@ -119,7 +92,7 @@ impl AllOf<'_> {
     /// clock (an empty set admits everything).
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         match self.limits.first() {
-            Some(first) => self.spend_or_refuse(cost, first.now(), true),
+            Some(first) => self.spend_or_refuse(cost, first.bucket_ref().now(), true),
             None => Ok(Allowed::unlimited()),
         }
     }
@@ -146,10 +119,12 @@ impl AllOf<'_> {
             self.limits.iter().fold(refusal, |worst, limit| {
                 // A limit that would refuse brings its retry_after; one that would admit, its
                 // level now (a peek), not the level after a spend that did not happen.
+                let bucket = limit.bucket_ref();
+                let now = now.as_u64();
                 worst.stricter(
-                    limit
+                    bucket
                         .evaluate(cost, now)
-                        .and_then(|_| limit.evaluate(0, now)),
+                        .and_then(|_| bucket.evaluate(0, now)),
                 )
             })
         })
@@ -164,7 +139,7 @@ impl AllOf<'_> {
     pub fn check_n_at_without_rollback(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
         let mut answer = Allowed::unlimited();
         for limit in self.limits {
-            answer = answer.stricter(limit.spend_undoable(cost, now)?.1);
+            answer = answer.stricter(limit.bucket_ref().book(cost, now.as_u64(), 0)?.1.allowed);
         }
         Ok(answer)
     }
@@ -181,16 +156,17 @@ fn spend_all(
     let Some((first, rest)) = limits.split_first() else {
         return Ok(Allowed::unlimited());
     };
-    let (undo, allowed) = first.spend_undoable(cost, now)?;
+    let bucket = first.bucket_ref();
+    let (change, booking) = bucket.book(cost, now.as_u64(), 0)?;
     match spend_all(rest, cost, now, reread_clock) {
-        Ok(others) => Ok(allowed.stricter(others)),
+        Ok(others) => Ok(booking.allowed.stricter(others)),
         Err(refusal) => {
             let now = if reread_clock {
-                now.max(first.now())
+                now.max(bucket.now())
             } else {
                 now
             };
-            first.undo(undo, cost, now);
+            bucket.undo(change, cost, now.as_u64());
             Err(refusal)
         }
     }

@@ -1,4 +1,4 @@
-//! `MutexBucket`: the plain token bucket of the seeds, behind a mutex. The oracle and baseline.
+//! `MutexBucket`: the plain token bucket, behind a mutex. The oracle and baseline.
 //!
 //! This is the textbook bucket (a level and the time it was last updated, refilled lazily from
 //! the elapsed time, under a lock) in exact fixed point: the level is kept in nanoseconds of
@@ -141,12 +141,12 @@ impl<C: Clock> MutexBucket<C> {
     }
 
     /// Gives back `n` tokens, never beyond the capacity.
-    pub fn refund(&self, n: u32) {
-        self.refund_at(n, self.clock.now())
+    pub fn refund_n(&self, n: u32) {
+        self.refund_n_at(n, self.clock.now())
     }
 
     /// Gives back `n` tokens at `now`, never beyond the capacity.
-    pub fn refund_at(&self, n: u32, now: Nanos) {
+    pub fn refund_n_at(&self, n: u32, now: Nanos) {
         let now = now.as_u64();
         let mut state = self.lock();
         let credit = self.refill(&state, now);

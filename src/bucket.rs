@@ -4,7 +4,7 @@
 //! write), `compare_exchange_weak`, and on failure spin briefly (crossbeam's `Backoff`) and
 //! decide again with the value it returned.
 //! Every operation (spend, reserve, refund, roll back) is that one loop around a different
-//! pure function of `gcra`.
+//! pure function of `gcra`; [`BucketRef`](crate::bucket_ref::BucketRef) holds the rarer ones.
 //!
 //! # Atomic orderings
 //! Every access is `Relaxed`. The TAT is the only data a decision reads or writes and it
@@ -27,7 +27,7 @@ pub(crate) struct Bucket {
 
 /// A write that took effect: the TAT before and after it, so that it can be rolled back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Change {
+pub struct Change {
     pub(crate) before: u64,
     pub(crate) after: u64,
 }
@@ -68,9 +68,9 @@ impl Bucket {
             {
                 Ok(_) => return Ok((change, answer)),
                 Err(actual) => {
-                    // Measured (benches/core, contention/allowed, 2 threads): spinning briefly
-                    // after a lost race about doubles throughput on one hot bucket, at no
-                    // measurable cost to a single thread.
+                    // Spinning briefly after a lost race keeps one hot bucket's throughput
+                    // from collapsing under contention (the `contention` group of the core
+                    // benchmarks shows it).
                     backoff.spin();
                     current = actual;
                 }
@@ -85,24 +85,6 @@ impl Bucket {
             .map(|(_, allowed)| allowed)
     }
 
-    /// [`Bucket::spend`], also returning the change it made, for [`Bucket::roll_back`].
-    #[inline]
-    pub(crate) fn spend_tracked(
-        &self,
-        cost: u32,
-        now: u64,
-        quota: &Quota,
-    ) -> Result<(Change, Allowed), Denied> {
-        self.update(|tat| gcra::spend(tat, now, cost, quota))
-    }
-
-    /// What [`Bucket::spend`] would answer now, spending nothing.
-    #[inline]
-    pub(crate) fn evaluate(&self, cost: u32, now: u64, quota: &Quota) -> Result<Allowed, Denied> {
-        // Relaxed: see the module's orderings note.
-        gcra::spend(self.tat.load(Ordering::Relaxed), now, cost, quota).map(|(_, a)| a)
-    }
-
     /// Gives back `n` tokens at `now`, never beyond the capacity; see [`gcra::refund`].
     #[inline]
     pub(crate) fn refund(&self, n: u32, now: u64, quota: &Quota) {
@@ -113,45 +95,6 @@ impl Bucket {
         });
     }
 
-    /// Undoes `change`, a spend of `cost` tokens: back to the exact TAT before it if nothing
-    /// has been written since, otherwise as [`gcra::unwind_spend`] says.
-    #[inline]
-    pub(crate) fn roll_back(&self, change: Change, cost: u32, now: u64, quota: &Quota) {
-        if change.before == change.after || self.restore(change) {
-            return;
-        }
-        let _ = self.update(|tat| {
-            gcra::unwind_spend(tat, now, change.before, change.after, cost, quota)
-                .map(|new| (new, ()))
-                .ok_or(())
-        });
-    }
-
-    /// Gives back `n` of the tokens booked by `change`: exactly, if nothing has been written
-    /// since, otherwise as [`gcra::unwind_booking`] says.
-    #[inline]
-    pub(crate) fn unbook(&self, change: Change, n: u32, now: u64, quota: &Quota) {
-        let _ = self.update(|tat| {
-            gcra::unwind_booking(tat, now, change.after, n, quota)
-                .map(|new| (new, ()))
-                .ok_or(())
-        });
-    }
-
-    /// Puts back the TAT from before `change` if `change` is still the last write.
-    #[inline]
-    pub(crate) fn restore(&self, change: Change) -> bool {
-        // Relaxed on both arms: see the module's orderings note.
-        self.tat
-            .compare_exchange(
-                change.after,
-                change.before,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-    }
-
     /// Whole tokens at `now`, spending nothing.
     #[inline]
     pub(crate) fn available(&self, now: u64, quota: &Quota) -> u32 {
@@ -159,10 +102,9 @@ impl Bucket {
         gcra::available(self.tat.load(Ordering::Relaxed), now, quota)
     }
 
-    /// The raw theoretical arrival time, for the loom models.
-    #[cfg(loom)]
+    /// The theoretical arrival time.
     #[inline]
-    pub(crate) fn tat(&self) -> u64 {
+    pub(crate) fn load(&self) -> u64 {
         // Relaxed: see the module's orderings note.
         self.tat.load(Ordering::Relaxed)
     }
@@ -177,11 +119,11 @@ impl Bucket {
         Ok(allowed)
     }
 
-    /// Deliberately broken [`Bucket::roll_back`]: stores the old TAT without checking that
-    /// nothing was written since. Only for loom.
+    /// Deliberately broken write: stores `tat` without checking that nothing was written
+    /// since. Only for loom.
     #[cfg(loom)]
-    pub(crate) fn roll_back_racy(&self, change: Change) {
-        self.tat.store(change.before, Ordering::Relaxed);
+    pub(crate) fn store_racy(&self, tat: u64) {
+        self.tat.store(tat, Ordering::Relaxed);
     }
 
     /// Deliberately broken [`Bucket::refund`] (load + store instead of CAS). Only for loom.

@@ -34,8 +34,8 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 /// Monotonic: a wall clock that jumps backwards cannot hand out free tokens. Because every
 /// `MonotonicClock` shares one origin, a reading from one limiter's clock is valid for any
 /// other limiter on a `MonotonicClock`: read once, then use the `_at(now)` forms for a batch
-/// of checks. A read costs a `clock_gettime` (about 45 ns on the development VM, more than a
-/// whole uncontended check), so that saving is real.
+/// of checks. A read costs a `clock_gettime`, more than a whole uncontended check
+/// (BENCHMARKS.md), so that saving is real.
 #[cfg(feature = "std")]
 #[derive(Clone, Copy, Debug)]
 pub struct MonotonicClock {

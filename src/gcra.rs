@@ -72,11 +72,10 @@ pub(crate) fn unwind_spend(
 /// overlaps it. Never below `now`. `None` when nothing changes.
 #[inline]
 pub(crate) fn unwind_booking(tat: u64, now: u64, after: u64, n: u32, quota: &Quota) -> Option<u64> {
-    if tat > after || tat <= now || n == 0 {
+    if tat > after {
         return None;
     }
-    let back = u64::from(n.min(quota.burst())) * quota.emission_interval_ns();
-    Some(tat.saturating_sub(back).max(now))
+    refund(tat, now, n, quota)
 }
 
 /// Whole tokens available at `now`, spending nothing.
@@ -91,8 +90,9 @@ pub(crate) fn empty_at(now: u64, quota: &Quota) -> u64 {
     now.saturating_add(quota.depth_ns())
 }
 
+/// The level of a bucket `reset_after_ns` from full under `quota`.
 #[inline(always)]
-fn level(reset_after_ns: u64, quota: &Quota) -> Level {
+pub(crate) fn level(reset_after_ns: u64, quota: &Quota) -> Level {
     Level {
         reset_after_ns,
         depth_ns: quota.depth_ns(),
@@ -102,7 +102,7 @@ fn level(reset_after_ns: u64, quota: &Quota) -> Level {
 
 /// A booking: when the reserved tokens are ready, and the bucket right after booking them.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Booking {
+pub struct Booking {
     pub(crate) ready_at: u64,
     pub(crate) allowed: Allowed,
 }

@@ -49,6 +49,7 @@ extern crate alloc;
 
 mod all_of;
 mod bucket;
+mod bucket_ref;
 #[cfg(feature = "std")]
 mod cached_clock;
 mod clock;
@@ -71,7 +72,7 @@ pub mod baseline;
 #[cfg(feature = "redis")]
 pub mod redis;
 
-pub use all_of::{all_of, AllOf, Limit, Undo};
+pub use all_of::{all_of, AllOf, Limit};
 #[cfg(feature = "std")]
 pub use cached_clock::{CachedClock, CachedClockError};
 #[cfg(feature = "std")]

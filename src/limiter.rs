@@ -1,6 +1,7 @@
 //! `Limiter`: one bucket, one quota, one clock.
 
 use crate::bucket::Bucket;
+use crate::bucket_ref::BucketRef;
 use crate::clock::Clock;
 use crate::gcra;
 use crate::nanos::Nanos;
@@ -84,6 +85,12 @@ impl<C: Clock> Limiter<C> {
         self.check_n(1)
     }
 
+    /// [`Limiter::check`] at a time passed in; see [`Limiter::check_n_at`].
+    #[inline]
+    pub fn check_at(&self, now: Nanos) -> Result<Allowed, Denied> {
+        self.check_n_at(1, now)
+    }
+
     /// Spends `cost` tokens now if all of them are there; otherwise spends nothing.
     ///
     /// `cost == 0` is a peek: always allowed, nothing spent. `cost > burst` can never pass: it
@@ -113,17 +120,23 @@ impl<C: Clock> Limiter<C> {
         self.bucket.available(now.as_u64(), &self.quota)
     }
 
+    /// Gives back one token; see [`Limiter::refund_n`].
+    #[inline]
+    pub fn refund(&self) {
+        self.refund_n(1)
+    }
+
     /// Gives back `n` tokens of a request that was admitted but not carried out. The level
     /// never rises above the capacity; refunding into a full bucket does nothing. Safe to race
     /// with checks and other refunds: no spend is lost.
     #[inline]
-    pub fn refund(&self, n: u32) {
-        self.refund_at(n, self.clock.now())
+    pub fn refund_n(&self, n: u32) {
+        self.refund_n_at(n, self.clock.now())
     }
 
-    /// [`Limiter::refund`] at a time passed in.
+    /// [`Limiter::refund_n`] at a time passed in.
     #[inline]
-    pub fn refund_at(&self, n: u32, now: Nanos) {
+    pub fn refund_n_at(&self, n: u32, now: Nanos) {
         self.bucket.refund(n, now.as_u64(), &self.quota)
     }
 
@@ -139,16 +152,23 @@ impl<C: Clock> Limiter<C> {
         &self.clock
     }
 
+    /// This limiter's bucket, for reservations and [`all_of`](crate::all_of).
     #[inline]
-    pub(crate) fn bucket(&self) -> &Bucket {
-        &self.bucket
+    pub(crate) fn bucket_ref(&self) -> BucketRef<'_, C> {
+        BucketRef {
+            store: &self.bucket,
+            id: 0,
+            quota: self.quota,
+            clock: &self.clock,
+            start_empty: false,
+        }
     }
 
     /// The theoretical arrival time: the instant the bucket is full again. For the loom models.
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn theoretical_arrival(&self) -> Nanos {
-        Nanos::new(self.bucket.tat())
+        Nanos::new(self.bucket.load())
     }
 
     /// Deliberately broken `check_n_at` (load + store, no CAS). Only for the loom models.
@@ -158,10 +178,10 @@ impl<C: Clock> Limiter<C> {
         self.bucket.spend_racy(cost, now.as_u64(), &self.quota)
     }
 
-    /// Deliberately broken `refund_at` (load + store, no CAS). Only for the loom models.
+    /// Deliberately broken `refund_n_at` (load + store, no CAS). Only for the loom models.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn refund_at_racy(&self, n: u32, now: Nanos) {
+    pub fn refund_n_at_racy(&self, n: u32, now: Nanos) {
         self.bucket.refund_racy(n, now.as_u64(), &self.quota)
     }
 }

@@ -6,8 +6,7 @@ use std::sync::OnceLock;
 
 /// A monotonic clock read from the CPU's timestamp counter through the quanta crate (the clock
 /// governor uses), calibrated against the OS clock. A read is cheaper than
-/// `std::time::Instant` (about 24 ns against 37-40 on the development VM, a KVM guest; see
-/// BENCHMARKS.md). Where the counter is not reliable (not invariant), quanta
+/// `std::time::Instant` (BENCHMARKS.md, the clock rows). Where the counter is not reliable (not invariant), quanta
 /// falls back to the OS clock. [`CachedClock`](crate::CachedClock) is cheaper still, at the
 /// price of a reading up to its resolution old.
 ///

@@ -6,10 +6,9 @@
 //! emission interval, with no retry loop and no thundering herd.
 
 use crate::bucket::Change;
+use crate::bucket_ref::BucketRef;
 use crate::clock::Clock;
 use crate::gcra;
-#[cfg(feature = "std")]
-use crate::keyed::KeyedBucket;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
@@ -34,98 +33,42 @@ use core::time::Duration;
 /// // A wait longer than max_wait is refused and books nothing.
 /// assert!(limiter.reserve_n_at(1, Duration::from_millis(150), Nanos::ZERO).is_err());
 /// ```
-#[derive(Debug)]
 #[must_use = "a reservation says when its tokens are ready; dropping it keeps the booking"]
 pub struct Reservation<'a, C: Clock> {
-    target: Target<'a, C>,
+    bucket: BucketRef<'a, C>,
     cost: u32,
     ready_at: Nanos,
     change: Change,
     allowed: Allowed,
 }
 
-/// The bucket a reservation was booked on.
-enum Target<'a, C: Clock> {
-    Limiter(&'a Limiter<C>),
-    #[cfg(feature = "std")]
-    Key(KeyedBucket<'a, C>),
-}
-
-impl<C: Clock> core::fmt::Debug for Target<'_, C> {
+impl<C: Clock> core::fmt::Debug for Reservation<'_, C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            Target::Limiter(_) => "Limiter",
-            #[cfg(feature = "std")]
-            Target::Key(_) => "KeyedBucket",
-        })
-    }
-}
-
-impl<C: Clock> Target<'_, C> {
-    fn now(&self) -> Nanos {
-        match self {
-            Target::Limiter(limiter) => limiter.clock().now(),
-            #[cfg(feature = "std")]
-            Target::Key(key) => key.clock().now(),
-        }
-    }
-
-    /// Puts back the TAT from before `change` if it is still the last write.
-    fn restore(&self, change: Change) -> bool {
-        match self {
-            Target::Limiter(limiter) => limiter.bucket().restore(change),
-            #[cfg(feature = "std")]
-            Target::Key(key) => key.restore(change),
-        }
-    }
-
-    /// Gives back `n` booked tokens by the rule of [`gcra::unwind_booking`].
-    fn unbook(&self, change: Change, n: u32, now: u64) {
-        match self {
-            Target::Limiter(l) => l.bucket().unbook(change, n, now, l.quota()),
-            #[cfg(feature = "std")]
-            Target::Key(key) => key.unbook(change, n, now),
-        }
-    }
-
-    /// Spends `n` more tokens unconditionally.
-    fn force(&self, n: u32, now: u64) {
-        match self {
-            Target::Limiter(l) => {
-                let quota = l.quota();
-                let _ = l
-                    .bucket()
-                    .update(|tat| Ok::<_, ()>((gcra::force(tat, now, n, quota), ())));
-            }
-            #[cfg(feature = "std")]
-            Target::Key(key) => key.force(n, now),
-        }
+        f.debug_struct("Reservation")
+            .field("cost", &self.cost)
+            .field("ready_at", &self.ready_at)
+            .field("allowed", &self.allowed)
+            .finish_non_exhaustive()
     }
 }
 
 impl<'a, C: Clock> Reservation<'a, C> {
-    pub(crate) fn new(
-        limiter: &'a Limiter<C>,
+    /// Books `cost` tokens of `bucket` at `now`, ready within `max_wait`: what every
+    /// `reserve_n_at` does.
+    pub(crate) fn book(
+        bucket: BucketRef<'a, C>,
         cost: u32,
-        booking: gcra::Booking,
-        change: Change,
-    ) -> Self {
-        Reservation::on(Target::Limiter(limiter), cost, booking, change)
+        max_wait: Duration,
+        now: Nanos,
+    ) -> Result<Self, Denied> {
+        let max_wait_ns = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
+        let (change, booking) = bucket.book(cost, now.as_u64(), max_wait_ns)?;
+        Ok(Reservation::new(bucket, cost, booking, change))
     }
 
-    #[cfg(feature = "std")]
-    pub(crate) fn of_key(
-        key: KeyedBucket<'a, C>,
-        cost: u32,
-        booking: gcra::Booking,
-        change: Change,
-    ) -> Self {
-        Reservation::on(Target::Key(key), cost, booking, change)
-    }
-
-    fn on(target: Target<'a, C>, cost: u32, booking: gcra::Booking, change: Change) -> Self {
+    fn new(bucket: BucketRef<'a, C>, cost: u32, booking: gcra::Booking, change: Change) -> Self {
         Reservation {
-            target,
+            bucket,
             cost,
             ready_at: Nanos::new(booking.ready_at),
             change,
@@ -139,13 +82,14 @@ impl<'a, C: Clock> Reservation<'a, C> {
     }
 
     /// How long to wait from `now` until [`Reservation::ready_at`] (zero if already there).
-    pub fn wait_from(&self, now: Nanos) -> Duration {
+    pub fn ready_in_at(&self, now: Nanos) -> Duration {
         self.ready_at.saturating_duration_since(now)
     }
 
-    /// How long to wait from the limiter's clock's current time.
-    pub fn wait(&self) -> Duration {
-        self.wait_from(self.target.now())
+    /// How long to wait from the limiter's clock's current time until
+    /// [`Reservation::ready_at`] (zero if already there).
+    pub fn ready_in(&self) -> Duration {
+        self.ready_in_at(self.bucket.now())
     }
 
     /// The tokens this reservation booked.
@@ -165,7 +109,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
 
     /// Gives the tokens back now. See [`Reservation::cancel_at`].
     pub fn cancel(self) {
-        let now = self.target.now();
+        let now = self.bucket.now();
         self.cancel_at(now)
     }
 
@@ -178,8 +122,8 @@ impl<'a, C: Clock> Reservation<'a, C> {
     ///   booking take a slot that overlaps theirs, admitting more than the limit. A
     ///   cancellation can leave the limit under-used, never exceeded.
     pub fn cancel_at(self, now: Nanos) {
-        if !self.target.restore(self.change) {
-            self.target.unbook(self.change, self.cost, now.as_u64());
+        if !self.bucket.restore(self.change) {
+            self.bucket.unbook(self.change, self.cost, now.as_u64());
         }
     }
 
@@ -187,16 +131,13 @@ impl<'a, C: Clock> Reservation<'a, C> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn cancel_racy(self) {
-        #[allow(irrefutable_let_patterns)]
-        if let Target::Limiter(limiter) = self.target {
-            limiter.bucket().roll_back_racy(self.change)
-        }
+        self.bucket.restore_racy(self.change)
     }
 
     /// Settles the reservation at its actual cost (two-phase use: reserve an estimate, settle
     /// the real figure, e.g. the tokens of an LLM reply). See [`Reservation::settle_at`].
     pub fn settle(self, actual: u32) {
-        let now = self.target.now();
+        let now = self.bucket.now();
         self.settle_at(actual, now)
     }
 
@@ -207,9 +148,9 @@ impl<'a, C: Clock> Reservation<'a, C> {
     pub fn settle_at(self, actual: u32, now: Nanos) {
         let now = now.as_u64();
         if actual < self.cost {
-            self.target.unbook(self.change, self.cost - actual, now);
+            self.bucket.unbook(self.change, self.cost - actual, now);
         } else if actual > self.cost {
-            self.target.force(actual - self.cost, now);
+            self.bucket.force(actual - self.cost, now);
         }
     }
 }
@@ -229,11 +170,6 @@ impl<C: Clock> Limiter<C> {
         max_wait: Duration,
         now: Nanos,
     ) -> Result<Reservation<'_, C>, Denied> {
-        let max_wait_ns = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
-        let now = now.as_u64();
-        let (change, booking) = self
-            .bucket()
-            .update(|tat| gcra::reserve(tat, now, cost, max_wait_ns, self.quota()))?;
-        Ok(Reservation::new(self, cost, booking, change))
+        Reservation::book(self.bucket_ref(), cost, max_wait, now)
     }
 }

@@ -6,12 +6,9 @@
 //! hang.
 
 use crate::clock::Clock;
-use crate::keyed::KeyedLimiter;
 use crate::limiter::Limiter;
 use crate::outcome::{Allowed, Denied};
 use crate::reservation::Reservation;
-use core::borrow::Borrow;
-use core::hash::Hash;
 use core::time::Duration;
 
 impl<C: Clock> Reservation<'_, C> {
@@ -21,7 +18,7 @@ impl<C: Clock> Reservation<'_, C> {
     /// runs at real speed (it never waits on a [`ManualClock`](crate::ManualClock) to be
     /// advanced).
     pub fn wait_blocking(self) -> Allowed {
-        let wait = self.wait();
+        let wait = self.ready_in();
         if !wait.is_zero() {
             std::thread::sleep(wait);
         }
@@ -35,7 +32,7 @@ impl<C: Clock> Reservation<'_, C> {
     #[cfg(feature = "async")]
     pub async fn ready(self) -> Allowed {
         let pending = CancelOnDrop(Some(self));
-        let wait = pending.0.as_ref().map_or(Duration::ZERO, |r| r.wait());
+        let wait = pending.0.as_ref().map_or(Duration::ZERO, |r| r.ready_in());
         if !wait.is_zero() {
             futures_timer::Delay::new(wait).await;
         }
@@ -57,32 +54,6 @@ impl<C: Clock> Limiter<C> {
     #[cfg(feature = "async")]
     pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
         Ok(self.reserve_n(cost, max_wait)?.ready().await)
-    }
-}
-
-impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
-    /// [`Limiter::wait_n`] for `key`'s bucket.
-    pub fn wait_key_n<Q>(&self, key: &Q, cost: u32, max_wait: Duration) -> Result<Allowed, Denied>
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        Ok(self.reserve_key_n(key, cost, max_wait)?.wait_blocking())
-    }
-
-    /// [`Limiter::until_ready_n`] for `key`'s bucket.
-    #[cfg(feature = "async")]
-    pub async fn until_key_ready_n<Q>(
-        &self,
-        key: &Q,
-        cost: u32,
-        max_wait: Duration,
-    ) -> Result<Allowed, Denied>
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        Ok(self.reserve_key_n(key, cost, max_wait)?.ready().await)
     }
 }
 

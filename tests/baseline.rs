@@ -2,8 +2,11 @@
 //! step of random schedules (times that mostly move forward, sometimes go back), plus a few
 //! explicit schedules.
 
+mod common;
+
 use cellrate::baseline::MutexBucket;
 use cellrate::{Allowed, Denied, Limiter, ManualClock, Nanos, Quota};
+use common::quota;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use std::time::Duration;
@@ -62,9 +65,9 @@ impl Pair {
         Ok(gcra)
     }
 
-    fn refund(&self, n: u32, now: u64) {
-        self.limiter.refund_at(n, Nanos::new(now));
-        self.bucket.refund_at(n, Nanos::new(now));
+    fn refund_n(&self, n: u32, now: u64) {
+        self.limiter.refund_n_at(n, Nanos::new(now));
+        self.bucket.refund_n_at(n, Nanos::new(now));
     }
 
     /// Compares `available_at(now)` and a peek at `now`, which must agree too.
@@ -112,10 +115,6 @@ fn steps(len: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Vec<Step
     prop::collection::vec(step, len)
 }
 
-fn quota(interval_ns: u64, burst: u32) -> Quota {
-    Quota::try_new(Duration::from_nanos(interval_ns), burst).unwrap()
-}
-
 /// Intervals from 1 ns to 10 s (most do not divide a second), bursts 1..=1000, and quotas made
 /// by `per_second(n)` (rounded-up intervals, burst n).
 fn quotas() -> impl Strategy<Value = Quota> {
@@ -157,7 +156,7 @@ fn run(quota: Quota, empty: bool, start: u64, steps: &[Step]) -> Result<(), Test
                     retry_at = Some(now.saturating_add(wait.as_nanos() as u64));
                 }
             }
-            6..=7 => pair.refund(
+            6..=7 => pair.refund_n(
                 if s.amount % 256 == 255 {
                     u32::MAX
                 } else {
@@ -222,9 +221,9 @@ fn both_answer_a_stale_check_as_of_its_own_time() {
 #[test]
 fn both_refund_to_exactly_full() {
     let pair = Pair::new(quota(7, 3), Some(100));
-    pair.refund(2, 103);
+    pair.refund_n(2, 103);
     pair.level(103, "partial refund").unwrap();
-    pair.refund(u32::MAX, 104);
+    pair.refund_n(u32::MAX, 104);
     pair.level(104, "over-refund").unwrap();
     assert_eq!(pair.limiter.available_at(Nanos::new(104)), 3);
 }
@@ -263,7 +262,7 @@ fn both_agree_on_explicit_schedules() {
 fn both_cap_a_stale_refund_at_one_bucketful() {
     let pair = Pair::new(quota(10, 5), None);
     assert!(pair.check(5, 100, "drain").unwrap().ok); // full again at 150
-    pair.refund(20, 50); // stale: the level at 50 is one bucketful below empty
+    pair.refund_n(20, 50); // stale: the level at 50 is one bucketful below empty
     for now in [50, 75, 100, 150] {
         pair.level(now, "after a stale over-refund").unwrap();
     }

@@ -1,16 +1,15 @@
 //! One `Limiter` hammered by 8 threads: no token is admitted twice, none is lost, with the clock
 //! frozen, with the clock moving and with refunds racing the checks.
 
+mod common;
+
 use cellrate::{Clock, Limiter, ManualClock, Nanos, Quota};
+use common::quota;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Duration;
 
 const THREADS: usize = 8;
-
-fn quota(interval_ns: u64, burst: u32) -> Quota {
-    Quota::try_new(Duration::from_nanos(interval_ns), burst).unwrap()
-}
 
 /// Runs `work(thread index)` on `THREADS` threads released together; returns their results.
 fn on_threads<R: Send>(work: impl Fn(usize) -> R + Sync) -> Vec<R> {
@@ -158,7 +157,7 @@ fn refunds_racing_checks_restore_exactly_what_they_give_back() {
             if limiter.check().is_ok() {
                 admitted += 1;
                 if admitted > KEPT {
-                    limiter.refund(1);
+                    limiter.refund_n(1);
                     refunded += 1;
                 }
             }
@@ -187,7 +186,7 @@ fn over_refunds_racing_checks_never_overfill_the_bucket() {
                 admitted += 1;
                 if (n + i as u32).is_multiple_of(5) {
                     let give = if n.is_multiple_of(2) { u32::MAX } else { 3 };
-                    limiter.refund(give);
+                    limiter.refund_n(give);
                     refunded_tokens += u64::from(give.min(burst));
                 }
             }

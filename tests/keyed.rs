@@ -1,6 +1,7 @@
 //! `KeyedLimiter`: per-key behaviour, the API's forms, capacity and bad inputs.
 //! (Differential and concurrent tests are in `keyed_differential.rs` and `keyed_overflow.rs`.)
 
+mod common;
 use cellrate::{
     FingerprintHash, KeyedBuildError, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota,
     DEFAULT_MAX_KEYS,
@@ -10,7 +11,7 @@ use std::time::Duration;
 const T: u64 = 10; // emission interval of the tests, in ns
 
 fn quota(burst: u32) -> Quota {
-    Quota::try_new(Duration::from_nanos(T), burst).unwrap()
+    common::quota(T, burst)
 }
 
 fn limiter<K: std::hash::Hash + Eq>(burst: u32) -> KeyedLimiter<K, ManualClock> {
@@ -27,9 +28,13 @@ fn keys_are_independent() {
         l.check_key(&1).unwrap();
     }
     assert!(l.check_key(&1).is_err(), "key 1 is empty");
-    assert_eq!(l.available_key(&2), 3, "key 2 untouched by key 1's spends");
+    assert_eq!(
+        l.key(&2).available(),
+        3,
+        "key 2 untouched by key 1's spends"
+    );
     assert_eq!(l.check_key_n(&2, 3).unwrap().remaining(), 0);
-    assert_eq!(l.available_key(&1), 0);
+    assert_eq!(l.key(&1).available(), 0);
     assert_eq!(l.len(), 2);
 }
 
@@ -57,7 +62,7 @@ fn decisions_match_the_single_limiter() {
             "step {i}"
         );
         assert_eq!(
-            l.available_key_at(&9, now),
+            l.key(&9).available_at(now),
             one.available_at(now),
             "step {i}"
         );
@@ -71,7 +76,7 @@ fn string_keys_are_looked_up_by_str() {
     l.check_key("alice").unwrap();
     let denied = l.check_key("alice").unwrap_err();
     assert_eq!(denied.retry_after(), Some(Duration::from_nanos(T)));
-    assert_eq!(l.available_key("bob"), 2);
+    assert_eq!(l.key("bob").available(), 2);
 }
 
 #[test]
@@ -90,7 +95,7 @@ fn both_fingerprint_hashes_keep_keys_apart_and_find_str_keys() {
             assert!(denied, "{hash:?}: user-{i} lost its spend");
         }
         assert_eq!(l.len(), 500, "{hash:?}");
-        assert_eq!(l.available_key("user-500"), 1, "{hash:?}");
+        assert_eq!(l.key("user-500").available(), 1, "{hash:?}");
     }
 }
 
@@ -135,7 +140,7 @@ fn peeks_and_impossible_costs_store_nothing() {
     assert_eq!(l.check_key_n(&5, 0).unwrap().remaining(), 2);
     let denied = l.check_key_n(&5, 3).unwrap_err();
     assert_eq!(denied.retry_after(), None);
-    assert_eq!(l.available_key(&5), 2);
+    assert_eq!(l.key(&5).available(), 2);
     assert_eq!(
         l.len(),
         0,
@@ -149,11 +154,11 @@ fn per_call_quota_serves_tiers_from_one_table() {
     let paid = quota(5);
     for i in 0..5 {
         assert!(
-            l.check_key_n_with(&"paid", 1, &paid).is_ok(),
+            l.check_key_n_with_quota(&"paid", 1, &paid).is_ok(),
             "paid request {i}"
         );
     }
-    assert!(l.check_key_n_with(&"paid", 1, &paid).is_err());
+    assert!(l.check_key_n_with_quota(&"paid", 1, &paid).is_err());
     l.check_key(&"free").unwrap();
     assert!(
         l.check_key(&"free").is_err(),
@@ -161,11 +166,15 @@ fn per_call_quota_serves_tiers_from_one_table() {
     );
     l.clock().advance(Duration::from_nanos(T));
     assert_eq!(
-        l.check_key_n_with(&"paid", 1, &paid).unwrap().remaining(),
+        l.check_key_n_with_quota(&"paid", 1, &paid)
+            .unwrap()
+            .remaining(),
         0
     );
     let at = Nanos::new(T);
-    let denied = l.check_key_n_with_at(&"paid", 1, &paid, at).unwrap_err();
+    let denied = l
+        .check_key_n_with_quota_at(&"paid", 1, &paid, at)
+        .unwrap_err();
     assert_eq!(denied.retry_after(), Some(Duration::from_nanos(T)));
 }
 
@@ -178,7 +187,7 @@ fn start_empty_keys_fill_over_one_depth() {
         .max_keys(16)
         .start_empty()
         .build();
-    assert_eq!(l.available_key(&1), 0, "a new key starts empty");
+    assert_eq!(l.key(&1).available(), 0, "a new key starts empty");
     let denied = l.check_key(&1).unwrap_err();
     assert_eq!(denied.retry_after(), Some(Duration::from_nanos(T)));
     clock.advance(Duration::from_nanos(T));
@@ -187,7 +196,7 @@ fn start_empty_keys_fill_over_one_depth() {
         "one token after one interval since first seen"
     );
     clock.advance(Duration::from_nanos(3 * T));
-    assert_eq!(l.available_key(&1), 3);
+    assert_eq!(l.key(&1).available(), 3);
 }
 
 #[test]
@@ -200,7 +209,7 @@ fn evict_idle_removes_only_full_buckets() {
     assert_eq!(l.evict_idle_at(Nanos::new(T)), 1);
     assert_eq!(l.len(), 1);
     assert_eq!(
-        l.available_key_at(&2, Nanos::new(T)),
+        l.key(&2).available_at(Nanos::new(T)),
         1,
         "key 2 kept its spend"
     );
@@ -233,10 +242,10 @@ fn a_full_window_follows_the_overflow_policy() {
         match policy {
             OverflowPolicy::EvictNearestFull => {
                 assert_eq!((denied, stats.overflow_evictions), (0, 5));
-                let kept = (0..slots + 5).filter(|k| l.available_key_at(k, Nanos::new(0)) == 0);
+                let kept = (0..slots + 5).filter(|k| l.key(k).available_at(Nanos::new(0)) == 0);
                 assert_eq!(kept.count() as u64, slots, "evicted keys are full again");
                 assert_eq!(
-                    l.available_key_at(&0, Nanos::new(0)),
+                    l.key(&0).available_at(Nanos::new(0)),
                     1,
                     "key 0 was nearest full"
                 );
@@ -244,7 +253,7 @@ fn a_full_window_follows_the_overflow_policy() {
             _ => {
                 assert_eq!((denied, stats.overflow_denials), (5, 5));
                 assert_eq!(
-                    l.available_key_at(&0, Nanos::new(0)),
+                    l.key(&0).available_at(Nanos::new(0)),
                     0,
                     "no key was forgotten"
                 );
@@ -270,7 +279,7 @@ fn idle_keys_are_reclaimed_before_the_policy_applies() {
     }
     assert_eq!(l.stats(), Default::default());
     assert_eq!(
-        l.available_key_at(&0, Nanos::new(T)),
+        l.key(&0).available_at(Nanos::new(T)),
         1,
         "a reclaimed idle key is full"
     );

@@ -1,4 +1,4 @@
-//! `check_keys_n`: a batch decides exactly as the same checks made one by one, in order, at
+//! `check_many_n`: a batch decides exactly as the same checks made one by one, in order, at
 //! one time.
 
 use cellrate::{Allowed, Denied, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
@@ -48,7 +48,7 @@ proptest! {
         for (keys, cost, step) in batches {
             now += step;
             let mut decisions = Vec::new();
-            batched.check_keys_n_at(&keys, cost, Nanos::new(now), &mut decisions);
+            batched.check_many_n_at(&keys, cost, Nanos::new(now), &mut decisions);
             let expected: Vec<Result<Allowed, Denied>> = keys
                 .iter()
                 .map(|k| single.check_key_n_at(k, cost, Nanos::new(now)))
@@ -57,7 +57,7 @@ proptest! {
             prop_assert_eq!(batched.len(), single.len());
             for key in 0..40u16 {
                 let at = Nanos::new(now);
-                prop_assert_eq!(batched.available_key_at(&key, at), single.available_key_at(&key, at));
+                prop_assert_eq!(batched.key(&key).available_at(at), single.key(&key).available_at(at));
             }
         }
     }
@@ -67,15 +67,15 @@ proptest! {
 fn decisions_are_appended_in_the_order_of_the_keys() {
     let limiter = limiter(100, OverflowPolicy::EvictNearestFull, false);
     let mut decisions = Vec::new();
-    limiter.check_keys_n_at(std::iter::empty::<&u16>(), 1, Nanos::new(5), &mut decisions);
+    limiter.check_many_n_at(std::iter::empty::<&u16>(), 1, Nanos::new(5), &mut decisions);
     assert!(decisions.is_empty(), "no keys, no decisions");
     // 20 keys, more than the lookahead, each listed 4 times: 3 allowed, then denied.
     let keys: Vec<u16> = (0..80).map(|i| i % 20).collect();
-    limiter.check_keys_n_at(&keys, 1, Nanos::new(5), &mut decisions);
+    limiter.check_many_n_at(&keys, 1, Nanos::new(5), &mut decisions);
     let allowed: Vec<bool> = decisions.iter().map(Result::is_ok).collect();
     let expected: Vec<bool> = (0..80).map(|i| i < 60).collect();
     assert_eq!(allowed, expected);
-    limiter.check_keys_n_at(&[1000u16], 1, Nanos::new(5), &mut decisions);
+    limiter.check_many_n_at(&[1000u16], 1, Nanos::new(5), &mut decisions);
     assert_eq!(decisions.len(), 81, "a second batch appends");
     assert!(decisions[80].is_ok());
 }
@@ -87,12 +87,12 @@ fn string_keys_are_looked_up_by_str_and_the_clock_is_read_once() {
         KeyedLimiter::with_clock(Quota::per_second(1), clock.clone());
     let names = [String::from("alice"), String::from("bob")];
     let mut decisions = Vec::new();
-    limiter.check_keys_n(names.iter().map(String::as_str), 1, &mut decisions);
-    limiter.check_keys_n(["alice", "carol"], 1, &mut decisions);
+    limiter.check_many_n(names.iter().map(String::as_str), 1, &mut decisions);
+    limiter.check_many_n(["alice", "carol"], 1, &mut decisions);
     let allowed: Vec<bool> = decisions.iter().map(Result::is_ok).collect();
     assert_eq!(allowed, [true, true, false, true]);
     clock.advance(Duration::from_secs(1));
     decisions.clear();
-    limiter.check_keys_n(["alice"], 1, &mut decisions);
+    limiter.check_many_n(["alice"], 1, &mut decisions);
     assert!(decisions[0].is_ok(), "the batch read the advanced clock");
 }

@@ -1,17 +1,17 @@
 //! Each key of a `KeyedLimiter` decides exactly as its own `MutexBucket`, on random
 //! multi-key schedules, with idle keys evicted and reclaimed along the way.
 
+mod common;
 use cellrate::baseline::MutexBucket;
 use cellrate::{FingerprintHash, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 const T: u64 = 10;
 
 fn quota() -> Quota {
-    Quota::try_new(Duration::from_nanos(T), 3).unwrap()
+    common::quota(T, 3)
 }
 
 #[derive(Clone, Debug)]
@@ -87,7 +87,7 @@ fn run_counting(
                 now += step;
                 let at = Nanos::new(now as u64);
                 let want = oracle.bucket(key).available_at(at);
-                prop_assert_eq!(keyed.available_key_at(&key, at), want, "op {} {:?}", i, op);
+                prop_assert_eq!(keyed.key(&key).available_at(at), want, "op {} {:?}", i, op);
             }
             Op::EvictIdle { step } => {
                 now += step;

@@ -43,7 +43,7 @@ fn held(limiter: &KeyedLimiter<u64, ManualClock>, tried: u64) -> u64 {
     let per_thread = tried / THREADS;
     (0..THREADS)
         .flat_map(|t| (0..per_thread).map(move |i| key(t, i)))
-        .filter(|k| limiter.available_key_at(k, Nanos::ZERO) == 0)
+        .filter(|k| limiter.key(k).available_at(Nanos::ZERO) == 0)
         .count() as u64
 }
 

@@ -45,7 +45,7 @@ fn fifty_reservations_on_one_key_are_ready_in_booking_order_one_interval_apart()
 #[test]
 fn reservations_are_refused_past_max_wait_and_book_nothing() {
     let limiter = keyed(1);
-    let first = limiter.reserve_key_n(&"a", 1, LONG).unwrap();
+    let first = limiter.key(&"a").reserve_n(1, LONG).unwrap();
     assert_eq!(first.ready_at(), Nanos::ZERO);
     let refused = limiter
         .key(&"a")
@@ -71,7 +71,7 @@ fn cancelling_the_last_reservation_of_a_key_restores_it_exactly() {
         l.check_key_n_at(&"a", 2, Nanos::ZERO).unwrap();
     }
     let r = limiter.key(&"a").reserve_n_at(3, LONG, ms(20)).unwrap();
-    assert!(limiter.available_key_at(&"a", ms(20)) < twin.available_key_at(&"a", ms(20)));
+    assert!(limiter.key(&"a").available_at(ms(20)) < twin.key(&"a").available_at(ms(20)));
     r.cancel_at(ms(30));
     assert_eq!(follow_up(&limiter, "a", 30), follow_up(&twin, "a", 30));
 }
@@ -110,19 +110,19 @@ fn settling_higher_puts_the_key_in_debt_and_lower_gives_back() {
         .reserve_n_at(4, LONG, Nanos::ZERO)
         .unwrap();
     r.settle_at(1, Nanos::ZERO);
-    assert_eq!(limiter.available_key_at(&"b", Nanos::ZERO), 4);
+    assert_eq!(limiter.key(&"b").available_at(Nanos::ZERO), 4);
 }
 
 #[test]
 fn refunds_never_exceed_the_capacity_and_never_create_a_key() {
     let limiter = keyed(5);
-    limiter.refund_key_n(&"absent", 3);
+    limiter.key(&"absent").refund_n(3);
     assert_eq!(limiter.len(), 0, "a refund creates nothing");
     limiter.check_key_n_at(&"a", 4, Nanos::ZERO).unwrap();
     limiter.key(&"a").refund_n_at(2, Nanos::ZERO);
-    assert_eq!(limiter.available_key_at(&"a", Nanos::ZERO), 3);
+    assert_eq!(limiter.key(&"a").available_at(Nanos::ZERO), 3);
     limiter.key(&"a").refund_n_at(100, Nanos::ZERO);
-    assert_eq!(limiter.available_key_at(&"a", Nanos::ZERO), 5);
+    assert_eq!(limiter.key(&"a").available_at(Nanos::ZERO), 5);
     assert!(limiter.check_key_n_at(&"a", 5, Nanos::ZERO).is_ok());
     assert!(limiter.check_key_n_at(&"a", 1, Nanos::ZERO).is_err());
 }
@@ -135,7 +135,7 @@ fn all_of_a_key_and_a_global_limit_spends_in_both_or_neither() {
     let global = Limiter::with_clock(Quota::per_second(10).with_burst(4), clock.clone());
     let user = per_user.key(&7);
     assert!(all_of(&[&user, &global]).check_n(3).is_ok());
-    assert_eq!((per_user.available_key(&7), global.available()), (0, 1));
+    assert_eq!((per_user.key(&7).available(), global.available()), (0, 1));
     // The user refuses: the global limit keeps its token.
     let denied = all_of(&[&global, &user]).check().unwrap_err();
     assert_eq!(global.available(), 1);
@@ -143,7 +143,7 @@ fn all_of_a_key_and_a_global_limit_spends_in_both_or_neither() {
     // The global limit refuses a different user: that user's new bucket is left full.
     let other = per_user.key(&8);
     assert!(all_of(&[&other, &global]).check_n(2).is_err());
-    assert_eq!(per_user.available_key(&8), 3);
+    assert_eq!(per_user.key(&8).available(), 3);
 }
 
 #[test]
@@ -175,7 +175,7 @@ fn concurrent_all_of_over_keys_never_admits_beyond_a_burst() {
     for (user, &n) in per_key.iter().enumerate() {
         assert!(n <= 50, "user {user} admitted {n} > 50");
         assert_eq!(
-            per_user.available_key(&(user as u64)),
+            per_user.key(&(user as u64)).available(),
             50 - n,
             "user {user}: a trace"
         );
@@ -188,13 +188,13 @@ fn wait_key_n_sleeps_in_booking_order() {
     let limiter = KeyedLimiter::<&str>::new(Quota::per_second(20).with_burst(1));
     let start = Instant::now();
     for _ in 0..4 {
-        limiter.wait_key_n(&"a", 1, LONG).unwrap();
+        limiter.key(&"a").wait_n(1, LONG).unwrap();
     }
     let elapsed = start.elapsed();
     assert!(elapsed >= Duration::from_millis(145), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
     assert!(
-        limiter.wait_key_n(&"a", 2, LONG).is_err(),
+        limiter.key(&"a").wait_n(2, LONG).is_err(),
         "cost above the burst"
     );
 }

@@ -1,15 +1,11 @@
-//! `Limiter`: the rules of design.md section 1, one by one, with the figures each outcome reports.
+//! `Limiter`: the rules of the GCRA decision (`docs/design.md`), one by one, with the figures
+//! each outcome reports.
 
-use cellrate::{Allowed, Clock, Denied, Limiter, ManualClock, MonotonicClock, Nanos, Quota};
+mod common;
+
+use cellrate::{Allowed, Clock, Denied, Limiter, ManualClock, MonotonicClock, Quota};
+use common::{at, quota};
 use std::time::Duration;
-
-fn quota(interval_ns: u64, burst: u32) -> Quota {
-    Quota::try_new(Duration::from_nanos(interval_ns), burst).unwrap()
-}
-
-fn at(ns: u64) -> Nanos {
-    Nanos::new(ns)
-}
 
 fn ns(n: u64) -> Duration {
     Duration::from_nanos(n)
@@ -233,21 +229,21 @@ fn a_stale_now_never_grants_more() {
 #[test]
 fn a_refund_gives_tokens_back_up_to_the_capacity() {
     let l = spent_at(quota(10, 5), 3, 0);
-    l.refund_at(2, at(0));
+    l.refund_n_at(2, at(0));
     assert_eq!(l.available_at(at(0)), 4);
-    l.refund_at(10, at(0));
+    l.refund_n_at(10, at(0));
     assert_eq!(l.available_at(at(0)), 5);
     assert_eq!(l.check_n_at(5, at(0)).unwrap().remaining(), 0);
     assert!(l.check_n_at(1, at(0)).is_err());
     // Full as of the refund's time: it banks nothing for an earlier reading either.
     let l = spent_at(quota(10, 5), 3, 1_000);
-    l.refund_at(10, at(1_000));
+    l.refund_n_at(10, at(1_000));
     assert_eq!((l.available_at(at(1_000)), l.available_at(at(990))), (5, 4));
     // A partial token survives a refund: 1.5 tokens at 15 ns after spending all at 0.
     let l = spent_at(quota(10, 5), 5, 0);
-    l.refund_at(1, at(5));
+    l.refund_n_at(1, at(5));
     assert_eq!(l.check_n_at(0, at(15)).unwrap().reset_after(), ns(25));
-    l.refund_at(0, at(15));
+    l.refund_n_at(0, at(15));
     assert_eq!(l.available_at(at(15)), 2);
 }
 
@@ -255,7 +251,7 @@ fn a_refund_gives_tokens_back_up_to_the_capacity() {
 fn a_refund_into_a_full_bucket_does_nothing() {
     for when in [0, 1_000_000] {
         let l = limiter(quota(10, 5));
-        l.refund_at(3, at(when));
+        l.refund_n_at(3, at(when));
         assert_eq!(l.check_n_at(5, at(when)).unwrap().remaining(), 0);
         assert!(
             l.check_n_at(1, at(when)).is_err(),
@@ -268,7 +264,7 @@ fn a_refund_into_a_full_bucket_does_nothing() {
 fn refunding_u32_max_fills_the_bucket_exactly() {
     let clock = ManualClock::new();
     let l = Limiter::with_clock(Quota::per_second(2).with_burst(6), clock.clone()).start_empty();
-    l.refund(u32::MAX);
+    l.refund_n(u32::MAX);
     assert_eq!(l.available(), 6);
     assert_eq!(l.check_n(6).unwrap().reset_after(), Duration::from_secs(3));
     assert!(l.check().is_err());

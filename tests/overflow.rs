@@ -1,16 +1,10 @@
 //! `Limiter` at the edges of `u64`: an overflow is a denial, never a wrap into an admission.
-//! (The limiter rules of design.md section 1 live in `limiter.rs`; these are its last rule.)
+//! (The other rules of the decision are tested in `limiter.rs`.)
+
+mod common;
 
 use cellrate::{Limiter, ManualClock, Nanos, Quota};
-use std::time::Duration;
-
-fn quota(interval_ns: u64, burst: u32) -> Quota {
-    Quota::try_new(Duration::from_nanos(interval_ns), burst).unwrap()
-}
-
-fn at(ns: u64) -> Nanos {
-    Nanos::new(ns)
-}
+use common::{at, quota};
 
 fn limiter(quota: Quota) -> Limiter<ManualClock> {
     Limiter::with_clock(quota, ManualClock::new())

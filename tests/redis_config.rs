@@ -44,7 +44,7 @@ async fn redis_refuses_what_lua_cannot_compute_exactly() {
     assert!(matches!(err, Error::TimeOutOfRange(_)), "{err:?}");
     assert!(!err.outcome_unknown());
     let err = limiter
-        .try_check_key_n_with_quota("k", 1, &huge, None)
+        .try_check_key_n_with_quota("k", 1, &huge)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::QuotaTooLarge(_)), "{err:?}");

@@ -101,7 +101,7 @@ fn redis_decisions_equal_the_in_process_limiter() {
                 .expiry_margin(Duration::from_secs(600))
                 .deadline(Duration::from_secs(5));
             if s.start_empty {
-                options = options.start_empty(Duration::from_secs(600));
+                options = options.start_empty().forget_after(Duration::from_secs(600));
             }
             let limiter = rt
                 .block_on(RedisLimiter::connect_with(&server.url(), quota, options))
@@ -130,11 +130,11 @@ fn redis_decisions_equal_the_in_process_limiter() {
                         prop_assert_eq!(got, want, "step {} at {}: check {}", i, now_us, cost);
                     }
                     Op::Refund(n) => {
-                        rt.block_on(limiter.try_refund_key_n(&key, n, Some(now)))
+                        rt.block_on(limiter.try_refund_key_n_at(&key, n, now))
                             .expect("redis answers");
                         // A refund of nothing does not fix a start-empty bucket's first sight.
                         if n > 0 || model.bucket.is_some() {
-                            model.bucket(now).refund_at(n, now);
+                            model.bucket(now).refund_n_at(n, now);
                         }
                     }
                 }
@@ -209,7 +209,7 @@ fn redis_check_all_equals_all_of_in_process() {
                     .map(|&b| (keys[b].as_str(), quotas[b]))
                     .collect();
                 let got = rt
-                    .block_on(limiter.try_check_all(&limits, step.cost, Some(now)))
+                    .block_on(limiter.try_check_all_of_n_at(&limits, step.cost, now))
                     .expect("redis answers");
                 let set: Vec<&dyn cellrate::Limit> =
                     step.buckets.iter().map(|&b| &model[b] as _).collect();

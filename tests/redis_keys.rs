@@ -90,7 +90,7 @@ fn redis_script_flush_is_recovered_transparently() {
     let remaining: Vec<u32> = many.iter().map(|r| r.unwrap().remaining()).collect();
     assert_eq!(remaining, [7, 8, 6]);
     let _: () = server.query(redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
-    rt.block_on(limiter.try_refund_key_n("a", 2, None)).unwrap();
+    rt.block_on(limiter.try_refund_key_n("a", 2)).unwrap();
     assert_eq!(
         rt.block_on(limiter.check_key_n("a", 0))
             .unwrap()
@@ -117,13 +117,13 @@ fn redis_prefix_hash_tags_batches_and_per_call_quota() {
     assert_eq!(limiter.redis_key("{user1}:read"), "api:{user1}:read");
     let t = Nanos::new(1_764_115_200_000_000_000);
     let answers = rt
-        .block_on(limiter.try_check_many(
+        .block_on(limiter.try_check_many_at(
             &[
                 ("{user1}:read", 1),
                 ("{user1}:write", 5),
                 ("{user1}:read", 6),
             ],
-            Some(t),
+            t,
         ))
         .unwrap();
     assert_eq!(answers[0].as_ref().unwrap().unwrap().remaining(), 4);
@@ -151,7 +151,7 @@ fn redis_prefix_hash_tags_batches_and_per_call_quota() {
         .query(redis::cmd("LPUSH").arg("api:list").arg(1))
         .unwrap();
     let answers = rt
-        .block_on(limiter.try_check_many(&[("list", 1), ("ok", 1)], None))
+        .block_on(limiter.try_check_many(&[("list", 1), ("ok", 1)]))
         .unwrap();
     assert!(answers[0].is_err());
     assert_eq!(answers[1].as_ref().unwrap().unwrap().remaining(), 4);
@@ -159,7 +159,7 @@ fn redis_prefix_hash_tags_batches_and_per_call_quota() {
     // A per-call quota: the same bucket judged under a bigger burst at the same rate.
     let bigger = Quota::per_hour(5).with_burst(10);
     let ok = rt
-        .block_on(limiter.try_check_key_n_with_quota("{user1}:write", 5, &bigger, Some(t)))
+        .block_on(limiter.try_check_key_n_with_quota_at("{user1}:write", 5, &bigger, t))
         .unwrap()
         .unwrap();
     assert_eq!(ok.remaining(), 0);
@@ -231,14 +231,14 @@ fn redis_cluster_connection_on_a_one_node_cluster() {
     let q = Quota::per_hour(3);
     let both = [("{v}:user", q), ("{v}:org", Quota::per_hour(1))];
     assert_eq!(
-        rt.block_on(limiter.check_all(&both, 1))
+        rt.block_on(limiter.check_all_of_n(&both, 1))
             .unwrap()
             .remaining(),
         0
     );
-    assert!(rt.block_on(limiter.check_all(&both, 1)).is_err());
+    assert!(rt.block_on(limiter.check_all_of_n(&both, 1)).is_err());
     let cross = [("x1", q), ("x2", q)];
-    assert!(rt.block_on(limiter.try_check_all(&cross, 1, None)).is_err());
+    assert!(rt.block_on(limiter.try_check_all_of_n(&cross, 1)).is_err());
     assert_eq!(
         rt.block_on(limiter.check_key_n("x1", 0))
             .unwrap()

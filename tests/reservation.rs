@@ -49,7 +49,7 @@ fn fifty_reservations_at_one_instant_are_served_one_interval_apart_in_booking_or
             // The first `burst` are ready now; each later one exactly T after the one before.
             let slot = u64::from(k.saturating_sub(burst - 1)) * T;
             assert_eq!(r.ready_at(), Nanos::new(slot), "burst {burst}, booking {k}");
-            assert_eq!(r.wait_from(Nanos::ZERO), Duration::from_nanos(slot));
+            assert_eq!(r.ready_in_at(Nanos::ZERO), Duration::from_nanos(slot));
             assert_eq!(r.cost(), 1);
             let allowed = r.commit();
             assert_eq!(
@@ -70,12 +70,12 @@ fn reserve_n_reads_the_limiters_clock() {
     let second = limiter.reserve_n(1, LONG).unwrap();
     assert_eq!(first.ready_at(), ms(5_000));
     assert_eq!(second.ready_at(), ms(5_100));
-    assert_eq!(second.wait(), Duration::from_millis(100));
+    assert_eq!(second.ready_in(), Duration::from_millis(100));
     clock.advance(Duration::from_millis(40));
-    assert_eq!(second.wait(), Duration::from_millis(60));
+    assert_eq!(second.ready_in(), Duration::from_millis(60));
     clock.advance(Duration::from_millis(500));
     assert_eq!(
-        second.wait(),
+        second.ready_in(),
         Duration::ZERO,
         "a past ready_at waits no time"
     );
@@ -192,7 +192,7 @@ fn cancel_reads_the_limiters_clock() {
     let clock = ManualClock::new();
     let limiter = Limiter::with_clock(Quota::per_second(10).with_burst(3), clock.clone());
     let r = limiter.reserve_n(2, LONG).unwrap(); // TAT 200 ms
-    limiter.refund(1); // only a refund since: TAT 100 ms, so the cancel gives back at `now`
+    limiter.refund_n(1); // only a refund since: TAT 100 ms, so the cancel gives back at `now`
     clock.set(ms(50));
     r.cancel(); // give back 2 at 50 ms: TAT max(100 - 200, 50) = 50 ms (at 0 it would be 0)
     assert_eq!(limiter.available_at(ms(0)), 2);
@@ -224,7 +224,7 @@ fn cancel_after_later_bookings_gives_nothing_back_and_later_slots_stand() {
 fn cancel_never_gives_back_above_the_capacity() {
     let limiter = ten_per_second(3);
     let a = limiter.reserve_n_at(3, LONG, Nanos::ZERO).unwrap(); // TAT 300 ms
-    limiter.refund_at(1, ms(250)); // only a refund since: TAT 250 ms
+    limiter.refund_n_at(1, ms(250)); // only a refund since: TAT 250 ms
     a.cancel_at(ms(250)); // give back 3 at 250 ms: TAT max(-50, 250) = full, not beyond
     assert_eq!(limiter.available_at(ms(250)), 3);
     limiter.check_n_at(3, ms(250)).unwrap();

@@ -1,4 +1,4 @@
-//! `keyed_batch`: cellrate's `check_keys_n` against single checks of the same keys.
+//! `keyed_batch`: cellrate's `check_many_n` against single checks of the same keys.
 
 use crate::{cellrate_limiter, governor_limiter, u64_workload};
 use cellrate::{KeyedLimiter, MonotonicClock};
@@ -29,7 +29,7 @@ pub fn batches(c: &mut Criterion) {
         group.bench_function(id("cellrate_batch"), |b| {
             batch_walk(b, &mut |batch| {
                 decisions.clear();
-                ours.check_keys_n(batch, 1, &mut decisions);
+                ours.check_many_n(batch, 1, &mut decisions);
                 black_box(&decisions);
             })
         });

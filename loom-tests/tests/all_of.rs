@@ -151,7 +151,7 @@ fn keyed_model(rollback: bool) {
     let both = both.join().unwrap();
     assert!(both + alone <= 1, "global admitted {} > 1", both + alone);
     assert_eq!(
-        keyed.available_key_at(&7, Nanos::ZERO),
+        keyed.key(&7).available_at(Nanos::ZERO),
         1 - both,
         "TAT is not what the admitted checks alone would leave"
     );

@@ -95,9 +95,9 @@ fn spend_refund_model(racy_spend: bool, racy_refund: bool) {
         })
     };
     if racy_refund {
-        limiter.refund_at_racy(1, Nanos::ZERO);
+        limiter.refund_n_at_racy(1, Nanos::ZERO);
     } else {
-        limiter.refund_at(1, Nanos::ZERO);
+        limiter.refund_n_at(1, Nanos::ZERO);
     }
     spender.join().unwrap();
     assert_eq!(

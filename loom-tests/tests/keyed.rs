@@ -40,7 +40,7 @@ fn keys_at_home_zero(limiter: &Keyed) -> [u64; 3] {
 fn fill(limiter: &Keyed, key: u64, interval: u64) {
     let quota = Quota::try_new(Duration::from_nanos(interval), 1).unwrap();
     limiter
-        .check_key_n_with_at(&key, 1, &quota, Nanos::ZERO)
+        .check_key_n_with_quota_at(&key, 1, &quota, Nanos::ZERO)
         .unwrap();
 }
 
@@ -131,7 +131,7 @@ fn evict_model(broken: Broken) {
     };
     limiter.evict_idle_at(Nanos::new(T));
     spender.join().unwrap();
-    assert_eq!(limiter.available_key_at(&7, Nanos::new(T)), 1, "lost spend");
+    assert_eq!(limiter.key(&7).available_at(Nanos::new(T)), 1, "lost spend");
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn reuse_model(slots: usize, broken: Broken) {
     // Denied if `x` is being inserted at that instant (no room, nothing to evict): fine.
     let _ = limiter.check_key_n_at(&y, 1, Nanos::ZERO);
     spender.join().unwrap();
-    let y_tokens = limiter.available_key_at(&y, Nanos::new(T));
+    let y_tokens = limiter.key(&y).available_at(Nanos::new(T));
     assert_eq!(y_tokens, 2, "a spend of x was charged to y");
 }
 
@@ -222,11 +222,11 @@ fn refund_model(broken: Broken) {
     limiter.check_key_n_at(&x, 1, Nanos::ZERO).unwrap();
     let refunder = {
         let limiter = limiter.clone();
-        thread::spawn(move || limiter.refund_key_n(&x, 1)) // the clock reads 0
+        thread::spawn(move || limiter.key(&x).refund_n(1)) // the clock reads 0
     };
     assert!(limiter.check_key_n_at(&y, 1, Nanos::ZERO).is_ok());
     refunder.join().unwrap();
-    let y_tokens = limiter.available_key_at(&y, Nanos::ZERO);
+    let y_tokens = limiter.key(&y).available_at(Nanos::ZERO);
     assert_eq!(y_tokens, 1, "a refund of x was given to y");
 }
 

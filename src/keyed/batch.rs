@@ -31,11 +31,11 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     /// let limiter = KeyedLimiter::<String>::new(Quota::per_second(10).with_burst(1));
     /// let requests = ["alice", "bob", "alice"];
     /// let mut decisions = Vec::new();
-    /// limiter.check_keys_n(requests, 1, &mut decisions);
+    /// limiter.check_many_n(requests, 1, &mut decisions);
     /// let allowed: Vec<bool> = decisions.iter().map(Result::is_ok).collect();
     /// assert_eq!(allowed, [true, true, false]);
     /// ```
-    pub fn check_keys_n<'a, Q>(
+    pub fn check_many_n<'a, Q>(
         &self,
         keys: impl IntoIterator<Item = &'a Q>,
         cost: u32,
@@ -44,11 +44,11 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized + 'a,
     {
-        self.check_keys_n_at(keys, cost, self.clock.now(), decisions)
+        self.check_many_n_at(keys, cost, self.clock.now(), decisions)
     }
 
-    /// [`check_keys_n`](Self::check_keys_n) at a time passed in.
-    pub fn check_keys_n_at<'a, Q>(
+    /// [`check_many_n`](Self::check_many_n) at a time passed in.
+    pub fn check_many_n_at<'a, Q>(
         &self,
         keys: impl IntoIterator<Item = &'a Q>,
         cost: u32,

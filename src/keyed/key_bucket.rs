@@ -1,13 +1,14 @@
 //! `KeyedBucket`: one key's bucket of a [`KeyedLimiter`], as a value: what refunds,
 //! reservations and all-or-nothing checks ([`all_of`](crate::all_of)) operate on.
 
-use super::request::{initial_tat, Outcome, Request};
+use super::request::{initial_tat, Request};
 use super::table::Table;
 use super::KeyedLimiter;
-use crate::all_of::{sealed, Limit, Undo};
+use crate::all_of::{sealed, Limit};
 use crate::bucket::Change;
+use crate::bucket_ref::{BucketRef, TatStore};
 use crate::clock::Clock;
-use crate::gcra;
+use crate::gcra::Booking;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
@@ -39,7 +40,8 @@ pub struct KeyedBucket<'a, C: Clock> {
 }
 
 impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
-    /// The bucket of `key`, for refunds, reservations and [`all_of`](crate::all_of).
+    /// The bucket of `key`: every operation on one key (checks, refunds, reservations, waits,
+    /// [`all_of`](crate::all_of)) under the limiter's quota.
     pub fn key<Q>(&self, key: &Q) -> KeyedBucket<'_, C>
     where
         K: Borrow<Q>,
@@ -48,40 +50,26 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         KeyedBucket {
             table: &self.table,
             fp: self.fingerprint(key),
-            quota: self.quota,
-            clock: &self.clock,
+            quota: *self.quota(),
+            clock: self.clock(),
             start_empty: self.start_empty,
         }
-    }
-
-    /// Gives back `n` tokens of `key`'s bucket now, never beyond the capacity; a key the
-    /// limiter does not hold (a full bucket) is left alone.
-    pub fn refund_key_n<Q>(&self, key: &Q, n: u32)
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        self.key(key).refund_n(n)
-    }
-
-    /// Books `cost` tokens of `key`'s bucket, ready within `max_wait`; the rules of
-    /// [`Limiter::reserve_n`](crate::Limiter::reserve_n).
-    pub fn reserve_key_n<Q>(
-        &self,
-        key: &Q,
-        cost: u32,
-        max_wait: Duration,
-    ) -> Result<Reservation<'_, C>, Denied>
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        self.key(key).reserve_n(cost, max_wait)
     }
 }
 
 impl<'a, C: Clock> KeyedBucket<'a, C> {
-    /// Spends `cost` tokens now if all are there.
+    /// Spends one token now if there is one.
+    pub fn check(&self) -> Result<Allowed, Denied> {
+        self.check_n(1)
+    }
+
+    /// [`check`](Self::check) at a time passed in.
+    pub fn check_at(&self, now: Nanos) -> Result<Allowed, Denied> {
+        self.check_n_at(1, now)
+    }
+
+    /// Spends `cost` tokens now if all are there; the rules of
+    /// [`Limiter::check_n`](crate::Limiter::check_n).
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         self.check_n_at(cost, self.clock.now())
     }
@@ -91,77 +79,81 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
         self.book(cost, now.as_u64(), 0).map(|(_, b)| b.allowed)
     }
 
-    /// Gives back `n` tokens now, never beyond the capacity.
+    /// Whole tokens in the bucket now. Spends nothing and creates nothing.
+    pub fn available(&self) -> u32 {
+        self.available_at(self.clock.now())
+    }
+
+    /// [`available`](Self::available) at a time passed in.
+    pub fn available_at(&self, now: Nanos) -> u32 {
+        self.bucket_ref().available(now.as_u64())
+    }
+
+    /// Gives back one token now; see [`refund_n`](Self::refund_n).
+    pub fn refund(&self) {
+        self.refund_n(1)
+    }
+
+    /// Gives back `n` tokens now, never beyond the capacity; a key the limiter does not hold
+    /// (a full bucket) is left alone.
     pub fn refund_n(&self, n: u32) {
         self.refund_n_at(n, self.clock.now())
     }
 
-    /// Gives back `n` tokens at `now`, never beyond the capacity.
+    /// [`refund_n`](Self::refund_n) at a time passed in.
     pub fn refund_n_at(&self, n: u32, now: Nanos) {
-        let (now, quota) = (now.as_u64(), &self.quota);
-        self.table
-            .rewrite(self.fp, |tat| gcra::refund(tat, now, n, quota));
+        self.bucket_ref().refund(n, now.as_u64())
     }
 
-    /// Books `cost` tokens now, ready within `max_wait`.
+    /// Books `cost` tokens now, ready within `max_wait`; the rules of
+    /// [`Limiter::reserve_n`](crate::Limiter::reserve_n).
     pub fn reserve_n(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'a, C>, Denied> {
         self.reserve_n_at(cost, max_wait, self.clock.now())
     }
 
-    /// Books `cost` tokens at `now`, ready within `max_wait`.
+    /// [`reserve_n`](Self::reserve_n) at a time passed in.
     pub fn reserve_n_at(
         &self,
         cost: u32,
         max_wait: Duration,
         now: Nanos,
     ) -> Result<Reservation<'a, C>, Denied> {
-        let max_wait_ns = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
-        let (change, booking) = self.book(cost, now.as_u64(), max_wait_ns)?;
-        Ok(Reservation::of_key(self.clone(), cost, booking, change))
+        Reservation::book(self.bucket_ref(), cost, max_wait, now)
     }
 
-    /// The clock of the limiter this bucket belongs to.
-    pub(crate) fn clock(&self) -> &'a C {
-        self.clock
+    /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`; the
+    /// rules of [`Limiter::wait_n`](crate::Limiter::wait_n).
+    pub fn wait_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
+        Ok(self.reserve_n(cost, max_wait)?.wait_blocking())
+    }
+
+    /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
+    /// the rules of [`Limiter::until_ready_n`](crate::Limiter::until_ready_n).
+    #[cfg(feature = "async")]
+    pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
+        Ok(self.reserve_n(cost, max_wait)?.ready().await)
     }
 
     /// Spends or books `cost` tokens at `now`, creating the bucket if needed.
-    fn book(&self, cost: u32, now: u64, max_wait_ns: u64) -> Outcome {
-        self.table.spend(&Request {
-            fp: self.fp,
-            now,
+    fn book(&self, cost: u32, now: u64, max_wait_ns: u64) -> Result<(Change, Booking), Denied> {
+        self.table.book(
+            self.fp,
             cost,
-            quota: &self.quota,
-            start_empty: self.start_empty,
+            now,
             max_wait_ns,
-        })
+            &self.quota,
+            self.start_empty,
+        )
     }
 
-    /// Puts the TAT from before `change` back if `change` is still the last write.
-    pub(crate) fn restore(&self, change: Change) -> bool {
-        self.table.rewrite(self.fp, |tat| {
-            (tat == change.after).then_some(change.before)
-        })
-    }
-
-    /// Gives back `n` tokens of a booking; see [`gcra::unwind_booking`].
-    pub(crate) fn unbook(&self, change: Change, n: u32, now: u64) {
-        let quota = &self.quota;
-        self.table.rewrite(self.fp, |tat| {
-            gcra::unwind_booking(tat, now, change.after, n, quota)
-        });
-    }
-
-    /// Spends `n` more tokens unconditionally (a settled reservation that cost more). A key
-    /// evicted since (its bucket had become full) is charged by a booking of the extra
-    /// tokens, however long it has to wait.
-    pub(crate) fn force(&self, n: u32, now: u64) {
-        let quota = &self.quota;
-        if !self
-            .table
-            .rewrite(self.fp, |tat| Some(gcra::force(tat, now, n, quota)))
-        {
-            let _ = self.book(n.min(quota.burst()), now, u64::MAX);
+    /// This key's bucket, for reservations and [`all_of`](crate::all_of).
+    fn bucket_ref(&self) -> BucketRef<'a, C> {
+        BucketRef {
+            store: self.table,
+            id: self.fp,
+            quota: self.quota,
+            clock: self.clock,
+            start_empty: self.start_empty,
         }
     }
 }
@@ -172,32 +164,47 @@ impl<C: Clock> Clone for KeyedBucket<'_, C> {
     }
 }
 
-impl<C: Clock> sealed::Sealed for KeyedBucket<'_, C> {}
+impl<C: Clock> sealed::Sealed for KeyedBucket<'_, C> {
+    fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_> {
+        KeyedBucket::bucket_ref(self).erased()
+    }
+}
 
-impl<C: Clock> Limit for KeyedBucket<'_, C> {
-    fn now(&self) -> Nanos {
-        self.clock.now()
+impl<C: Clock> Limit for KeyedBucket<'_, C> {}
+
+/// A keyed table holds one TAT per fingerprint.
+impl TatStore for Table {
+    #[inline]
+    fn book(
+        &self,
+        id: u64,
+        cost: u32,
+        now: u64,
+        max_wait_ns: u64,
+        quota: &Quota,
+        start_empty: bool,
+    ) -> Result<(Change, Booking), Denied> {
+        self.spend(&Request {
+            fp: id,
+            now,
+            cost,
+            quota,
+            start_empty,
+            max_wait_ns,
+        })
     }
 
-    fn evaluate(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        let now = now.as_u64();
-        let tat = self.table.tat_of(self.fp);
-        let tat = tat.unwrap_or_else(|| initial_tat(self.start_empty, now, &self.quota));
-        gcra::spend(tat, now, cost, &self.quota).map(|(_, allowed)| allowed)
+    fn rewrite(&self, id: u64, f: &mut dyn FnMut(u64) -> Option<u64>) -> bool {
+        Table::rewrite(self, id, f)
     }
 
-    fn spend_undoable(&self, cost: u32, now: Nanos) -> Result<(Undo, Allowed), Denied> {
-        let (change, booking) = self.book(cost, now.as_u64(), 0)?;
-        Ok((Undo { change }, booking.allowed))
+    fn tat(&self, id: u64, now: u64, quota: &Quota, start_empty: bool) -> u64 {
+        self.tat_of(id)
+            .unwrap_or_else(|| initial_tat(start_empty, now, quota))
     }
 
-    fn undo(&self, undo: Undo, cost: u32, now: Nanos) {
-        let (change, now, quota) = (undo.change, now.as_u64(), &self.quota);
-        if change.before == change.after || self.restore(change) {
-            return;
-        }
-        self.table.rewrite(self.fp, |tat| {
-            gcra::unwind_spend(tat, now, change.before, change.after, cost, quota)
-        });
+    #[cfg(loom)]
+    fn store_racy(&self, _id: u64, _tat: u64) {
+        unreachable!("the loom models break only a Limiter's writes")
     }
 }

@@ -31,7 +31,6 @@ pub use loom_hooks::Broken;
 pub use stats::KeyedStats;
 
 use crate::clock::{Clock, MonotonicClock};
-use crate::gcra;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
@@ -40,7 +39,7 @@ use core::fmt;
 use core::hash::Hash;
 use core::marker::PhantomData;
 use fingerprint::Fingerprinter;
-use request::{initial_tat, Request};
+use request::Request;
 use table::Table;
 
 /// What a new key does when no slot of its window is free and no bucket in it is idle.
@@ -189,14 +188,19 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        self.check_key_n_with_at(key, cost, &self.quota, now)
+        self.check_key_n_with_quota_at(key, cost, &self.quota, now)
     }
 
     /// [`check_key_n`](Self::check_key_n) under `quota` instead of the limiter's, for tiers
     /// (free, paid) sharing one table. A TAT means "full at this time" under any quota, so a
     /// key may change tier between checks; keep one quota per key for exact per-key decisions.
     #[inline]
-    pub fn check_key_n_with<Q>(&self, key: &Q, cost: u32, quota: &Quota) -> Result<Allowed, Denied>
+    pub fn check_key_n_with_quota<Q>(
+        &self,
+        key: &Q,
+        cost: u32,
+        quota: &Quota,
+    ) -> Result<Allowed, Denied>
     where
         K: Borrow<Q>,
         Q: Hash + ?Sized,
@@ -205,9 +209,9 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         self.check_fp(fp, cost, quota, self.clock.now())
     }
 
-    /// [`check_key_n_with`](Self::check_key_n_with) at a time passed in.
+    /// [`check_key_n_with_quota`](Self::check_key_n_with_quota) at a time passed in.
     #[inline]
-    pub fn check_key_n_with_at<Q>(
+    pub fn check_key_n_with_quota_at<Q>(
         &self,
         key: &Q,
         cost: u32,
@@ -223,37 +227,14 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 
     /// A check of the key whose fingerprint is `fp`. The forms that read the clock hash the
     /// key first and read the clock after: the hash is a long chain of dependent arithmetic
-    /// that the processor then overlaps with what comes before, where a clock read before it
-    /// (`Instant::now` fences the timestamp read) made it wait. A check at 1,000 keys on
-    /// `MonotonicClock` went from 84-110 ns to 77-80 (a driver alternating the two builds).
+    /// that the processor overlaps with what comes before it, whereas a clock read that
+    /// fences the timestamp counter (as `Instant::now` does) would make the hash wait.
     #[inline(always)]
     fn check_fp(&self, fp: u64, cost: u32, quota: &Quota, now: Nanos) -> Result<Allowed, Denied> {
         let now = now.as_u64();
         self.table
             .spend(&self.request(fp, cost, quota, now, 0))
             .map(|(_, booking)| booking.allowed)
-    }
-
-    /// Whole tokens in `key`'s bucket now. Spends nothing and creates nothing.
-    #[inline]
-    pub fn available_key<Q>(&self, key: &Q) -> u32
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        self.available_key_at(key, self.clock.now())
-    }
-
-    /// [`available_key`](Self::available_key) at a time passed in.
-    pub fn available_key_at<Q>(&self, key: &Q, now: Nanos) -> u32
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        let now = now.as_u64();
-        let tat = self.table.tat_of(self.fingerprint(key));
-        let tat = tat.unwrap_or_else(|| initial_tat(self.start_empty, now, &self.quota));
-        gcra::available(tat, now, &self.quota)
     }
 
     /// Removes every key whose bucket is full now; returns how many. One pass over the table

@@ -100,8 +100,12 @@ impl RedisLimiter {
     /// in-process limiters with the same quotas: admitted, the smallest `remaining` and longest
     /// `reset_after`; refused, the longest `retry_after` (`None` if any bucket can never admit
     /// the cost), the smallest `remaining` and longest `reset_after`, nothing spent.
-    pub async fn check_all(&self, limits: &[(&str, Quota)], cost: u32) -> Result<Allowed, Denied> {
-        let outcome = self.try_check_all(limits, cost, None).await;
+    pub async fn check_all_of_n(
+        &self,
+        limits: &[(&str, Quota)],
+        cost: u32,
+    ) -> Result<Allowed, Denied> {
+        let outcome = self.all_of_n(limits, cost, None).await;
         let burst = limits
             .iter()
             .map(|(_, q)| q.burst())
@@ -110,9 +114,28 @@ impl RedisLimiter {
         self.settle(outcome, cost, burst)
     }
 
-    /// [`RedisLimiter::check_all`] at `now` (ns since the Unix epoch; `None`: the server's
-    /// clock), without a failure policy. An empty set admits everything.
-    pub async fn try_check_all(
+    /// [`RedisLimiter::check_all_of_n`] without a failure policy: Redis's answer or why
+    /// there is none. An empty set admits everything.
+    pub async fn try_check_all_of_n(
+        &self,
+        limits: &[(&str, Quota)],
+        cost: u32,
+    ) -> Result<Result<Allowed, Denied>, Error> {
+        self.all_of_n(limits, cost, None).await
+    }
+
+    /// [`RedisLimiter::try_check_all_of_n`] at `now` (ns since the Unix epoch) instead of
+    /// the server's clock.
+    pub async fn try_check_all_of_n_at(
+        &self,
+        limits: &[(&str, Quota)],
+        cost: u32,
+        now: Nanos,
+    ) -> Result<Result<Allowed, Denied>, Error> {
+        self.all_of_n(limits, cost, Some(now)).await
+    }
+
+    async fn all_of_n(
         &self,
         limits: &[(&str, Quota)],
         cost: u32,

@@ -10,7 +10,7 @@ impl RedisLimiter {
     /// [`RedisLimiter::check_key_n`], answers in order, the failure policy applied to each.
     /// Use it for all the keys one request must pass, or for many requests at once.
     pub async fn check_many(&self, requests: &[(&str, u32)]) -> Vec<Result<Allowed, Denied>> {
-        match self.try_check_many(requests, None).await {
+        match self.many(requests, None).await {
             Ok(answers) => answers
                 .into_iter()
                 .zip(requests)
@@ -27,10 +27,27 @@ impl RedisLimiter {
         }
     }
 
-    /// Many decisions in one round trip at `now` (or, `None`, the server's clock), without a
+    /// Many decisions in one round trip on the server's clock, without a
     /// failure policy. The outer error is a failure of the whole batch (its outcome may be
     /// unknown); an inner error belongs to one request (for example a key of the wrong type).
     pub async fn try_check_many(
+        &self,
+        requests: &[(&str, u32)],
+    ) -> Result<Vec<Result<Result<Allowed, Denied>, Error>>, Error> {
+        self.many(requests, None).await
+    }
+
+    /// [`RedisLimiter::try_check_many`] at `now` (ns since the Unix epoch) instead of the
+    /// server's clock.
+    pub async fn try_check_many_at(
+        &self,
+        requests: &[(&str, u32)],
+        now: Nanos,
+    ) -> Result<Vec<Result<Result<Allowed, Denied>, Error>>, Error> {
+        self.many(requests, Some(now)).await
+    }
+
+    async fn many(
         &self,
         requests: &[(&str, u32)],
         now: Option<Nanos>,

@@ -46,7 +46,7 @@
 //! # Keys and batches
 //! Keys get a configurable prefix; a key's `{hash tag}` is kept, so related keys can share a
 //! Cluster slot. [`RedisLimiter::check_many`] sends many independent decisions in one round
-//! trip (one per slot on a Cluster); [`RedisLimiter::check_all`] spends in several buckets (a
+//! trip (one per slot on a Cluster); [`RedisLimiter::check_all_of_n`] spends in several buckets (a
 //! user's, their org's) or in none, in one atomic script whose keys must share a slot on a
 //! Cluster.
 
@@ -222,27 +222,42 @@ impl RedisLimiter {
         self.decide_one(key, cost, &self.quota, None).await
     }
 
-    /// The decision under `quota` for this call only, at `now` or (`None`) the server's clock.
+    /// The decision under `quota` for this call only, on the server's clock.
     pub async fn try_check_key_n_with_quota(
         &self,
         key: &str,
         cost: u32,
         quota: &Quota,
-        now: Option<Nanos>,
     ) -> Result<Result<Allowed, Denied>, Error> {
-        self.decide_one(key, cost, &MicroQuota::new(quota)?, now)
+        self.decide_one(key, cost, &MicroQuota::new(quota)?, None)
             .await
     }
 
-    /// Gives back `n` tokens of `key` at `now` (or, `None`, the server's clock): a request
-    /// admitted but not carried out. As in the core, the level never rises above the capacity
-    /// and a full bucket stays as it is. A refund that times out is not retried.
-    pub async fn try_refund_key_n(
+    /// [`RedisLimiter::try_check_key_n_with_quota`] at `now` (ns since the Unix epoch).
+    pub async fn try_check_key_n_with_quota_at(
         &self,
         key: &str,
-        n: u32,
-        now: Option<Nanos>,
-    ) -> Result<(), Error> {
+        cost: u32,
+        quota: &Quota,
+        now: Nanos,
+    ) -> Result<Result<Allowed, Denied>, Error> {
+        self.decide_one(key, cost, &MicroQuota::new(quota)?, Some(now))
+            .await
+    }
+
+    /// Gives back `n` tokens of `key` on the server's clock: a request admitted but not
+    /// carried out. As in the core, the level never rises above the capacity and a full
+    /// bucket stays as it is. A refund that times out is not retried.
+    pub async fn try_refund_key_n(&self, key: &str, n: u32) -> Result<(), Error> {
+        self.refund_key_n(key, n, None).await
+    }
+
+    /// [`RedisLimiter::try_refund_key_n`] at `now` (ns since the Unix epoch).
+    pub async fn try_refund_key_n_at(&self, key: &str, n: u32, now: Nanos) -> Result<(), Error> {
+        self.refund_key_n(key, n, Some(now)).await
+    }
+
+    async fn refund_key_n(&self, key: &str, n: u32, now: Option<Nanos>) -> Result<(), Error> {
         let now_us = now.map(script::micros_since_epoch).transpose()?;
         let call = Call {
             key: self.redis_key(key),
@@ -269,7 +284,7 @@ impl RedisLimiter {
     }
 
     fn args(&self, quota: &MicroQuota, n: u32, now_us: Option<u64>) -> [i64; 6] {
-        let start_empty = self.options.get_start_empty();
+        let start_empty = self.options.start_empty;
         script::args(quota, n, now_us, start_empty, self.options.keep_ms())
     }
 
@@ -286,7 +301,7 @@ impl RedisLimiter {
 
     fn fallback(&self) -> Fallback {
         Fallback {
-            policy: self.options.policy,
+            policy: self.options.failure_policy,
             retry_after: self.options.failure_retry_after,
         }
     }

@@ -13,18 +13,31 @@ use core::time::Duration;
 ///     .key_prefix("api:rl:")
 ///     .failure_policy(FailurePolicy::FailClosed)
 ///     .deadline(Duration::from_millis(20));
-/// assert_eq!(options.get_key_prefix(), "api:rl:");
+/// assert_eq!(options.key_prefix, "api:rl:");
 /// ```
+///
+/// The fields are public to read; each is set by the builder method of the same name.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RedisOptions {
-    pub(crate) key_prefix: String,
-    pub(crate) policy: FailurePolicy,
-    pub(crate) deadline: Duration,
-    pub(crate) connection_timeout: Duration,
-    pub(crate) reconnect_retries: usize,
-    pub(crate) failure_retry_after: Duration,
-    pub(crate) start_empty: Option<Duration>,
-    pub(crate) expiry_margin: Duration,
+    /// Prepended to every key; see [`RedisOptions::key_prefix`](Self::key_prefix()).
+    pub key_prefix: String,
+    /// What to answer when Redis gives no decision.
+    pub failure_policy: FailurePolicy,
+    /// The longest a call waits for Redis.
+    pub deadline: Duration,
+    /// The longest one connection attempt may take.
+    pub connection_timeout: Duration,
+    /// How many times a lost connection is retried before calls fail.
+    pub reconnect_retries: usize,
+    /// The `retry_after` of a refusal by [`FailurePolicy::FailClosed`].
+    pub failure_retry_after: Duration,
+    /// Whether a key Redis does not hold starts empty rather than full.
+    pub start_empty: bool,
+    /// How long a start-empty key outlives its full bucket before it is forgotten.
+    pub forget_after: Duration,
+    /// How much longer than the time until full a key lives.
+    pub expiry_margin: Duration,
 }
 
 impl Default for RedisOptions {
@@ -34,12 +47,13 @@ impl Default for RedisOptions {
     fn default() -> RedisOptions {
         RedisOptions {
             key_prefix: "cellrate:".to_owned(),
-            policy: FailurePolicy::FailOpen,
+            failure_policy: FailurePolicy::FailOpen,
             deadline: Duration::from_millis(100),
             connection_timeout: Duration::from_millis(250),
             reconnect_retries: 2,
             failure_retry_after: Duration::from_secs(1),
-            start_empty: None,
+            start_empty: false,
+            forget_after: Duration::ZERO,
             expiry_margin: Duration::ZERO,
         }
     }
@@ -57,7 +71,7 @@ impl RedisOptions {
 
     /// What to answer when Redis gives no decision (see [`FailurePolicy`]).
     pub fn failure_policy(mut self, policy: FailurePolicy) -> RedisOptions {
-        self.policy = policy;
+        self.failure_policy = policy;
         self
     }
 
@@ -94,11 +108,20 @@ impl RedisOptions {
     /// Buckets start empty instead of full: a key Redis does not hold is empty at first sight
     /// (the first check of it that is not a peek), so that clients seen for the first time,
     /// or again after a long absence, cannot burst. That first sight is written even when it
-    /// is denied, and every key then lives until its bucket is full plus `forget_after`, after
-    /// which it is forgotten and would start empty again. (With buckets that start full, a
-    /// key lives exactly until its bucket is full: a missing key is a full bucket.)
-    pub fn start_empty(mut self, forget_after: Duration) -> RedisOptions {
-        self.start_empty = Some(forget_after);
+    /// is denied, and every key then lives until its bucket is full plus
+    /// [`forget_after`](Self::forget_after()), after which it is forgotten and would start
+    /// empty again. (With buckets that start full, a key lives exactly until its bucket is
+    /// full: a missing key is a full bucket.)
+    pub fn start_empty(mut self) -> RedisOptions {
+        self.start_empty = true;
+        self
+    }
+
+    /// How long a key of a [`start_empty`](Self::start_empty()) limiter is kept after its
+    /// bucket is full (default zero): a client that comes back within it finds a full bucket,
+    /// one that comes back later starts empty again. No effect on buckets that start full.
+    pub fn forget_after(mut self, forget_after: Duration) -> RedisOptions {
+        self.forget_after = forget_after;
         self
     }
 
@@ -111,30 +134,15 @@ impl RedisOptions {
         self
     }
 
-    /// The key prefix.
-    pub fn get_key_prefix(&self) -> &str {
-        &self.key_prefix
-    }
-
-    /// The failure policy.
-    pub fn get_failure_policy(&self) -> FailurePolicy {
-        self.policy
-    }
-
-    /// The per-call deadline.
-    pub fn get_deadline(&self) -> Duration {
-        self.deadline
-    }
-
-    /// Whether buckets start empty.
-    pub fn get_start_empty(&self) -> bool {
-        self.start_empty.is_some()
-    }
-
     /// Milliseconds a key lives beyond the time its bucket is full: the margin, plus the
     /// forget-after time of start-empty buckets. Capped at 2^50 to keep the script exact.
     pub(crate) fn keep_ms(&self) -> u64 {
-        let extra = self.expiry_margin + self.start_empty.unwrap_or(Duration::ZERO);
+        let forget = if self.start_empty {
+            self.forget_after
+        } else {
+            Duration::ZERO
+        };
+        let extra = self.expiry_margin.saturating_add(forget);
         u64::try_from(extra.as_millis())
             .unwrap_or(u64::MAX)
             .min(1 << 50)

@@ -1,7 +1,7 @@
-//! The worked examples of the token-bucket seeds and of design.md, replayed to the request.
+//! Worked token-bucket examples, replayed to the request.
 //!
-//! The figure of the visual guide: capacity 6, refilled at 2 tokens per second (one token every
-//! 500 ms, full after 3 s). The deep dive's example: 100 per second with a burst of 10.
+//! Capacity 6, refilled at 2 tokens per second (one token every 500 ms, full after 3 s); and
+//! 100 per second with a burst of 10.
 
 use cellrate::{Limiter, ManualClock, Nanos, Quota};
 use std::time::Duration;
@@ -107,7 +107,7 @@ fn a_hundred_per_second_with_burst_ten_passes_ten_of_fifteen_then_waits_10_ms() 
     assert!(limiter.check().is_err());
 }
 
-/// design.md: a float bucket at 2/s with capacity 8 and requests every 0.15 s admits 10 of a
+/// A float bucket at 2/s with capacity 8 and requests every 0.15 s admits 10 of a
 /// burst; the exact bucket admits 11, because request 11 arrives to exactly 1.0 tokens
 /// (8 - 10 + 10 * 0.3).
 #[test]
