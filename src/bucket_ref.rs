@@ -142,11 +142,13 @@ impl<'a, C: Clock + ?Sized> BucketRef<'a, C> {
     }
 
     /// Whole tokens at `now`, spending nothing.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // only the keyed handle needs it
     pub(crate) fn available(&self, now: u64) -> u32 {
         gcra::available(self.tat(now), now, &self.quota)
     }
 
     /// Gives back `n` tokens at `now`; see [`gcra::refund`].
+    #[cfg_attr(not(feature = "std"), allow(dead_code))] // only the keyed handle needs it
     pub(crate) fn refund(&self, n: u32, now: u64) {
         let quota = &self.quota;
         self.store
