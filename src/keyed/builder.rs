@@ -1,8 +1,8 @@
 //! `KeyedLimiterBuilder`: capacity, clock, start state and overflow policy of a keyed limiter.
 
 use super::fingerprint::{FingerprintHash, Fingerprinter};
-use super::huge_pages;
-use super::slot::{self, AllocError};
+use super::table::huge_pages;
+use super::table::slot::{self, AllocError};
 use super::table::Table;
 use super::{KeyedLimiter, OverflowPolicy};
 use crate::clock::{Clock, MonotonicClock};

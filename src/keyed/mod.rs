@@ -6,22 +6,12 @@
 mod aes_cmac;
 mod batch;
 mod builder;
-mod claim;
 mod fingerprint;
-mod huge_pages;
 mod key_bucket;
-mod lookup;
-#[cfg(all(test, not(loom)))]
-mod lookup_tests;
 #[cfg(loom)]
 mod loom_hooks;
-mod prefetch;
-mod request;
-mod slot;
 mod stats;
 mod table;
-mod upkeep;
-mod window;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
 pub use fingerprint::FingerprintHash;
@@ -40,8 +30,7 @@ use core::fmt;
 use core::hash::Hash;
 use core::marker::PhantomData;
 use fingerprint::Fingerprinter;
-use request::{initial_tat, Request};
-use table::Table;
+use table::{initial_tat, Request, Table};
 
 /// What a new key does when no slot of its window is free and no bucket in it is idle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -6,7 +6,7 @@ use core::iter::{Chain, Enumerate};
 use core::slice;
 
 /// The slots of a window in order, each with its position `i` in the window (the slot
-/// [`Table::at`](super::table::Table::at)`(home, i)`): first the run from home to the end of
+/// [`Table::at`](super::Table::at)`(home, i)`): first the run from home to the end of
 /// the window or of the array, then the run wrapped to the array's start. Internal iteration
 /// (`find_map`, `try_fold`) over it compiles to one straight loop per run; a `for` loop tests
 /// which run it is in at each step, which is fine off the hot path.
@@ -27,7 +27,7 @@ pub(super) fn window(slots: &[Slot], home: usize, len: usize) -> Window<'_> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::window;
-    use crate::keyed::slot::{zeroed_slots, Slot};
+    use crate::keyed::table::slot::{zeroed_slots, Slot};
 
     /// Every window of every small table visits slot `(home + i) % n` at position `i`.
     #[test]

@@ -44,12 +44,12 @@
 //! consistency; this argument is what carries it to the real orderings.
 
 #[cfg(loom)]
-use super::loom_hooks::Broken;
+use super::super::loom_hooks::Broken;
+use super::super::OverflowPolicy;
 use super::request::Outcome;
 use super::request::{decide, level, Request};
 use super::slot::{self, Slot, EMPTY, FROZEN, UNPUBLISHED};
-use super::table::{Held, Table};
-use super::OverflowPolicy;
+use super::{Held, Table};
 use crate::outcome::Denied;
 use crate::sync::Ordering;
 

@@ -3,9 +3,9 @@
 //! the invariants it relies on).
 
 #[cfg(loom)]
-use super::loom_hooks::Broken;
+use super::super::loom_hooks::Broken;
 use super::slot::{self, Slot, EMPTY, FROZEN};
-use super::table::{Table, LINE};
+use super::{Table, LINE};
 use crate::sync::Ordering;
 
 /// Slots a look-up reads before it tests any: home's cache line and the next (see

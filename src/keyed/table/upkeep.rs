@@ -35,9 +35,9 @@
 //! cost of the `cmpxchg16b` this layout exists to avoid.
 
 #[cfg(loom)]
-use super::loom_hooks::Broken;
+use super::super::loom_hooks::Broken;
 use super::slot::{self, Slot, FROZEN, UNPUBLISHED};
-use super::table::Table;
+use super::Table;
 use crate::sync::Ordering;
 
 impl Table {
@@ -167,10 +167,10 @@ impl Table {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::super::OverflowPolicy;
     use super::super::claim::{Room, Step};
     use super::super::request::Request;
     use super::super::slot::{self, zeroed_slots};
-    use super::super::OverflowPolicy;
     use super::*;
     use crate::Quota;
     use core::time::Duration;

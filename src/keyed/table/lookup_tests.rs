@@ -2,9 +2,9 @@
 //! grouped read of home's cache line and the next must settle on the same slot as the scan
 //! would.
 
+use super::super::OverflowPolicy;
 use super::slot::{self, zeroed_slots, Slot, EMPTY, FROZEN};
-use super::table::{Table, LINE};
-use super::OverflowPolicy;
+use super::{Table, LINE};
 use crate::sync::Ordering;
 
 /// The tag looked up, and another key's.

@@ -39,16 +39,29 @@
 //! Every write of W is a compare-and-swap, so each continues the release sequence of the ones
 //! before it. On x86_64 a `SeqCst` load is the same instruction as a relaxed one.
 
-use super::claim::Step;
+mod claim;
+pub(crate) mod huge_pages;
+mod lookup;
+#[cfg(all(test, not(loom)))]
+mod lookup_tests;
+mod prefetch;
+mod request;
+pub(crate) mod slot;
+mod upkeep;
+mod window;
+
+pub(crate) use request::{initial_tat, Outcome, Request};
+
 #[cfg(loom)]
 use super::loom_hooks::Broken;
-use super::request::{decide, Outcome, Request};
-use super::slot::{self, Slot, FROZEN, UNPUBLISHED};
 use super::stats::Counters;
-use super::window::{self, Window};
 use super::OverflowPolicy;
 use crate::sync::Ordering;
 use alloc::boxed::Box;
+use claim::Step;
+use request::decide;
+use slot::{Slot, FROZEN, UNPUBLISHED};
+use window::Window;
 
 /// Slots per cache line (64 bytes of 16-byte slots).
 #[cfg(not(loom))]
@@ -122,8 +135,8 @@ impl Table {
     #[inline(always)]
     pub(crate) fn prefetch_home(&self, fp: u64) {
         let home = self.home(fp);
-        super::prefetch::prefetch(&self.slots[home]);
-        super::prefetch::prefetch(&self.slots[(home + 4).min(self.slots.len() - 1)]);
+        prefetch::prefetch(&self.slots[home]);
+        prefetch::prefetch(&self.slots[(home + 4).min(self.slots.len() - 1)]);
     }
 
     /// The slots of the window of `home` with their window positions, in probing order.
