@@ -1,6 +1,8 @@
 //! One slot of the keyed table: two 64-bit words, the key word K and the TAT word W, and the
-//! zeroed allocation of the slot array. The protocol on them is in [`table`](super::table)
-//! and [`claim`](super::claim).
+//! zeroed allocation of the slot array. The words are typed: [`KeyWord`] for a value of K,
+//! [`AtomicKeyWord`] and [`AtomicTatWord`] for the words themselves, whose methods carry the
+//! memory ordering of each operation and its reason. The protocol on them is summarised in
+//! [`table`](super) and [`claim`](super::claim), and set out in docs/design.md.
 //!
 //! # The key word K
 //! | bits    | field                                                                  |
@@ -20,15 +22,14 @@
 //! While K is LIVE, W holds the bucket's TAT *masked*: `tat ^ mask(K)`, where the mask is a
 //! mix of K (tag and generation). Each tenure of a slot therefore writes values that no other
 //! tenure writes, except by a 64-bit coincidence: a compare-and-swap of W that expects a value
-//! read in one tenure fails in any other, which is what one 128-bit CAS of key and TAT
-//! together guaranteed before. Two TATs are reserved:
+//! read in one tenure fails in any other, as one 128-bit CAS of key and TAT together would. Two TATs are reserved:
 //! - [`UNPUBLISHED`]: the bucket is LIVE but its first spend is not applied yet;
 //! - [`FROZEN`]: the bucket is being removed; no spend may land in it any more.
 //!
 //! While K is EMPTY, TOMBSTONE or PENDING, W holds whatever an earlier tenure left (junk) until
 //! the insert initialises it to the masked UNPUBLISHED.
 
-use crate::sync::SlotWord;
+use crate::sync::{Ordering, SlotWord};
 use alloc::boxed::Box;
 
 /// A slot: the key word and the TAT word, in one 16-byte-aligned pair so that both are in the
@@ -36,13 +37,11 @@ use alloc::boxed::Box;
 #[repr(C, align(16))]
 pub(crate) struct Slot {
     /// K: tag, generation and PENDING bit.
-    pub(crate) key: SlotWord,
+    pub(crate) key: AtomicKeyWord,
     /// W: the TAT, masked by K.
-    pub(crate) tat: SlotWord,
+    pub(crate) tat: AtomicTatWord,
 }
 
-/// K of a never-used slot.
-pub(crate) const EMPTY: u64 = 0;
 /// The tag of a TOMBSTONE.
 const TOMBSTONE_TAG: u64 = 1;
 /// The PENDING bit of K.
@@ -75,57 +74,150 @@ pub(crate) const fn tag_of(fingerprint: u64) -> u64 {
     }
 }
 
-/// The tag of K.
-#[inline(always)]
-pub(crate) const fn tag(k: u64) -> u64 {
-    k >> TAG_SHIFT
+/// A value of K (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct KeyWord(u64);
+
+impl KeyWord {
+    /// K of a never-used slot.
+    pub(crate) const EMPTY: KeyWord = KeyWord(0);
+
+    /// The tag.
+    #[inline(always)]
+    pub(crate) const fn tag(self) -> u64 {
+        self.0 >> TAG_SHIFT
+    }
+
+    /// Whether K holds a key (PENDING or LIVE).
+    #[inline(always)]
+    pub(crate) const fn holds_key(self) -> bool {
+        self.tag() > TOMBSTONE_TAG
+    }
+
+    /// Whether K is PENDING.
+    #[inline(always)]
+    pub(crate) const fn is_pending(self) -> bool {
+        self.0 & PENDING != 0
+    }
+
+    /// Whether K is a TOMBSTONE.
+    #[cfg(test)]
+    const fn is_tombstone(self) -> bool {
+        self.tag() == TOMBSTONE_TAG
+    }
+
+    /// The TOMBSTONE that ends this tenure (same generation).
+    #[inline(always)]
+    pub(crate) const fn tombstone(self) -> KeyWord {
+        KeyWord((TOMBSTONE_TAG << TAG_SHIFT) | (self.0 & GENERATION))
+    }
+
+    /// K of a claim for `tag` of a slot whose K is this one: the next generation, PENDING.
+    #[inline(always)]
+    pub(crate) const fn claim(self, tag: u64) -> KeyWord {
+        let generation = (self.0 & GENERATION).wrapping_add(2) & GENERATION;
+        KeyWord((tag << TAG_SHIFT) | generation | PENDING)
+    }
+
+    /// The LIVE K of a claim (the same tag and generation).
+    #[inline(always)]
+    pub(crate) const fn live(self) -> KeyWord {
+        KeyWord(self.0 & !PENDING)
+    }
+
+    /// The mask of W under this LIVE K: a multiply-xorshift mix, so that tenures of one slot
+    /// (other generation or tag) have unrelated masks. The tags come from a keyed pseudorandom
+    /// function under a secret random key (see [`fingerprint`](crate::FingerprintHash)), so a
+    /// client cannot steer two masks together.
+    #[inline(always)]
+    pub(crate) const fn mask(self) -> u64 {
+        let x = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        x ^ (x >> 29)
+    }
 }
 
-/// Whether K holds a key (PENDING or LIVE).
-#[inline(always)]
-pub(crate) const fn holds_key(k: u64) -> bool {
-    tag(k) > TOMBSTONE_TAG
+/// The atomic K of a slot. Every operation on it is `SeqCst`: the argument that a key never has
+/// two live buckets orders reads and writes of K in *different* slots, which only the single
+/// total order of `SeqCst` operations does (docs/design.md).
+#[repr(transparent)]
+pub(crate) struct AtomicKeyWord(SlotWord);
+
+impl AtomicKeyWord {
+    /// K now.
+    #[inline(always)]
+    pub(crate) fn load(&self) -> KeyWord {
+        // SeqCst: see the type.
+        KeyWord(self.0.load(Ordering::SeqCst))
+    }
+
+    /// K from `current` to `new` (a claim, retraction, making LIVE or retirement); the K found
+    /// if it was not `current`.
+    #[inline(always)]
+    pub(crate) fn compare_exchange(
+        &self,
+        current: KeyWord,
+        new: KeyWord,
+    ) -> Result<KeyWord, KeyWord> {
+        // SeqCst on both arms: see the type.
+        let result = self
+            .0
+            .compare_exchange(current.0, new.0, Ordering::SeqCst, Ordering::SeqCst);
+        result.map(KeyWord).map_err(KeyWord)
+    }
 }
 
-/// Whether K is PENDING.
-#[inline(always)]
-pub(crate) const fn is_pending(k: u64) -> bool {
-    k & PENDING != 0
+/// The atomic W of a slot: the TAT masked by K (module docs). Its loads are `SeqCst` and so at
+/// least `Acquire`: with the `Release` of [`spend`](Self::spend), whoever reads a value of W and
+/// then K sees the K of that value's tenure or a later one, the rule every decode of W rests on.
+#[repr(transparent)]
+pub(crate) struct AtomicTatWord(SlotWord);
+
+impl AtomicTatWord {
+    /// W now.
+    #[inline(always)]
+    pub(crate) fn load(&self) -> u64 {
+        // SeqCst: at least Acquire (see the type), and in the total order of the protocol's
+        // steps, with which the initialisation and freezes of W are ordered. On x86_64 it is
+        // the same instruction as a relaxed load.
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// A spend, publish or rewrite of the TAT: W from `current` to `new`; the W found if it was
+    /// not `current`.
+    #[inline(always)]
+    pub(crate) fn spend(&self, current: u64, new: u64) -> Result<u64, u64> {
+        // Release on success: a helper that reads this value and then K must see K LIVE, not
+        // the claim before it, or it would take a publish for junk and overwrite it. Acquire on
+        // failure: the value found is read as a load of W is (see the type). Every write of W
+        // is a compare-and-swap, so each continues the release sequence of the ones before it.
+        self.0
+            .compare_exchange(current, new, Ordering::Release, Ordering::Acquire)
+    }
+
+    /// A step of the insert or removal protocol (the initialisation of a claim's W, a freeze):
+    /// W from `current` to `new`; the W found if it was not `current`.
+    #[inline(always)]
+    pub(crate) fn compare_exchange(&self, current: u64, new: u64) -> Result<u64, u64> {
+        // SeqCst on both arms: these steps are ordered with the operations on K of other slots
+        // (docs/design.md), as every operation on K is.
+        self.0
+            .compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst)
+    }
 }
 
-/// Whether K is a TOMBSTONE.
-#[cfg(test)]
-const fn is_tombstone(k: u64) -> bool {
-    tag(k) == TOMBSTONE_TAG
-}
-
-/// The TOMBSTONE that ends the tenure of K (same generation).
-#[inline(always)]
-pub(crate) const fn tombstone(k: u64) -> u64 {
-    (TOMBSTONE_TAG << TAG_SHIFT) | (k & GENERATION)
-}
-
-/// K of a claim for `tag` of a slot whose K is `previous`: the next generation, PENDING.
-#[inline(always)]
-pub(crate) const fn pending(tag: u64, previous: u64) -> u64 {
-    let generation = (previous & GENERATION).wrapping_add(2) & GENERATION;
-    (tag << TAG_SHIFT) | generation | PENDING
-}
-
-/// The LIVE K of a claim (the same tag and generation).
-#[inline(always)]
-pub(crate) const fn live(pending: u64) -> u64 {
-    pending & !PENDING
-}
-
-/// The mask of W under a LIVE K: a multiply-xorshift mix, so that tenures of one slot (other
-/// generation or tag) have unrelated masks. The tags come from a keyed pseudorandom function
-/// under a secret random key (see [`fingerprint`](super::fingerprint)), so a client cannot
-/// steer two masks together.
-#[inline(always)]
-pub(crate) const fn mask(live: u64) -> u64 {
-    let x = live.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    x ^ (x >> 29)
+impl Slot {
+    /// W read in the tenure of the LIVE K `k` (frozen or not), if the slot still holds `k`
+    /// after the read: K unchanged after W was read means that W was read in K's tenure.
+    /// `None` for a PENDING `k`.
+    #[inline(always)]
+    pub(crate) fn read_in_tenure(&self, k: KeyWord) -> Option<u64> {
+        if k.is_pending() {
+            return None;
+        }
+        let w = self.tat.load();
+        (self.key.load() == k).then_some(w)
+    }
 }
 
 /// Why the slot array could not be allocated.
@@ -159,8 +251,8 @@ pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[Slot]>, AllocError> {
     //   frees with, so the box owns a matching allocation;
     // - it is aligned for `Slot` (the layout's alignment);
     // - all `n` elements are initialised: the bytes are zero, and all-zero bytes are a valid
-    //   `Slot` holding two zero words (`Slot` is `repr(C)` of two atomics, each with the
-    //   in-memory representation of `u64`);
+    //   `Slot` holding two zero words (`Slot` is `repr(C)` of two `repr(transparent)`
+    //   wrappers of atomics, each with the in-memory representation of `u64`);
     // - nothing else refers to the allocation.
     Ok(unsafe { Box::from_raw(slice) })
 }
@@ -169,8 +261,8 @@ pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[Slot]>, AllocError> {
 #[cfg(loom)]
 pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[Slot]>, AllocError> {
     let slot = || Slot {
-        key: SlotWord::new(EMPTY),
-        tat: SlotWord::new(0),
+        key: AtomicKeyWord(SlotWord::new(0)),
+        tat: AtomicTatWord(SlotWord::new(0)),
     };
     Ok((0..n).map(|_| slot()).collect())
 }
@@ -179,30 +271,32 @@ pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[Slot]>, AllocError> {
 mod tests {
     use super::*;
 
+    const EMPTY: KeyWord = KeyWord::EMPTY;
+
     #[test]
     fn key_words_keep_their_fields_apart() {
-        let claim = pending(tag_of(u64::MAX), EMPTY);
-        assert!(holds_key(claim) && is_pending(claim));
-        assert_eq!(tag(claim), (1 << TAG_BITS) - 1);
-        let bucket = live(claim);
-        assert!(holds_key(bucket) && !is_pending(bucket));
-        let removed = tombstone(bucket);
-        assert!(is_tombstone(removed) && !holds_key(removed) && removed != EMPTY);
+        let claim = EMPTY.claim(tag_of(u64::MAX));
+        assert!(claim.holds_key() && claim.is_pending());
+        assert_eq!(claim.tag(), (1 << TAG_BITS) - 1);
+        let bucket = claim.live();
+        assert!(bucket.holds_key() && !bucket.is_pending());
+        let removed = bucket.tombstone();
+        assert!(removed.is_tombstone() && !removed.holds_key() && removed != EMPTY);
         // The next claim is a new generation, so its K differs from the first claim's.
-        let again = pending(tag(claim), removed);
+        let again = removed.claim(claim.tag());
         assert_ne!(again, claim);
-        assert_eq!(tag(again), tag(claim));
+        assert_eq!(again.tag(), claim.tag());
     }
 
     #[test]
     fn generations_wrap_without_touching_tag_or_pending() {
         let mut k = EMPTY;
         for _ in 0..10_000 {
-            let claim = pending(7, k);
-            assert_eq!(tag(claim), 7);
-            assert!(is_pending(claim));
-            k = tombstone(live(claim));
-            assert!(is_tombstone(k));
+            let claim = k.claim(7);
+            assert_eq!(claim.tag(), 7);
+            assert!(claim.is_pending());
+            k = claim.live().tombstone();
+            assert!(k.is_tombstone());
         }
     }
 
@@ -216,9 +310,9 @@ mod tests {
 
     #[test]
     fn masks_of_two_tenures_differ() {
-        let first = live(pending(9, EMPTY));
-        let second = live(pending(9, tombstone(first)));
-        assert_ne!(mask(first), mask(second));
-        assert_ne!(mask(first), mask(live(pending(10, EMPTY))));
+        let first = EMPTY.claim(9).live();
+        let second = first.tombstone().claim(9).live();
+        assert_ne!(first.mask(), second.mask());
+        assert_ne!(first.mask(), EMPTY.claim(10).live().mask());
     }
 }
