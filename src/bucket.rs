@@ -68,9 +68,10 @@ impl Bucket {
             {
                 Ok(_) => return Ok((change, answer)),
                 Err(actual) => {
-                    // Measured (benches/core, contention/allowed, 2 threads): spinning briefly
-                    // after a lost race about doubles throughput on one hot bucket, at no
-                    // measurable cost to a single thread.
+                    // Spinning briefly after a lost race keeps the losers off the contended
+                    // line while the winner's write lands, which raises throughput on one hot
+                    // bucket at no cost to a single thread (see the `contention` group of
+                    // `benches/core`).
                     backoff.spin();
                     current = actual;
                 }
