@@ -6,6 +6,27 @@ use super::lookup::lookup;
 use super::loom_hooks::Faults;
 use super::slot::{zeroed_slots, KeyWord, Slot, FROZEN};
 use super::window::{Slots, LINE};
+use std::cell::Cell;
+
+std::thread_local! {
+    /// What this thread's next look-up does to the slot it is reading, between its read of W
+    /// and its second read of K.
+    static BETWEEN_READS: Cell<Option<fn(&Slot)>> = const { Cell::new(None) };
+}
+
+/// Called by a look-up between its read of W and its second read of K: runs, once, what
+/// [`once_between_reads`] set on this thread, as another thread could at that moment.
+pub(super) fn between_reads(slot: &Slot) {
+    if let Some(act) = BETWEEN_READS.with(Cell::take) {
+        act(slot);
+    }
+}
+
+/// Makes this thread's next look-up run `act` on the slot it reads, between its read of W and
+/// its second read of K.
+pub(super) fn once_between_reads(act: fn(&Slot)) {
+    BETWEEN_READS.with(|hook| hook.set(Some(act)));
+}
 
 const EMPTY: KeyWord = KeyWord::EMPTY;
 
@@ -14,7 +35,7 @@ const TAG: u64 = 5;
 const OTHER: u64 = 6;
 
 /// The window scan as the module docs of the table state it: the first slot holding TAG that is
-/// PENDING (not here) or LIVE and not frozen (found), or the first EMPTY slot (not here).
+/// LIVE and not frozen (found), passing over claims of TAG, or the first EMPTY slot (not here).
 fn reference(table: &Slots, home: usize) -> Option<(*const Slot, KeyWord, u64)> {
     scan(table, home, true)
 }
@@ -27,8 +48,8 @@ fn tag_scan(table: &Slots, home: usize) -> Option<(*const Slot, KeyWord, u64)> {
     scan(table, home, false)
 }
 
-/// The first slot of `home`'s window holding TAG that is PENDING (`None`) or LIVE and not
-/// frozen (found); `None` at the first EMPTY slot too if `stop_at_empty`.
+/// The first slot of `home`'s window holding TAG that is LIVE and not frozen (found); `None`
+/// at the first EMPTY slot if `stop_at_empty`.
 fn scan(table: &Slots, home: usize, stop_at_empty: bool) -> Option<(*const Slot, KeyWord, u64)> {
     let n = table.slots.len();
     for i in 0..table.window {
@@ -36,10 +57,7 @@ fn scan(table: &Slots, home: usize, stop_at_empty: bool) -> Option<(*const Slot,
         let k = s.key.load();
         let w = s.tat.load();
         if k.tag() == TAG {
-            if k.is_pending() {
-                return None;
-            }
-            if w ^ k.mask() != FROZEN {
+            if !k.is_pending() && w ^ k.mask() != FROZEN {
                 return Some((s as *const Slot, k, w));
             }
         } else if k == EMPTY && stop_at_empty {

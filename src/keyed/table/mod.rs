@@ -38,6 +38,8 @@ mod lookup_tests;
 pub(crate) mod loom_hooks;
 mod prefetch;
 mod request;
+#[cfg(all(test, not(loom)))]
+mod rewrite_tests;
 pub(crate) mod slot;
 mod upkeep;
 #[cfg(all(test, not(loom)))]
@@ -50,7 +52,7 @@ pub(crate) use request::{initial_tat, Outcome, Request};
 use super::stats::Counters;
 use alloc::boxed::Box;
 use claim::{Insert, Step};
-use lookup::lookup;
+use lookup::{lookup, lookup_settled};
 use loom_hooks::Faults;
 use request::decide;
 use slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
@@ -169,7 +171,7 @@ impl Table {
 
     /// The TAT of the bucket of `fp`, if it has a published one. Creates and helps nothing.
     pub(crate) fn tat_of(&self, fp: u64) -> Option<u64> {
-        let (_, k, w) = lookup(&self.slots, self.home(fp), tag_of(fp))?;
+        let (_, k, w) = lookup_settled(&self.slots, self.home(fp), tag_of(fp))?;
         let tat = w ^ self.slots.mask(k);
         (tat != UNPUBLISHED).then_some(tat)
     }
@@ -180,7 +182,7 @@ impl Table {
     /// happened.
     pub(crate) fn rewrite(&self, fp: u64, mut f: impl FnMut(u64) -> Option<u64>) -> bool {
         let home = self.home(fp);
-        while let Some((slot, k, mut w)) = lookup(&self.slots, home, tag_of(fp)) {
+        while let Some((slot, k, mut w)) = lookup_settled(&self.slots, home, tag_of(fp)) {
             let mask = self.slots.mask(k);
             loop {
                 let tat = w ^ mask;
