@@ -9,6 +9,8 @@ mod builder;
 mod fingerprint;
 mod key_bucket;
 mod stats;
+#[cfg(all(test, not(loom)))]
+mod stress_tests;
 mod table;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};

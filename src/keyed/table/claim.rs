@@ -22,6 +22,7 @@
 use super::super::stats::Counters;
 use super::request::{decide, Outcome, Request};
 use super::slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
+use super::test_hooks;
 use super::upkeep;
 use super::window::Slots;
 use crate::gcra::level;
@@ -147,6 +148,7 @@ impl Insert<'_> {
                     room.nearest_full = Some((i, k, w));
                 }
             }
+            test_hooks::pause(); // between the scan and the claim
             return Found::Absent(room);
         }
     }
@@ -191,6 +193,7 @@ impl Insert<'_> {
         if slot.key.compare_exchange(k, claim).is_err() {
             return Ok(Step::Restart);
         }
+        test_hooks::pause(); // between the claim and its rescan
         Ok(self.resolve(home, i, claim))
     }
 
@@ -202,6 +205,7 @@ impl Insert<'_> {
                 return step;
             }
         }
+        test_hooks::pause(); // between the rescan and making the claim LIVE
         let slot = self.slots.at(home, p);
         let live = claim.live();
         let unpublished = UNPUBLISHED ^ self.slots.mask(live);

@@ -3,6 +3,7 @@
 //! invariants it relies on).
 
 use super::slot::{KeyWord, Slot, FROZEN};
+use super::test_hooks;
 use super::window::{Slots, LINE};
 
 /// Slots a look-up reads before it tests any: home's cache line and the next (see
@@ -169,8 +170,7 @@ fn settle(slots: &Slots, slot: &Slot, k: KeyWord) -> Settled {
     }
     // K unchanged after W was read means that W was read in K's tenure.
     let w = slot.tat.load();
-    #[cfg(all(test, not(loom)))]
-    super::lookup_tests::between_reads(slot);
+    test_hooks::between_reads(slot);
     if !slots.faults.skips_lookup_recheck() && slot.key.load() != k {
         return Settled::Moved;
     }

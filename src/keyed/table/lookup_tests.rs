@@ -6,27 +6,6 @@ use super::lookup::lookup;
 use super::loom_hooks::Faults;
 use super::slot::{zeroed_slots, KeyWord, Slot, FROZEN};
 use super::window::{Slots, LINE};
-use std::cell::Cell;
-
-std::thread_local! {
-    /// What this thread's next look-up does to the slot it is reading, between its read of W
-    /// and its second read of K.
-    static BETWEEN_READS: Cell<Option<fn(&Slot)>> = const { Cell::new(None) };
-}
-
-/// Called by a look-up between its read of W and its second read of K: runs, once, what
-/// [`once_between_reads`] set on this thread, as another thread could at that moment.
-pub(super) fn between_reads(slot: &Slot) {
-    if let Some(act) = BETWEEN_READS.with(Cell::take) {
-        act(slot);
-    }
-}
-
-/// Makes this thread's next look-up run `act` on the slot it reads, between its read of W and
-/// its second read of K.
-pub(super) fn once_between_reads(act: fn(&Slot)) {
-    BETWEEN_READS.with(|hook| hook.set(Some(act)));
-}
 
 const EMPTY: KeyWord = KeyWord::EMPTY;
 

@@ -41,6 +41,7 @@ mod request;
 #[cfg(all(test, not(loom)))]
 mod rewrite_tests;
 pub(crate) mod slot;
+pub(crate) mod test_hooks;
 mod upkeep;
 #[cfg(all(test, not(loom)))]
 mod upkeep_tests;
@@ -156,6 +157,7 @@ impl Table {
             if new == tat {
                 return Some(outcome); // a denial or a peek: nothing to store
             }
+            test_hooks::pause();
             match slot.tat.spend(w, new ^ mask) {
                 Ok(_) => {
                     if publish {
@@ -195,6 +197,7 @@ impl Table {
                 let Some(new) = f(tat).filter(|&new| new < FROZEN && new != tat) else {
                     return false;
                 };
+                test_hooks::pause();
                 match slot.tat.spend(w, new ^ mask) {
                     Ok(_) => return true,
                     Err(actual) if slot.key.load() == k => w = actual,
@@ -222,6 +225,7 @@ impl Table {
                 upkeep::retire(&self.slots, slot, k); // a removal that stopped after its first step
             } else if tat <= now && upkeep::freeze(&self.slots, slot, k, w) {
                 self.counters.key_removed();
+                test_hooks::pause(); // between the freeze and the retirement
                 upkeep::retire(&self.slots, slot, k);
                 removed += 1;
             }

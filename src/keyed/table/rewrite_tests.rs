@@ -3,10 +3,10 @@
 //! duplicate claim of the key, or a removed bucket of it whose K moves while it is read.
 
 use super::claim::{Overflow, Step};
-use super::lookup_tests::once_between_reads;
 use super::loom_hooks::Faults;
 use super::request::Request;
 use super::slot::{tag_of, zeroed_slots, Slot, FROZEN};
+use super::test_hooks::once_between_reads;
 use super::upkeep::{freeze, retire};
 use super::Table;
 use crate::gcra;
