@@ -60,8 +60,7 @@ pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
 pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
     match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
         Ok((new, _)) if new >= FROZEN => {
-            let ahead = tat.saturating_sub(req.now);
-            (tat, Err(Denied::new(gcra::level(ahead, req.quota), None)))
+            (tat, Err(gcra::unrepresentable_at(tat, req.now, req.quota)))
         }
         Ok((new, booking)) => {
             let change = Change {
