@@ -206,10 +206,15 @@ impl Insert<'_> {
             }
         }
         test_hooks::pause(); // between the rescan and making the claim LIVE
+        self.initialise(self.slots.at(home, p), claim);
+        self.make_live(home, p, claim)
+    }
+
+    /// Step 4: the claim `claim` at window position `p`, initialised, made LIVE.
+    pub(super) fn make_live(&self, home: usize, p: usize, claim: KeyWord) -> Step {
         let slot = self.slots.at(home, p);
         let live = claim.live();
         let unpublished = UNPUBLISHED ^ self.slots.mask(live);
-        self.initialise(slot, claim);
         // While K is the claim, W stays UNPUBLISHED once initialised; anything else means K
         // moved (see `upkeep`, *A stalled thread*).
         if slot.tat.load() != unpublished && !self.slots.faults.skips_init_recheck() {

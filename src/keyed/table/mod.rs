@@ -51,6 +51,7 @@ pub(crate) use claim::Overflow;
 pub(crate) use request::{initial_tat, Outcome, Request};
 
 use super::stats::Counters;
+use crate::gcra::IMPOSSIBLE_AHEAD;
 use alloc::boxed::Box;
 use claim::{Insert, Step};
 use lookup::{lookup, lookup_settled};
@@ -209,7 +210,11 @@ impl Table {
     }
 
     /// Removes every bucket that is full at `now` (`TAT <= now`); returns how many. A removal
-    /// freezes W, then retires K (see [`upkeep`]).
+    /// freezes W, then retires K (see [`upkeep`]). A bucket not yet published holds nothing to
+    /// remove, whatever `now`. A bucket whose TAT no operation could have written by `now`
+    /// (more than [`IMPOSSIBLE_AHEAD`] ahead) is the junk of a tenure made LIVE by a thread
+    /// stalled through a whole cycle of generations (see [`upkeep`], *A stalled thread*): it
+    /// is removed too, uncounted, as it was never published.
     pub(crate) fn evict_idle(&self, now: u64) -> usize {
         let mut removed = 0;
         for slot in self.slots.as_slice() {
@@ -223,11 +228,17 @@ impl Table {
             let tat = w ^ self.slots.mask(k);
             if tat == FROZEN {
                 upkeep::retire(&self.slots, slot, k); // a removal that stopped after its first step
-            } else if tat <= now && upkeep::freeze(&self.slots, slot, k, w) {
-                self.counters.key_removed();
+                continue;
+            }
+            let idle = tat <= now && tat != UNPUBLISHED;
+            let junk = tat > now.saturating_add(IMPOSSIBLE_AHEAD) && tat != UNPUBLISHED;
+            if (idle || junk) && upkeep::freeze(&self.slots, slot, k, w) {
+                if idle {
+                    self.counters.key_removed();
+                    removed += 1;
+                }
                 test_hooks::pause(); // between the freeze and the retirement
                 upkeep::retire(&self.slots, slot, k);
-                removed += 1;
             }
         }
         removed
