@@ -253,6 +253,10 @@ fn stress(max_keys: usize) {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "millions of steps; tests/keyed_churn.rs is the churn sized for Miri"
+)]
 fn every_token_is_accounted_for_in_tiny_tables() {
     for max_keys in 1..=6 {
         stress(max_keys);
