@@ -18,6 +18,7 @@ pub(crate) const MAX_AHEAD: u64 = 1 << 62;
 
 /// A TAT more than this far ahead of `now` was written by no operation at or before `now`
 /// (nor at any time up to [`MAX_AHEAD`] after it): twice [`MAX_AHEAD`], 2^63 ns.
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // only the keyed table needs it
 pub(crate) const IMPOSSIBLE_AHEAD: u64 = 2 * MAX_AHEAD;
 
 /// The longest wait a reservation of `quota` may book: `max_wait_ns`, but at most
@@ -38,6 +39,7 @@ fn unrepresentable(ahead: u64, quota: &Quota) -> Denied {
 
 /// [`unrepresentable`], for the keyed table, whose last two TATs are reserved markers.
 #[inline]
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // only the keyed table needs it
 pub(crate) fn unrepresentable_at(tat: u64, now: u64, quota: &Quota) -> Denied {
     unrepresentable(tat.saturating_sub(now), quota)
 }
