@@ -25,15 +25,7 @@ fn quota() -> Quota {
 
 /// Spends one token of the key of fingerprint `fp` at 0.
 fn spend(table: &Table, fp: u64, quota: &Quota) {
-    let req = Request {
-        fp,
-        now: 0,
-        cost: 1,
-        quota,
-        start_empty: false,
-        max_wait_ns: 0,
-    };
-    assert!(table.spend(&req).is_ok());
+    assert!(table.spend(&Request::one_at_zero(fp, quota)).is_ok());
 }
 
 /// A refund of one token at 0.

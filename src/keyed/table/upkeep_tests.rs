@@ -7,7 +7,7 @@
 use super::claim::{Overflow, Room, Step};
 use super::loom_hooks::Faults;
 use super::request::Request;
-use super::slot::{tag_of, zeroed_slots, KeyWord, GENERATION_BITS, UNPUBLISHED};
+use super::slot::{tag_of, zeroed_slots, KeyWord, Slot, GENERATION_BITS, UNPUBLISHED};
 use super::upkeep::{freeze, retire};
 use super::Table;
 use crate::Quota;
@@ -22,14 +22,26 @@ fn quota() -> Quota {
 
 /// One token of the key of fingerprint `fp`, at 0.
 fn request(fp: u64, quota: &Quota) -> Request<'_> {
-    Request {
-        fp,
-        now: 0,
-        cost: 1,
-        quota,
-        start_empty: false,
-        max_wait_ns: 0,
-    }
+    Request::one_at_zero(fp, quota)
+}
+
+/// A table of one slot, whose new keys evict the bucket there.
+fn one_slot() -> Table {
+    Table::new(
+        zeroed_slots(1).unwrap(),
+        1,
+        Overflow::EvictNearestFull,
+        Faults::NONE,
+    )
+}
+
+/// Slot 0 of `table` (EMPTY) made Y's LIVE bucket with W holding `tat`, as no insert would.
+fn live_y_at(table: &Table, tat: u64) -> &Slot {
+    let s = &table.slots.as_slice()[0];
+    let live = KeyWord::EMPTY.claim(tag_of(Y)).live();
+    s.key.compare_exchange(KeyWord::EMPTY, live).unwrap();
+    s.tat.compare_exchange(0, tat ^ live.mask()).unwrap();
+    s
 }
 
 /// A one-slot table where Y's bucket (one spend) was frozen, as by a thread that then
@@ -37,12 +49,7 @@ fn request(fp: u64, quota: &Quota) -> Request<'_> {
 /// each other), so that Y is LIVE again with one spend under the same K. Returns the table and
 /// that K.
 fn wrapped(quota: &Quota) -> (Table, KeyWord) {
-    let table = Table::new(
-        zeroed_slots(1).unwrap(),
-        1,
-        Overflow::EvictNearestFull,
-        Faults::NONE,
-    );
+    let table = one_slot();
     let spend = |fp| table.spend(&request(fp, quota)).is_ok();
     assert!(spend(Y));
     let s = &table.slots.as_slice()[0];
@@ -89,12 +96,7 @@ fn a_stale_claim_after_the_generation_wraps_leaves_a_live_bucket_alone() {
 #[test]
 fn a_stale_resolver_after_the_generation_wraps_leaves_a_new_claim_pending() {
     let quota = quota();
-    let table = Table::new(
-        zeroed_slots(1).unwrap(),
-        1,
-        Overflow::EvictNearestFull,
-        Faults::NONE,
-    );
+    let table = one_slot();
     let spend = |fp| assert!(table.spend(&request(fp, &quota)).is_ok());
     let claim = KeyWord::EMPTY.claim(tag_of(Y)); // the first claim of the slot: Y's
     spend(Y);
@@ -129,17 +131,9 @@ fn a_stale_resolver_after_the_generation_wraps_leaves_a_new_claim_pending() {
 #[test]
 fn a_bucket_made_live_on_an_impossible_tat_is_evicted() {
     let quota = quota();
-    let table = Table::new(
-        zeroed_slots(1).unwrap(),
-        1,
-        Overflow::EvictNearestFull,
-        Faults::NONE,
-    );
-    let s = &table.slots.as_slice()[0];
-    let live = KeyWord::EMPTY.claim(tag_of(Y)).live();
-    s.key.compare_exchange(KeyWord::EMPTY, live).unwrap();
+    let table = one_slot();
     let junk = (1 << 63) + 12_345;
-    s.tat.compare_exchange(0, junk ^ live.mask()).unwrap();
+    live_y_at(&table, junk);
     assert_eq!(table.tat_of(Y), Some(junk));
     assert!(
         table.spend(&request(Y, &quota)).is_err(),
@@ -156,18 +150,9 @@ fn a_bucket_made_live_on_an_impossible_tat_is_evicted() {
 /// clock: `evict_idle` leaves it (its first spend is about to land) and counts nothing.
 #[test]
 fn evicting_at_the_end_of_the_clock_leaves_an_unpublished_bucket() {
-    let table = Table::new(
-        zeroed_slots(1).unwrap(),
-        1,
-        Overflow::EvictNearestFull,
-        Faults::NONE,
-    );
-    let s = &table.slots.as_slice()[0];
-    let live = KeyWord::EMPTY.claim(tag_of(Y)).live();
-    s.key.compare_exchange(KeyWord::EMPTY, live).unwrap();
-    s.tat
-        .compare_exchange(0, UNPUBLISHED ^ live.mask())
-        .unwrap();
+    let table = one_slot();
+    let s = live_y_at(&table, UNPUBLISHED);
+    let live = s.key.load();
     assert_eq!(table.evict_idle(u64::MAX), 0);
     assert_eq!(table.counters.live(), 0);
     assert_eq!(s.key.load(), live, "the unpublished bucket was removed");
