@@ -62,6 +62,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
         now: Nanos,
     ) -> Result<Self, Denied> {
         let max_wait_ns = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
+        let max_wait_ns = gcra::max_wait_ns(max_wait_ns, &bucket.quota);
         let (change, booking) = bucket.book(cost, now.as_u64(), max_wait_ns)?;
         Ok(Reservation::new(bucket, cost, booking, change))
     }

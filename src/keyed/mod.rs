@@ -9,6 +9,8 @@ mod builder;
 mod fingerprint;
 mod key_bucket;
 mod stats;
+#[cfg(all(test, not(loom)))]
+mod stress_tests;
 mod table;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
@@ -76,10 +78,10 @@ pub enum OverflowPolicy {
 /// - **Fingerprints**: a key is stored as a 64-bit fingerprint, not as itself: the first 64
 ///   bits of a pseudorandom function of the bytes its `Hash` writes, under a random key chosen
 ///   per limiter (AES-128-CMAC on x86_64 with AES-NI, else SipHash-1-3; see
-///   [`FingerprintHash`]). Its high bits choose the home slot and its low 51 bits (the tag)
+///   [`FingerprintHash`]). Its high bits choose the home slot and its low 38 bits (the tag)
 ///   are kept. Two distinct keys share a bucket only if their tags are equal and one lies in
 ///   the other's window: a given key collides with probability at most
-///   `511 x 2^-50 = 4.5e-13` at any load (README, *Fingerprints and collisions*), and since
+///   `511 x 2^-37 = 3.7e-9` at any load (docs/design.md, *Fingerprints and collisions*), and since
 ///   the key of the function is secret, clients cannot choose colliding keys.
 ///
 /// # Design
