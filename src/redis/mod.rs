@@ -52,29 +52,34 @@
 
 mod all_of;
 mod batch;
+mod cluster;
 mod conn;
+mod deny_cache;
 mod error;
+mod local;
+mod node;
 mod options;
 mod policy;
 mod script;
+mod single;
 
 pub use error::Error;
-pub use options::RedisOptions;
+pub use options::{ErrorHook, RedisOptions};
 pub use policy::{FailurePolicy, Stats};
 
-use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-use conn::{Call, Conn};
-use policy::{Counters, Fallback};
+use conn::{Conn, Pace};
+use deny_cache::DenyCache;
+use local::{Ask, Local};
+use policy::Counters;
 use redis::Script;
 use script::MicroQuota;
-use std::future::Future;
 use std::sync::Arc;
 
 /// A rate limiter whose buckets live in Redis, one per key, shared by every process that
-/// connects to it with the same prefix. Cheap to clone: clones share the connection and
-/// [`Stats`].
+/// connects to it with the same prefix. Cheap to clone: clones share the connection, the
+/// local fallback and deny cache, and [`Stats`].
 #[derive(Clone)]
 pub struct RedisLimiter {
     conn: Conn,
@@ -84,6 +89,8 @@ pub struct RedisLimiter {
     refund: Arc<Script>,
     all_of: Arc<Script>,
     counters: Arc<Counters>,
+    local: Arc<Local>,
+    deny: Option<Arc<DenyCache>>,
 }
 
 impl RedisLimiter {
@@ -93,7 +100,8 @@ impl RedisLimiter {
         RedisLimiter::connect_with(url, quota, RedisOptions::default()).await
     }
 
-    /// [`RedisLimiter::connect`] with options.
+    /// [`RedisLimiter::connect`] with options. Returns within the connection timeout: one
+    /// attempt (connection and `PING`), bounded as a whole.
     pub async fn connect_with(
         url: &str,
         quota: Quota,
@@ -104,8 +112,9 @@ impl RedisLimiter {
         Ok(RedisLimiter::with_conn(conn, quota, options))
     }
 
-    /// A limiter that connects in the background: returns at once, even when Redis is down,
-    /// and calls made before the connection is up wait at most their deadline. Must be called
+    /// A limiter that connects in the background: returns at once, even when Redis is down.
+    /// Calls made while the first attempt runs wait for it within their deadline; if it fails,
+    /// the server is taken for down (see [`RedisOptions::reconnect_retries`]). Must be called
     /// within a Tokio runtime.
     pub fn connect_lazy(
         url: &str,
@@ -117,8 +126,10 @@ impl RedisLimiter {
         Ok(RedisLimiter::with_conn(conn, quota, options))
     }
 
-    /// Connects to a Redis Cluster through the given seed nodes. Keys are routed to the node
-    /// that owns their slot; batches are pipelined per slot.
+    /// Connects to a Redis Cluster through the given seed nodes (the first that answers gives
+    /// the slot map). Keys are routed to the primary that serves their slot, over one
+    /// health-checked connection per primary; batches are pipelined per node. The map is read
+    /// again while a node is down and after a reply says a slot moved. Needs `CLUSTER SLOTS`.
     pub async fn connect_cluster(
         urls: &[&str],
         quota: Quota,
@@ -130,14 +141,17 @@ impl RedisLimiter {
     }
 
     fn with_conn(conn: Conn, quota: MicroQuota, options: RedisOptions) -> RedisLimiter {
+        let deny = (options.deny_cache > 0).then(|| Arc::new(DenyCache::new(options.deny_cache)));
         RedisLimiter {
             conn,
             quota,
-            options,
             decide: Arc::new(script::decide_script()),
             refund: Arc::new(script::refund_script()),
             all_of: Arc::new(all_of::all_of_script()),
             counters: Arc::new(Counters::default()),
+            local: Arc::new(Local::new(quota.effective(), &options)),
+            deny,
+            options,
         }
     }
 
@@ -172,153 +186,25 @@ impl RedisLimiter {
         self.decide.get_hash()
     }
 
-    /// Spends one token of `key`'s bucket, on the server's clock; the failure policy applies.
-    pub async fn check_key(&self, key: &str) -> Result<Allowed, Denied> {
-        self.check_key_n(key, 1).await
-    }
-
-    /// Spends `cost` tokens of `key`'s bucket if all are there, on the server's clock. When
-    /// Redis gives no decision the [`FailurePolicy`] answers; either way the answer is counted
-    /// in [`Stats`]. `cost == 0` is a peek; `cost > burst` is denied with no retry time.
-    pub async fn check_key_n(&self, key: &str, cost: u32) -> Result<Allowed, Denied> {
-        let outcome = self.decide_one(key, cost, &self.quota, None).await;
-        self.settle(outcome, cost, self.quota.burst)
-    }
-
-    /// [`RedisLimiter::check_key_n`] under another quota for this call only (for example a
-    /// per-plan limit); the bucket is the same key.
-    pub async fn check_key_n_with_quota(
-        &self,
-        key: &str,
-        cost: u32,
-        quota: &Quota,
-    ) -> Result<Allowed, Denied> {
-        let outcome = match MicroQuota::new(quota) {
-            Ok(q) => self.decide_one(key, cost, &q, None).await,
-            Err(e) => Err(e),
-        };
-        self.settle(outcome, cost, quota.burst())
-    }
-
-    /// The decision for `cost` tokens of `key` at `now` (nanoseconds since the Unix epoch,
-    /// rounded down to whole microseconds), without a failure policy: Redis's answer or why
-    /// there is none. On the microsecond grid it equals
-    /// [`Limiter::check_n_at`](crate::Limiter::check_n_at) on the same schedule.
-    pub async fn try_check_key_n_at(
-        &self,
-        key: &str,
-        cost: u32,
-        now: Nanos,
-    ) -> Result<Result<Allowed, Denied>, Error> {
-        self.decide_one(key, cost, &self.quota, Some(now)).await
-    }
-
-    /// [`RedisLimiter::try_check_key_n_at`] on the server's clock.
-    pub async fn try_check_key_n(
-        &self,
-        key: &str,
-        cost: u32,
-    ) -> Result<Result<Allowed, Denied>, Error> {
-        self.decide_one(key, cost, &self.quota, None).await
-    }
-
-    /// The decision under `quota` for this call only, on the server's clock.
-    pub async fn try_check_key_n_with_quota(
-        &self,
-        key: &str,
-        cost: u32,
-        quota: &Quota,
-    ) -> Result<Result<Allowed, Denied>, Error> {
-        self.decide_one(key, cost, &MicroQuota::new(quota)?, None)
-            .await
-    }
-
-    /// [`RedisLimiter::try_check_key_n_with_quota`] at `now` (ns since the Unix epoch).
-    pub async fn try_check_key_n_with_quota_at(
-        &self,
-        key: &str,
-        cost: u32,
-        quota: &Quota,
-        now: Nanos,
-    ) -> Result<Result<Allowed, Denied>, Error> {
-        self.decide_one(key, cost, &MicroQuota::new(quota)?, Some(now))
-            .await
-    }
-
-    /// Gives back `n` tokens of `key` on the server's clock: a request admitted but not
-    /// carried out. As in the core, the level never rises above the capacity and a full
-    /// bucket stays as it is. A refund that times out is not retried.
-    pub async fn try_refund_key_n(&self, key: &str, n: u32) -> Result<(), Error> {
-        self.refund_key_n(key, n, None).await
-    }
-
-    /// [`RedisLimiter::try_refund_key_n`] at `now` (ns since the Unix epoch).
-    pub async fn try_refund_key_n_at(&self, key: &str, n: u32, now: Nanos) -> Result<(), Error> {
-        self.refund_key_n(key, n, Some(now)).await
-    }
-
-    async fn refund_key_n(&self, key: &str, n: u32, now: Option<Nanos>) -> Result<(), Error> {
-        let now_us = now.map(script::micros_since_epoch).transpose()?;
-        let call = Call {
-            key: self.redis_key(key),
-            args: self.args(&self.quota, n, now_us),
-        };
-        self.deadline(self.conn.invoke(&self.refund, &call)).await?;
-        Ok(())
-    }
-
-    async fn decide_one(
-        &self,
-        key: &str,
-        cost: u32,
-        quota: &MicroQuota,
-        now: Option<Nanos>,
-    ) -> Result<Result<Allowed, Denied>, Error> {
-        let now_us = now.map(script::micros_since_epoch).transpose()?;
-        let call = Call {
-            key: self.redis_key(key),
-            args: self.args(quota, cost, now_us),
-        };
-        let reply = self.deadline(self.conn.invoke(&self.decide, &call)).await?;
-        script::decode_decision(&reply, quota)
-    }
-
-    fn args(&self, quota: &MicroQuota, n: u32, now_us: Option<u64>) -> [i64; 6] {
-        let start_empty = self.options.start_empty;
-        script::args(quota, n, now_us, start_empty, self.options.keep_ms())
-    }
-
-    /// `call`, or [`Error::Timeout`] once the deadline passes (the call is dropped, not retried).
-    async fn deadline<T>(
-        &self,
-        call: impl Future<Output = redis::RedisResult<T>>,
-    ) -> Result<T, Error> {
-        match tokio::time::timeout(self.options.deadline, call).await {
-            Ok(result) => Ok(result?),
-            Err(_) => Err(Error::Timeout(self.options.deadline)),
+    fn pace(&self) -> Pace {
+        Pace {
+            deadline: self.options.deadline,
+            chunk: self.options.batch_chunk,
         }
     }
 
-    fn fallback(&self) -> Fallback {
-        Fallback {
-            policy: self.options.failure_policy,
-            retry_after: self.options.failure_retry_after,
-        }
-    }
-
-    /// The answer to give for `outcome`, counted.
+    /// The answer to give for `outcome`, counted: Redis's decision, or the policy's.
     fn settle(
         &self,
         outcome: Result<Result<Allowed, Denied>, Error>,
-        cost: u32,
-        burst: u32,
+        ask: Ask<'_>,
     ) -> Result<Allowed, Denied> {
         match outcome {
             Ok(decision) => {
-                self.counters.record(&decision);
+                self.counters.record(&decision, ask.cost());
                 decision
             }
-            Err(e) => self.fallback().answer(&e, cost, burst, &self.counters),
+            Err(e) => policy::answer(&e, ask, &self.options, &self.local, &self.counters),
         }
     }
 }

@@ -2,6 +2,9 @@
 //! persistence, killed when dropped.
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod cluster;
+pub mod proxy;
+
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
