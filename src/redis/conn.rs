@@ -143,45 +143,10 @@ impl Conn {
     }
 }
 
-/// The calls on one node, chunk after chunk; calls the server answered NOSCRIPT (they did not
-/// run) are sent again once after the script is loaded.
+/// The calls on one node as EVALSHA pipelines of at most `pace.chunk`, one after another,
+/// errors kept per call. Calls the server answered NOSCRIPT (they did not run) are sent again
+/// once, right after the script is loaded, before the next chunk.
 async fn run_chunks(
-    node: &Node,
-    script: &Script,
-    calls: &[Call],
-    pace: Pace,
-) -> Vec<Result<Value, Error>> {
-    let mut replies = pipelines(node, script, calls, pace).await;
-    let missing: Vec<usize> = (0..replies.len())
-        .filter(|&i| matches!(&replies[i], Ok(reply) if is_noscript(reply)))
-        .collect();
-    if missing.is_empty() {
-        return replies;
-    }
-    let loaded = node
-        .run(pace.deadline, |mut c| async move {
-            script.load_async(&mut c).await
-        })
-        .await;
-    if let Err(e) = loaded {
-        let why = format!("the script could not be loaded: {e}");
-        for i in missing {
-            replies[i] = Err(Error::Unavailable(why.clone()));
-        }
-        return replies;
-    }
-    let again: Vec<Call> = missing.iter().map(|&i| calls[i].clone()).collect();
-    for (i, reply) in missing
-        .into_iter()
-        .zip(pipelines(node, script, &again, pace).await)
-    {
-        replies[i] = reply;
-    }
-    replies
-}
-
-/// The calls as EVALSHA pipelines of at most `pace.chunk` each, errors kept per call.
-async fn pipelines(
     node: &Node,
     script: &Script,
     calls: &[Call],
@@ -198,31 +163,59 @@ async fn pipelines(
             }));
             continue;
         }
-        let pipe = evalsha_pipeline(script, chunk);
-        let answer = node
-            .run(pace.deadline, |mut c| async move {
-                pipe.query_async::<Vec<Value>>(&mut c).await
-            })
-            .await;
-        match answer {
-            Ok(values) if values.len() == chunk.len() => replies.extend(values.into_iter().map(Ok)),
-            Ok(values) => {
-                let why = format!("{} replies to {} calls", values.len(), chunk.len());
-                replies.extend(
-                    chunk
-                        .iter()
-                        .map(|_| Err(Error::UnexpectedReply(why.clone()))),
-                );
-                failed = Some(why);
-            }
-            Err(e) => {
-                // Every call of the chunk shares the fate of the chunk.
-                failed = Some(e.to_string());
-                replies.extend(chunk.iter().map(|_| Err(e.clone())));
+        let mut answers = pipeline(node, script, chunk, pace.deadline).await;
+        let missing: Vec<usize> = (0..answers.len())
+            .filter(|&i| matches!(&answers[i], Ok(reply) if is_noscript(reply)))
+            .collect();
+        if !missing.is_empty() {
+            let again: Vec<Call> = missing.iter().map(|&i| chunk[i].clone()).collect();
+            let loaded = node
+                .run(pace.deadline, |mut c| async move {
+                    script.load_async(&mut c).await
+                })
+                .await;
+            let resent = match loaded {
+                Ok(_) => pipeline(node, script, &again, pace.deadline).await,
+                Err(e) => again.iter().map(|_| Err(e.clone())).collect(),
+            };
+            for (i, answer) in missing.into_iter().zip(resent) {
+                answers[i] = answer;
             }
         }
+        if let Some(Err(e)) = answers.iter().find(|a| a.is_err()) {
+            failed = Some(e.to_string());
+        }
+        replies.extend(answers);
     }
     replies
+}
+
+/// One pipeline of `calls`, within `deadline`: a reply (or error reply) per call, or the
+/// pipeline's error for every call.
+async fn pipeline(
+    node: &Node,
+    script: &Script,
+    calls: &[Call],
+    deadline: Duration,
+) -> Vec<Result<Value, Error>> {
+    let pipe = evalsha_pipeline(script, calls);
+    let answer = node
+        .run(deadline, |mut c| async move {
+            pipe.query_async::<Vec<Value>>(&mut c).await
+        })
+        .await;
+    match answer {
+        Ok(values) if values.len() == calls.len() => values.into_iter().map(Ok).collect(),
+        Ok(values) => {
+            let why = format!("{} replies to {} calls", values.len(), calls.len());
+            calls
+                .iter()
+                .map(|_| Err(Error::UnexpectedReply(why.clone())))
+                .collect()
+        }
+        // Every call of the pipeline shares its fate.
+        Err(e) => calls.iter().map(|_| Err(e.clone())).collect(),
+    }
 }
 
 fn evalsha_pipeline(script: &Script, calls: &[Call]) -> redis::Pipeline {
