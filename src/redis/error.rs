@@ -23,6 +23,8 @@ pub enum Error {
     /// The per-call deadline passed after the call was sent and before the reply came. The
     /// script may have run.
     Timeout(Duration),
+    /// The connection to the server named was lost while the call was out: it may have run.
+    ConnectionLost(String),
     /// The call was not sent: the server (named in the message) is known to be down, no
     /// connection came up within the deadline, or an earlier part of the same batch failed.
     Unavailable(String),
@@ -54,7 +56,7 @@ impl Error {
     /// the deadline passed after sending, or the connection was lost after the call was sent.
     pub fn outcome_unknown(&self) -> bool {
         match self {
-            Error::Timeout(_) => true,
+            Error::Timeout(_) | Error::ConnectionLost(_) => true,
             Error::Redis(e) => {
                 e.is_timeout() || (e.is_connection_dropped() && !e.is_connection_refusal())
             }
@@ -76,7 +78,10 @@ impl Error {
             | Error::WrongType(_)
             | Error::CorruptValue { .. } => true,
             Error::Redis(e) => is_usage_reply(e),
-            Error::Timeout(_) | Error::Unavailable(_) | Error::UnexpectedReply(_) => false,
+            Error::Timeout(_)
+            | Error::ConnectionLost(_)
+            | Error::Unavailable(_)
+            | Error::UnexpectedReply(_) => false,
         }
     }
 }
@@ -106,6 +111,10 @@ impl fmt::Display for Error {
         match self {
             Error::Redis(e) => write!(f, "redis: {e}"),
             Error::Timeout(d) => write!(f, "no reply from redis within {d:?} (outcome unknown)"),
+            Error::ConnectionLost(why) => write!(
+                f,
+                "connection to redis lost with the call out (outcome unknown): {why}"
+            ),
             Error::Unavailable(why) => write!(f, "redis unavailable: {why}"),
             Error::QuotaTooLarge(q) => write!(
                 f,

@@ -130,13 +130,13 @@ impl Node {
                 self.inner.replied(generation);
                 Ok(value)
             }
+            Ok(Err(e)) if e.is_io_error() || e.is_connection_dropped() => {
+                self.inner.replace(generation);
+                Err(Error::ConnectionLost(format!("{}: {e}", self.inner.addr)))
+            }
             Ok(Err(e)) => {
-                if e.is_io_error() || e.is_connection_dropped() {
-                    self.inner.replace(generation);
-                } else {
-                    // An error reply is a reply: the connection is alive.
-                    self.inner.replied(generation);
-                }
+                // An error reply is a reply: the connection is alive.
+                self.inner.replied(generation);
                 Err(Error::from(e))
             }
             Err(_) => {
