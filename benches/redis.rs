@@ -1,15 +1,22 @@
 //! Decisions per second of the Redis backend against a `redis-server` it starts itself, beside
-//! `redis-benchmark` running the same script as the ceiling.
+//! `redis-benchmark` running the same script as the ceiling, and the server time each
+//! decision costs beside that of a minimal GCRA script and of a trivial one.
 //!
 //! ```text
-//! cargo bench --bench redis --features redis            # about 30 s
+//! cargo bench --bench redis --features redis            # about 45 s
 //! REDIS_BENCH_SECS=5 cargo bench --bench redis --features redis
 //! ```
 //!
-//! Rows: one hot key, or 100,000 random keys; unpipelined (64 tasks, one call each in flight)
-//! or pipelined (`check_many` batches of 64 from 8 tasks). Every decision allows: the quota
-//! earns a token per microsecond with a burst of 10^9. The ceiling is redis-benchmark sending
-//! the same EVALSHA with the same arguments (64 clients, `-P 64` when pipelined).
+//! Throughput rows: one hot key, or 100,000 random keys; unpipelined (64 tasks, one call each
+//! in flight) or pipelined (`check_many` batches of 64 from 8 tasks). Every decision allows:
+//! the quota earns a token per microsecond with a burst of 10^9. The ceiling is redis-benchmark
+//! sending the same EVALSHA with the same arguments (64 clients, `-P 64` when pipelined). The
+//! server µs per call of both come from `INFO commandstats` (reset before each run).
+//!
+//! Server cost rows: redis-benchmark runs each script (100,000 random keys, 64 clients, `-P
+//! 64`, 100,000 calls) in turn, five rounds; µs per call from `INFO commandstats`, its median,
+//! and the median of the rounds' ratios to the minimal script (scripts run side by side in
+//! each round, so a busy spell weighs on all three).
 
 #[path = "../tests/redis_support/mod.rs"]
 mod redis_support;
@@ -26,6 +33,13 @@ const KEYS: u64 = 100_000;
 const TASKS: usize = 64;
 const BATCH: usize = 64;
 const BATCH_TASKS: usize = 8;
+/// The throughput rows: name, distinct keys, pipelined.
+const ROWS: [(&str, u64, bool); 4] = [
+    ("one key, 64 tasks", 1, false),
+    ("100k random keys, 64 tasks", KEYS, false),
+    ("one key, pipelined", 1, true),
+    ("100k random keys, pipelined", KEYS, true),
+];
 
 fn main() {
     let secs: f64 = std::env::var("REDIS_BENCH_SECS")
@@ -64,23 +78,110 @@ fn main() {
         server.port
     );
     println!(
-        "{:<32} {:>14} {:>14} {:>9}",
-        "workload", "cellrate /s", "ceiling /s", "ratio"
+        "{:<32} {:>12} {:>12} {:>6} {:>10} {:>10}",
+        "workload", "cellrate /s", "ceiling /s", "ratio", "us/call", "ceil us"
     );
-    for (name, keys, pipelined) in [
-        ("one key, 64 tasks", 1, false),
-        ("100k random keys, 64 tasks", KEYS, false),
-        ("one key, pipelined", 1, true),
-        ("100k random keys, pipelined", KEYS, true),
-    ] {
+    let rows = if std::env::var_os("REDIS_BENCH_COST_ONLY").is_some() {
+        &[][..]
+    } else {
+        &ROWS[..]
+    };
+    for &(name, keys, pipelined) in rows {
+        reset_stats(&server);
         let (ours, allowed) = rt.block_on(measure(&limiter, keys, pipelined, run));
         assert_eq!(allowed, 1.0, "every decision should allow");
+        let our_us = usec_per_evalsha(&server);
+        reset_stats(&server);
         let ceiling = redis_benchmark(&server, &sha, keys, pipelined, ours, secs);
+        let ceiling_us = usec_per_evalsha(&server);
         println!(
-            "{name:<32} {ours:>14.0} {ceiling:>14.0} {:>8.0}%",
+            "{name:<32} {ours:>12.0} {ceiling:>12.0} {:>5.0}% {our_us:>10.2} {ceiling_us:>10.2}",
             100.0 * ours / ceiling
         );
     }
+    server_cost(&server, &sha);
+}
+
+/// A minimal GCRA script for comparison: TIME, GET, SET PX, no validation. Same arguments.
+const MINIMAL_LUA: &str = r#"
+local t = redis.call('TIME')
+local now = t[1] * 1000000 + t[2]
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1])) or now
+if tat < now then tat = now end
+local new = tat + tonumber(ARGV[3]) * interval
+if new - now > burst * interval then return {0, tat - now} end
+redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now) / 1000))
+return {1, new - now}
+"#;
+
+/// Rounds of the server cost table.
+const ROUNDS: usize = 5;
+
+/// Server µs per call of the decision script, the minimal GCRA script and `return 1`, run by
+/// redis-benchmark in turn for [`ROUNDS`] rounds.
+fn server_cost(server: &RedisServer, sha: &str) {
+    let load = |body: &str| -> String {
+        server
+            .query(redis::cmd("SCRIPT").arg("LOAD").arg(body))
+            .unwrap()
+    };
+    let scripts = [
+        ("cellrate decision", sha.to_owned()),
+        ("minimal GCRA", load(MINIMAL_LUA)),
+        ("return 1", load("return 1")),
+    ];
+    println!("\nserver us per call, 100k random keys, redis-benchmark -c 64 -P 64");
+    println!(
+        "{:<20} {:>10} {:>12} {:>30}",
+        "script", "median us", "x minimal", "rounds (us)"
+    );
+    let mut table = vec![Vec::new(); scripts.len()];
+    for _ in 0..ROUNDS {
+        for (i, (_, sha)) in scripts.iter().enumerate() {
+            reset_stats(server);
+            redis_benchmark(server, sha, KEYS, true, 100_000.0 / 1.3, 1.0);
+            table[i].push(usec_per_evalsha(server));
+        }
+    }
+    for (i, (name, _)) in scripts.iter().enumerate() {
+        let row = &table[i];
+        let ratios: Vec<f64> = row
+            .iter()
+            .zip(&table[1])
+            .map(|(us, min)| us / min)
+            .collect();
+        let rounds: Vec<String> = row.iter().map(|us| format!("{us:.2}")).collect();
+        println!(
+            "{name:<20} {:>10.2} {:>11.2}x {:>30}",
+            median(row),
+            median(&ratios),
+            rounds.join(" ")
+        );
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+fn reset_stats(server: &RedisServer) {
+    let _: () = server.query(redis::cmd("CONFIG").arg("RESETSTAT")).unwrap();
+}
+
+/// `usec_per_call` of EVALSHA since the last reset, from `INFO commandstats`.
+fn usec_per_evalsha(server: &RedisServer) -> f64 {
+    let info: String = server
+        .query(redis::cmd("INFO").arg("commandstats"))
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+        .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("usec_per_call=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// Decisions per second and the fraction that allowed.
@@ -148,7 +249,8 @@ fn redis_benchmark(
     } else {
         "bench:0"
     };
-    // interval 1 us, burst 10^9, cost 1, server time, start full, no extra lifetime
+    // interval 1 us, burst 10^9, cost 1, server time, start full, no extra lifetime, no
+    // fraction of a microsecond
     cmd.args([
         "EVALSHA",
         sha,
@@ -158,6 +260,7 @@ fn redis_benchmark(
         "1000000000",
         "1",
         "-1",
+        "0",
         "0",
         "0",
     ]);

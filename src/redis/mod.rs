@@ -7,7 +7,7 @@
 //! written only when a request is allowed, with an expiry equal to the time until the bucket is
 //! full again, so a missing key is a full bucket and idle clients cost no memory. Nothing is
 //! written for a denial or a peek (except the first sight of a bucket under
-//! [`RedisOptions::start_empty`]). Needs Redis 5 or later.
+//! [`RedisOptions::start_empty`]). Needs Redis 5 or later; tested against redis-server 7.0.
 //!
 //! ```no_run
 //! use cellrate::redis::{RedisLimiter, RedisOptions, FailurePolicy};
@@ -29,26 +29,35 @@
 //! # Time
 //! By default every decision reads the Redis server's clock (`TIME` inside the script; this
 //! needs effects replication, the default since Redis 5), so all app servers share one clock.
-//! The `_at(now)` forms take the time from the caller instead, as [`Nanos`] since the Unix
-//! epoch; it is rounded down to whole microseconds (which can only deny, never grant, compared
-//! to the exact time). A quota whose emission interval is not a whole number of microseconds
-//! is rounded up to the next one ([`RedisLimiter::quota`] tells the quota in force), so the
-//! long-run rate never exceeds the configured one. For quotas on the microsecond grid and times
-//! on it, every decision, `remaining`, `retry_after` and `reset_after` equals
+//! The `_at(now)` forms take the time from the caller instead, as [`Nanos`](crate::Nanos)
+//! since the Unix epoch. A time off the microsecond grid is decided at its whole microsecond
+//! rounded down and charged from it rounded up, which never admits what the exact limiter
+//! would refuse (a proof in docs/design.md). Keys written at a caller's time live
+//! [`RedisOptions::expiry_margin`] (1 s) longer, so that a caller whose clock lags the writer's
+//! does not find them gone early. A quota whose emission interval is not a whole number of
+//! microseconds is rounded up to the next one ([`RedisLimiter::quota`] tells the quota in
+//! force), so the long-run rate never exceeds the configured one. For quotas on the microsecond
+//! grid and times on it, every decision, `remaining`, `retry_after` and `reset_after` equals
 //! [`Limiter::check_n_at`](crate::Limiter::check_n_at)'s.
 //!
 //! # Failures
 //! The `try_*` calls return an [`Error`]; the `check_*` calls apply the limiter's
-//! [`FailurePolicy`] and count every answer in [`Stats`]. Each call has a deadline; a call that
-//! passes it may still have been applied, so it is reported as outcome unknown and never
-//! retried. Reconnection happens in the background.
+//! [`FailurePolicy`] (fail open, fail closed, or a local limiter with this server's share of
+//! the quota) and count every answer in [`Stats`]. Each call has a deadline; a call that passes
+//! it after being sent may still have been applied, so it is reported as outcome unknown and
+//! never retried. A connection that falls silent is replaced; while the server is known to be
+//! down, calls fail at once without being sent, and a background probe brings it back.
+//! Mistakes of the caller or the deployment ([`Error::is_usage`]: a key holding something
+//! other than a TAT, keys of different Cluster slots, a quota the script cannot hold) are
+//! refused under every policy, never admitted.
 //!
 //! # Keys and batches
 //! Keys get a configurable prefix; a key's `{hash tag}` is kept, so related keys can share a
-//! Cluster slot. [`RedisLimiter::check_many`] sends many independent decisions in one round
-//! trip (one per slot on a Cluster); [`RedisLimiter::check_all_of_n`] spends in several buckets (a
-//! user's, their org's) or in none, in one atomic script whose keys must share a slot on a
-//! Cluster.
+//! Cluster slot. [`RedisLimiter::check_many`] sends many independent decisions as pipelines of
+//! [`RedisOptions::batch_chunk`] calls (per node on a Cluster); [`RedisLimiter::check_all_of_n`]
+//! spends in several buckets (a user's, their org's) or in none, in one atomic script whose
+//! keys must share a slot on a Cluster. [`RedisOptions::deny_cache`] refuses keys Redis just
+//! refused without a round trip.
 
 mod all_of;
 mod batch;
