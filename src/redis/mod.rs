@@ -10,18 +10,21 @@
 //! [`RedisOptions::start_empty`]). Needs Redis 5 or later; tested against redis-server 7.0.
 //!
 //! ```no_run
-//! use cellrate::redis::{RedisLimiter, RedisOptions, FailurePolicy};
-//! use cellrate::Quota;
+//! use cellrate::{redis::{FailurePolicy, RedisLimiter, RedisOptions}, Quota};
 //!
 //! # async fn serve() -> Result<(), cellrate::redis::Error> {
-//! let options = RedisOptions::default().failure_policy(FailurePolicy::FailOpen);
-//! let limiter =
-//!     RedisLimiter::connect_with("redis://127.0.0.1:6379", Quota::per_second(50), options).await?;
+//! let url = "redis://127.0.0.1:6379";
+//! // While Redis is unreachable, decide locally with a quarter of the quota (4 servers).
+//! let options = RedisOptions::default().failure_policy(FailurePolicy::Local { servers: 4 });
+//! let limiter = RedisLimiter::connect_with(url, Quota::per_second(50), options).await?;
 //! match limiter.check_key_n("user:42", 1).await {
 //!     Ok(allowed) => println!("go ahead; {} left", allowed.remaining()),
 //!     Err(denied) => println!("429; retry after {:?}", denied.retry_after()),
 //! }
-//! println!("{:?}", limiter.stats());
+//! // The user's bucket and their org's, spent together or not at all, in one atomic script.
+//! let limits = [("{acme}:u42", Quota::per_second(50)), ("{acme}:org", Quota::per_second(500))];
+//! let both = limiter.check_all_of_n(&limits, 1).await;
+//! println!("{both:?} {:?}", limiter.stats());
 //! # Ok(())
 //! # }
 //! ```
