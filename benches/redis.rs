@@ -174,14 +174,7 @@ fn reset_stats(server: &RedisServer) {
 
 /// `usec_per_call` of EVALSHA since the last reset, from `INFO commandstats`.
 fn usec_per_evalsha(server: &RedisServer) -> f64 {
-    let info: String = server
-        .query(redis::cmd("INFO").arg("commandstats"))
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
-        .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("usec_per_call=")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN)
+    server.commandstat("evalsha", "usec_per_call")
 }
 
 /// Decisions per second and the fraction that allowed.

@@ -5,27 +5,23 @@ mod redis_support;
 
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::Quota;
-use redis_support::{runtime, RedisServer};
+use redis_support::{connected, RedisServer};
 use std::time::Duration;
 
 #[test]
 fn redis_a_batch_far_larger_than_the_deadline_allows_is_decided_in_chunks() {
-    let Some(server) = RedisServer::start("redis_a_batch_far_larger_than_the_deadline") else {
-        return;
-    };
-    let rt = runtime();
     // 5,000 calls in one pipeline take several times the 100 ms deadline (in a debug build,
     // on a busy machine, most of it in the client); chunks of 50 take a few ms each.
     let options = RedisOptions::default()
         .deadline(Duration::from_millis(100))
         .batch_chunk(50);
-    let limiter = rt
-        .block_on(RedisLimiter::connect_with(
-            &server.url(),
-            Quota::per_hour(1),
-            options,
-        ))
-        .unwrap();
+    let Some((server, rt, limiter)) = connected(
+        "redis_a_batch_far_larger_than_the_deadline",
+        Quota::per_hour(1),
+        options,
+    ) else {
+        return;
+    };
     let keys: Vec<String> = (0..5_000).map(|i| format!("big:{i}")).collect();
     let requests: Vec<(&str, u32)> = keys.iter().map(|k| (k.as_str(), 1)).collect();
     let answers = rt.block_on(limiter.check_many(&requests));
@@ -41,13 +37,13 @@ fn redis_a_batch_far_larger_than_the_deadline_allows_is_decided_in_chunks() {
 
 #[test]
 fn redis_peeks_are_not_counted_as_allowed() {
-    let Some(server) = RedisServer::start("redis_peeks_are_not_counted") else {
+    let Some((_server, rt, limiter)) = connected(
+        "redis_peeks_are_not_counted",
+        Quota::per_hour(3),
+        RedisOptions::default(),
+    ) else {
         return;
     };
-    let rt = runtime();
-    let limiter = rt
-        .block_on(RedisLimiter::connect(&server.url(), Quota::per_hour(3)))
-        .unwrap();
     assert_eq!(
         rt.block_on(limiter.check_key_n("p", 0))
             .unwrap()
@@ -60,33 +56,21 @@ fn redis_peeks_are_not_counted_as_allowed() {
     assert_eq!((stats.allowed, stats.peeks), (1, 3), "{stats:?}");
 }
 
-/// EVALSHA calls the server has run, from `INFO commandstats`.
+/// EVALSHA calls the server has run.
 fn evalsha_calls(server: &RedisServer) -> u64 {
-    let info: String = server
-        .query(redis::cmd("INFO").arg("commandstats"))
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|l| l.split(',').next())
-        .unwrap()
-        .parse()
-        .unwrap()
+    server.commandstat("evalsha", "calls") as u64
 }
 
 #[test]
 fn redis_the_deny_cache_refuses_abusive_keys_without_a_round_trip() {
-    let Some(server) = RedisServer::start("redis_the_deny_cache_refuses") else {
+    let quota = Quota::with_period(Duration::from_millis(300)).with_burst(2);
+    let Some((server, rt, limiter)) = connected(
+        "redis_the_deny_cache_refuses",
+        quota,
+        RedisOptions::default().deny_cache(1000),
+    ) else {
         return;
     };
-    let rt = runtime();
-    let quota = Quota::with_period(Duration::from_millis(300)).with_burst(2);
-    let limiter = rt
-        .block_on(RedisLimiter::connect_with(
-            &server.url(),
-            quota,
-            RedisOptions::default().deny_cache(1000),
-        ))
-        .unwrap();
     let other = rt
         .block_on(RedisLimiter::connect(&server.url(), quota))
         .unwrap();

@@ -6,7 +6,7 @@ mod redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;
-use redis_support::{redis_available, runtime, RedisServer};
+use redis_support::{connected, redis_available, runtime};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
@@ -75,17 +75,13 @@ fn redis_down_at_start_fails_fast_and_the_policy_answers() {
 
 #[test]
 fn redis_killed_and_restarted_mid_run() {
-    let Some(mut server) = RedisServer::start("redis_killed_and_restarted_mid_run") else {
+    let Some((mut server, rt, limiter)) = connected(
+        "redis_killed_and_restarted_mid_run",
+        Quota::per_hour(1000),
+        options(FailurePolicy::FailOpen),
+    ) else {
         return;
     };
-    let rt = runtime();
-    let limiter = rt
-        .block_on(RedisLimiter::connect_with(
-            &server.url(),
-            Quota::per_hour(1000),
-            options(FailurePolicy::FailOpen),
-        ))
-        .unwrap();
     for _ in 0..10 {
         assert!(rt.block_on(limiter.check_key("k")).is_ok());
     }
@@ -126,17 +122,13 @@ fn redis_killed_and_restarted_mid_run() {
 
 #[test]
 fn redis_paused_past_the_deadline_is_an_unknown_outcome() {
-    let Some(server) = RedisServer::start("redis_paused_past_the_deadline") else {
+    let Some((server, rt, limiter)) = connected(
+        "redis_paused_past_the_deadline",
+        Quota::per_hour(1000),
+        options(FailurePolicy::FailClosed),
+    ) else {
         return;
     };
-    let rt = runtime();
-    let limiter = rt
-        .block_on(RedisLimiter::connect_with(
-            &server.url(),
-            Quota::per_hour(1000),
-            options(FailurePolicy::FailClosed),
-        ))
-        .unwrap();
     assert!(rt.block_on(limiter.check_key("k")).is_ok());
 
     server.pause(true);

@@ -18,6 +18,28 @@ fn options() -> RedisOptions {
         .probe_interval(Duration::from_millis(20))
 }
 
+/// A server, a proxy in front of it, a runtime and a limiter connected through the proxy, which
+/// has made one decision on key `k` (loading the script).
+fn proxied(
+    test: &str,
+    quota: Quota,
+    options: RedisOptions,
+) -> Option<(
+    RedisServer,
+    FaultProxy,
+    tokio::runtime::Runtime,
+    RedisLimiter,
+)> {
+    let server = RedisServer::start(test)?;
+    let proxy = FaultProxy::start(server.port);
+    let rt = runtime();
+    let limiter = rt
+        .block_on(RedisLimiter::connect_with(&proxy.url(), quota, options))
+        .unwrap();
+    assert!(rt.block_on(limiter.check_key("k")).is_ok());
+    Some((server, proxy, rt, limiter))
+}
+
 /// Calls `check` every few ms until it gives a decision; how long that took and how many
 /// calls failed before.
 fn until_decided(rt: &tokio::runtime::Runtime, limiter: &RedisLimiter) -> (Duration, u32) {
@@ -36,22 +58,13 @@ fn until_decided(rt: &tokio::runtime::Runtime, limiter: &RedisLimiter) -> (Durat
 
 #[test]
 fn redis_a_connection_frozen_open_is_replaced() {
-    let Some(server) = RedisServer::start("redis_a_connection_frozen_open_is_replaced") else {
+    let Some((_server, proxy, rt, limiter)) = proxied(
+        "redis_a_connection_frozen_open_is_replaced",
+        Quota::per_hour(1000),
+        options(),
+    ) else {
         return;
     };
-    let proxy = FaultProxy::start(server.port);
-    let rt = runtime();
-    let limiter = rt
-        .block_on(RedisLimiter::connect_with(
-            &proxy.url(),
-            Quota::per_hour(1000),
-            options(),
-        ))
-        .unwrap();
-    assert!(rt
-        .block_on(limiter.try_check_key_n("k", 1))
-        .unwrap()
-        .is_ok());
 
     // Open connections go silent without closing; a new one would answer at once.
     proxy.freeze_open();
@@ -69,19 +82,13 @@ fn redis_a_connection_frozen_open_is_replaced() {
 
 #[test]
 fn redis_connections_reset_are_replaced_and_counted_once() {
-    let Some(server) = RedisServer::start("redis_connections_reset_are_replaced") else {
+    let Some((_server, proxy, rt, limiter)) = proxied(
+        "redis_connections_reset_are_replaced",
+        Quota::per_hour(1000),
+        options().failure_policy(FailurePolicy::FailClosed),
+    ) else {
         return;
     };
-    let proxy = FaultProxy::start(server.port);
-    let rt = runtime();
-    let limiter = rt
-        .block_on(RedisLimiter::connect_with(
-            &proxy.url(),
-            Quota::per_hour(1000),
-            options().failure_policy(FailurePolicy::FailClosed),
-        ))
-        .unwrap();
-    assert!(rt.block_on(limiter.check_key("k")).is_ok());
     proxy.reset_open();
     std::thread::sleep(Duration::from_millis(20));
     // At most the call that meets the dead connection fails; then a new one is made.
@@ -97,22 +104,13 @@ fn redis_connections_reset_are_replaced_and_counted_once() {
 
 #[test]
 fn redis_slow_replies_are_timeouts_and_service_resumes() {
-    let Some(server) = RedisServer::start("redis_slow_replies_are_timeouts") else {
+    let Some((_server, proxy, rt, limiter)) = proxied(
+        "redis_slow_replies_are_timeouts",
+        Quota::per_hour(1000),
+        options(),
+    ) else {
         return;
     };
-    let proxy = FaultProxy::start(server.port);
-    let rt = runtime();
-    let limiter = rt
-        .block_on(RedisLimiter::connect_with(
-            &proxy.url(),
-            Quota::per_hour(1000),
-            options(),
-        ))
-        .unwrap();
-    assert!(rt
-        .block_on(limiter.try_check_key_n("k", 1))
-        .unwrap()
-        .is_ok());
     proxy.delay_replies(Duration::from_millis(60));
     for _ in 0..3 {
         // Every timeout is the one kind, whether the socket or the deadline saw it first.
@@ -128,18 +126,13 @@ fn redis_slow_replies_are_timeouts_and_service_resumes() {
 
 #[test]
 fn redis_a_timed_out_chunk_is_unknown_and_the_others_keep_their_answers() {
-    let Some(server) = RedisServer::start("redis_a_timed_out_chunk_is_unknown") else {
+    let Some((_server, proxy, rt, limiter)) = proxied(
+        "redis_a_timed_out_chunk_is_unknown",
+        Quota::per_second(1000),
+        options().batch_chunk(10),
+    ) else {
         return;
     };
-    let proxy = FaultProxy::start(server.port);
-    let rt = runtime();
-    let limiter = rt
-        .block_on(RedisLimiter::connect_with(
-            &proxy.url(),
-            Quota::per_second(1000), // interval 1000 us
-            options().batch_chunk(10),
-        ))
-        .unwrap();
     let t = Nanos::new(1_764_115_200_000_000_000);
     rt.block_on(limiter.try_check_key_n_at("warm", 1, t))
         .unwrap()

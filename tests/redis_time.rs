@@ -7,23 +7,23 @@ mod redis_support;
 
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::{Limiter, ManualClock, Nanos, Quota};
-use redis_support::{runtime, RedisServer};
+use redis_support::connected;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const A: u64 = 1_764_115_200_000_000_000;
 
 #[test]
 fn redis_off_grid_times_never_admit_what_the_exact_limiter_refuses() {
-    let Some(server) = RedisServer::start("redis_off_grid_times_never_admit") else {
-        return;
-    };
-    let rt = runtime();
     // The counterexample: 100/s, burst 1; allowed at A + 999 ns, asked again 9.999501 ms
     // later, when the exact limiter is 499 ns short.
     let quota = Quota::per_second(100).with_burst(1);
-    let limiter = rt
-        .block_on(RedisLimiter::connect(&server.url(), quota))
-        .unwrap();
+    let Some((server, rt, limiter)) = connected(
+        "redis_off_grid_times_never_admit",
+        quota,
+        RedisOptions::default(),
+    ) else {
+        return;
+    };
     let exact = Limiter::with_clock(quota, ManualClock::new());
     let (t1, t2) = (Nanos::new(A + 999), Nanos::new(A + 999 + 9_999_501));
     assert!(exact.check_n_at(1, t1).is_ok());
@@ -91,18 +91,14 @@ fn wall_us() -> u64 {
 
 #[test]
 fn redis_the_default_margin_keeps_keys_for_a_lagging_caller() {
-    let Some(server) = RedisServer::start("redis_the_default_margin_keeps_keys") else {
+    let quota = Quota::per_second(1000).with_burst(7);
+    let Some((_server, rt, limiter)) = connected(
+        "redis_the_default_margin_keeps_keys",
+        quota,
+        RedisOptions::default().deadline(Duration::from_secs(2)),
+    ) else {
         return;
     };
-    let rt = runtime();
-    let quota = Quota::per_second(1000).with_burst(7);
-    let limiter = rt
-        .block_on(RedisLimiter::connect_with(
-            &server.url(),
-            quota,
-            RedisOptions::default().deadline(Duration::from_secs(2)),
-        ))
-        .unwrap();
     let exact = Limiter::with_clock(quota, ManualClock::new());
     // Two callers on the server's machine: one on its clock, one 30 ms behind.
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;

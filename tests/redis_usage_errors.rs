@@ -7,7 +7,7 @@ mod redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::{Nanos, Quota};
-use redis_support::{runtime, RedisServer};
+use redis_support::{connected, runtime, RedisServer};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -107,13 +107,13 @@ fn redis_corrupt_values_are_errors_under_every_policy() {
 
 #[test]
 fn redis_a_key_of_another_type_is_an_error() {
-    let Some(server) = RedisServer::start("redis_a_key_of_another_type") else {
+    let Some((server, rt, limiter)) = connected(
+        "redis_a_key_of_another_type",
+        Quota::per_second(10),
+        RedisOptions::default(),
+    ) else {
         return;
     };
-    let rt = runtime();
-    let limiter = rt
-        .block_on(RedisLimiter::connect(&server.url(), Quota::per_second(10)))
-        .unwrap();
     let _: () = server
         .query(redis::cmd("LPUSH").arg("cellrate:list").arg(1))
         .unwrap();
@@ -141,13 +141,13 @@ fn redis_a_key_of_another_type_is_an_error() {
 
 #[test]
 fn redis_a_quota_too_large_is_refused_under_fail_open() {
-    let Some(server) = RedisServer::start("redis_a_quota_too_large") else {
+    let Some((_server, rt, limiter)) = connected(
+        "redis_a_quota_too_large",
+        Quota::per_second(10),
+        RedisOptions::default(),
+    ) else {
         return;
     };
-    let rt = runtime();
-    let limiter = rt
-        .block_on(RedisLimiter::connect(&server.url(), Quota::per_second(10)))
-        .unwrap();
     let huge = Quota::with_period(Duration::from_secs(1)).with_burst(3_000_000_000);
     let answer = rt.block_on(limiter.check_key_n_with_quota("k", 1, &huge));
     assert!(

@@ -36,6 +36,21 @@ macro_rules! lua_now {
 }
 pub(crate) use lua_now;
 
+/// Lua: the arguments every one-key script starts with: `interval`, `burst`, `$n` (the cost or
+/// the refund) and `now`.
+macro_rules! lua_args {
+    ($n:literal) => {
+        concat!(
+            "local interval = tonumber(ARGV[1])\n",
+            "local burst = tonumber(ARGV[2])\n",
+            "local ",
+            $n,
+            " = tonumber(ARGV[3])\n",
+            lua_now!("4")
+        )
+    };
+}
+
 /// Lua: `stored` (the raw value, or false) and `tat` (its number, or false) of key `$key`.
 /// Anything but a TAT the scripts write (a positive integer without sign, exponent or leading
 /// zero, at most 2^52 + 2^51) ends the script: `{-2$at}` for a key of another type,
@@ -60,6 +75,21 @@ macro_rules! lua_read_tat {
     };
 }
 pub(crate) use lua_read_tat;
+
+/// Lua: `tat` of a key Redis does not hold: `now` (a full bucket), or `$fresh` for a bucket
+/// that starts empty (ARGV[5] is 1).
+macro_rules! lua_missing_tat {
+    ($fresh:literal) => {
+        concat!(
+            "if not tat then\n",
+            "  tat = now\n",
+            "  if ARGV[5] == '1' then tat = ",
+            $fresh,
+            " end\n",
+            "end\n"
+        )
+    };
+}
 
 /// Lua: `ms`, the whole milliseconds `$us` rounds up to (the division corrected exactly).
 macro_rules! lua_ceil_ms {
@@ -90,17 +120,11 @@ pub(crate) use lua_ceil_ms;
 /// TAT that starts from `now` is written from `now` rounded up, so the stored TAT is never
 /// earlier than the exact one: rounding never grants.
 const DECIDE_LUA: &str = concat!(
-    "local interval = tonumber(ARGV[1])\n",
-    "local burst = tonumber(ARGV[2])\n",
-    "local cost = tonumber(ARGV[3])\n",
-    lua_now!("4"),
+    lua_args!("cost"),
     "local depth = burst * interval\n",
     lua_read_tat!("KEYS[1]", ""),
-    r#"if not tat then
-  tat = now
-  if ARGV[5] == '1' then tat = now + ARGV[7] + depth end
-end
-local ahead = 0
+    lua_missing_tat!("now + ARGV[7] + depth"),
+    r#"local ahead = 0
 if tat > now then ahead = tat - now end
 if cost == 0 then return {1, ahead} end
 local need = ahead + cost * interval
@@ -125,17 +149,11 @@ local until_full = tat - now
 /// rounded up, sets TAT = max(TAT - min(n, burst) * interval, now) if TAT > now. Returns the
 /// new time to full in µs, or {-1, value} / {-2} for a key that holds no TAT.
 const REFUND_LUA: &str = concat!(
-    "local interval = tonumber(ARGV[1])\n",
-    "local burst = tonumber(ARGV[2])\n",
-    "local n = tonumber(ARGV[3])\n",
-    lua_now!("4"),
+    lua_args!("n"),
     "now = now + ARGV[7]\n",
     lua_read_tat!("KEYS[1]", ""),
-    r#"if not tat then
-  tat = now
-  if ARGV[5] == '1' then tat = now + burst * interval end
-end
-if tat <= now or n == 0 then return 0 end
+    lua_missing_tat!("now + burst * interval"),
+    r#"if tat <= now or n == 0 then return 0 end
 if n > burst then n = burst end
 local new = tat - n * interval
 if new < now then new = now end

@@ -6,6 +6,7 @@ use super::{Error, RedisLimiter};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
+use redis::{Script, Value};
 
 impl RedisLimiter {
     /// Spends one token of `key`'s bucket, on the server's clock; the failure policy applies.
@@ -125,16 +126,8 @@ impl RedisLimiter {
         if let Some(cache) = &self.deny {
             cache.forget(key);
         }
-        let redis_key = self.redis_key(key);
-        let args = self.args(&self.quota, n, now);
-        let reply = self
-            .conn
-            .invoke(
-                &self.refund,
-                std::slice::from_ref(&redis_key),
-                &args,
-                self.options.deadline,
-            )
+        let (reply, redis_key) = self
+            .invoke_one(&self.refund, key, &self.quota, n, now)
             .await?;
         script::decode_refund(&reply, &redis_key)
     }
@@ -169,22 +162,33 @@ impl RedisLimiter {
         now: Option<Nanos>,
     ) -> Result<Result<Allowed, Denied>, Error> {
         let time = now.map(script::micros_since_epoch).transpose()?;
-        let redis_key = self.redis_key(key);
-        let args = self.args(quota, cost, time);
-        let reply = self
-            .conn
-            .invoke(
-                &self.decide,
-                std::slice::from_ref(&redis_key),
-                &args,
-                self.options.deadline,
-            )
+        let (reply, redis_key) = self
+            .invoke_one(&self.decide, key, quota, cost, time)
             .await?;
         let decision = script::decode_decision(&reply, quota, &redis_key)?;
         if now.is_none() {
             self.remember(key, &decision, quota);
         }
         Ok(decision)
+    }
+
+    /// Runs `script` on `key` for `n` tokens under `quota` at `now`; the reply and the Redis key.
+    async fn invoke_one(
+        &self,
+        script: &Script,
+        key: &str,
+        quota: &MicroQuota,
+        n: u32,
+        now: Option<script::MicroTime>,
+    ) -> Result<(Value, String), Error> {
+        let redis_key = self.redis_key(key);
+        let args = self.args(quota, n, now);
+        let keys = std::slice::from_ref(&redis_key);
+        let reply = self
+            .conn
+            .invoke(script, keys, &args, self.options.deadline)
+            .await?;
+        Ok((reply, redis_key))
     }
 
     /// The script arguments for `n` tokens under `quota` at `now` (the server's clock if

@@ -21,10 +21,10 @@
 
 use super::super::stats::Counters;
 use super::request::{decide, Outcome, Request};
-use crate::gcra::level;
 use super::slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
 use super::upkeep;
 use super::window::Slots;
+use crate::gcra::level;
 use crate::outcome::Denied;
 
 /// What a new key does when its window has no room: the table's own copy of
