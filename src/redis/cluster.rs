@@ -219,6 +219,7 @@ async fn watch(cluster: Weak<Inner>) {
                 }
             }
             if !refreshed && map.nodes.iter().all(Node::is_down) {
+                // Relaxed: see `Cluster::mark_stale`.
                 inner.stale.store(true, Ordering::Relaxed);
             }
         }

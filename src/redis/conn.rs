@@ -5,7 +5,7 @@ use super::cluster::Cluster;
 use super::error::Error;
 use super::node::Node;
 use super::options::RedisOptions;
-use redis::{Client, Script, ServerErrorKind, Value};
+use redis::{Client, ErrorKind, Script, ServerErrorKind, Value};
 use std::time::Duration;
 
 /// A cheap-to-clone handle on the connection (every caller's commands are multiplexed onto
@@ -43,6 +43,10 @@ impl Conn {
     /// A single-server connection made in the background: returns at once. Needs a Tokio
     /// runtime.
     pub(crate) fn single_lazy(url: &str, options: &RedisOptions) -> Result<Conn, Error> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            let why = "connect_lazy must be called within a Tokio runtime";
+            return Err(redis::RedisError::from((ErrorKind::InvalidClientConfig, why)).into());
+        }
         Ok(Conn::Single(Node::connect_lazy(
             Client::open(url)?,
             options,

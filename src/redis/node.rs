@@ -155,9 +155,9 @@ impl Node {
             settled.as_mut().enable();
             match &*self.inner.read() {
                 State::Up(conn) => {
-                    // Acquire: pairs with the Release in `up`, so the generation is the one
-                    // of this connection or a later one (whose reports are then ignored).
-                    let generation = self.inner.generation.load(Ordering::Acquire);
+                    // Relaxed: read under the state lock, which `up` holds when it changes
+                    // the connection and its generation together.
+                    let generation = self.inner.generation.load(Ordering::Relaxed);
                     return Ok((conn.clone(), generation));
                 }
                 State::Down(cause) => {
@@ -215,10 +215,10 @@ impl Inner {
 
     fn up(&self, conn: MultiplexedConnection) {
         let mut state = self.write();
+        // Relaxed: all three change under the state lock; the counters are hints.
         self.silent.store(0, Ordering::Relaxed);
         self.last_reply_us.store(self.micros(), Ordering::Relaxed);
-        // Release: a caller that sees this connection (Acquire) sees this generation or later.
-        self.generation.fetch_add(1, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::Relaxed);
         *state = State::Up(conn);
         drop(state);
         self.settled.notify_waiters();
@@ -242,12 +242,14 @@ impl Inner {
     /// A call sent at `sent_us` on connection `generation` timed out: if nothing at all came
     /// back on it since, the connection is silent, and after enough such calls it is replaced.
     fn timed_out(self: &Arc<Self>, generation: u64, sent_us: u64) {
-        // Relaxed: see `replied`.
+        // Relaxed: see `replied`; a stale read costs at most one replacement too many or too
+        // late, never a decision.
         if self.generation.load(Ordering::Relaxed) != generation
             || self.last_reply_us.load(Ordering::Relaxed) > sent_us
         {
             return;
         }
+        // Relaxed: a tally of hints, as above.
         if self.silent.fetch_add(1, Ordering::Relaxed) + 1 >= self.settings.silent_timeouts {
             self.replace(generation);
         }
