@@ -14,9 +14,11 @@
 //! server µs per call of both come from `INFO commandstats` (reset before each run).
 //!
 //! Server cost rows: redis-benchmark runs each script (100,000 random keys, 64 clients, `-P
-//! 64`, 100,000 calls) in turn, five rounds; µs per call from `INFO commandstats`, its median,
-//! and the median of the rounds' ratios to the minimal script (scripts run side by side in
-//! each round, so a busy spell weighs on all three).
+//! 64`, 100,000 calls) in turn, nine rounds, each starting with the next script. Per call: the µs in `INFO commandstats` (the time
+//! inside the script, which a busy machine inflates whenever it takes the server's core away)
+//! and the server's CPU µs from `INFO cpu` (the main thread's user + system time, command
+//! parsing and replies included, which it does not inflate); medians, and the median of the
+//! rounds' ratios to the minimal script (the three run side by side in each round).
 
 #[path = "../tests/redis_support/mod.rs"]
 mod redis_support;
@@ -117,7 +119,7 @@ return {1, new - now}
 "#;
 
 /// Rounds of the server cost table.
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 9;
 
 /// Server µs per call of the decision script, the minimal GCRA script and `return 1`, run by
 /// redis-benchmark in turn for [`ROUNDS`] rounds.
@@ -132,34 +134,60 @@ fn server_cost(server: &RedisServer, sha: &str) {
         ("minimal GCRA", load(MINIMAL_LUA)),
         ("return 1", load("return 1")),
     ];
-    println!("\nserver us per call, 100k random keys, redis-benchmark -c 64 -P 64");
+    println!("\nserver us per call, 100k random keys, redis-benchmark -c 64 -P 64, 100,000 calls");
     println!(
-        "{:<20} {:>10} {:>12} {:>30}",
-        "script", "median us", "x minimal", "rounds (us)"
+        "{:<20} {:>10} {:>10} {:>12} {:>10} {:>36}",
+        "script",
+        "median us",
+        "x minimal",
+        "server CPU",
+        "x minimal",
+        "rounds (us in commandstats)"
     );
+    // Per script: (µs per call in commandstats, server CPU µs per call) for each round.
     let mut table = vec![Vec::new(); scripts.len()];
-    for _ in 0..ROUNDS {
-        for (i, (_, sha)) in scripts.iter().enumerate() {
+    for round in 0..ROUNDS {
+        // Each round starts with another script, so that none always runs first.
+        for i in (0..scripts.len()).map(|k| (k + round) % scripts.len()) {
+            let sha = &scripts[i].1;
             reset_stats(server);
+            let cpu = server_cpu_secs(server);
             redis_benchmark(server, sha, KEYS, true, 100_000.0 / 1.3, 1.0);
-            table[i].push(usec_per_evalsha(server));
+            let cpu = server_cpu_secs(server) - cpu;
+            let calls = server.commandstat("evalsha", "calls");
+            table[i].push((usec_per_evalsha(server), cpu * 1e6 / calls));
         }
     }
+    let minimal = &table[1];
     for (i, (name, _)) in scripts.iter().enumerate() {
         let row = &table[i];
-        let ratios: Vec<f64> = row
-            .iter()
-            .zip(&table[1])
-            .map(|(us, min)| us / min)
-            .collect();
-        let rounds: Vec<String> = row.iter().map(|us| format!("{us:.2}")).collect();
+        let us: Vec<f64> = row.iter().map(|r| r.0).collect();
+        let cpu: Vec<f64> = row.iter().map(|r| r.1).collect();
+        let ratio = |f: fn(&(f64, f64)) -> f64| {
+            let per_round: Vec<f64> = row.iter().zip(minimal).map(|(r, m)| f(r) / f(m)).collect();
+            median(&per_round)
+        };
+        let rounds: Vec<String> = us.iter().map(|v| format!("{v:.2}")).collect();
         println!(
-            "{name:<20} {:>10.2} {:>11.2}x {:>30}",
-            median(row),
-            median(&ratios),
+            "{name:<20} {:>10.2} {:>9.2}x {:>12.2} {:>9.2}x   {}",
+            median(&us),
+            ratio(|r| r.0),
+            median(&cpu),
+            ratio(|r| r.1),
             rounds.join(" ")
         );
     }
+}
+
+/// CPU seconds the server's main thread has used (user + system), from `INFO cpu`: unlike the
+/// time in commandstats, it does not grow while the server waits for a core.
+fn server_cpu_secs(server: &RedisServer) -> f64 {
+    let info: String = server.query(redis::cmd("INFO").arg("cpu")).unwrap();
+    ["used_cpu_user_main_thread:", "used_cpu_sys_main_thread:"]
+        .iter()
+        .filter_map(|field| info.lines().find_map(|l| l.strip_prefix(field)))
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .sum()
 }
 
 fn median(values: &[f64]) -> f64 {
