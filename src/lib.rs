@@ -62,6 +62,7 @@ mod outcome;
 #[cfg(feature = "quanta")]
 mod quanta_clock;
 mod quota;
+mod quota_change;
 mod reservation;
 mod sync;
 #[cfg(feature = "std")]
@@ -91,7 +92,8 @@ pub use outcome::{Allowed, Denied};
 #[cfg(feature = "quanta")]
 pub use quanta_clock::QuantaClock;
 pub use quota::{Quota, QuotaError};
-pub use reservation::Reservation;
+pub use quota_change::QuotaChange;
+pub use reservation::{BucketOwner, Reservation};
 
 /// The README's examples, compiled and run as doc tests so that they cannot drift from the API.
 #[cfg(all(doctest, feature = "std"))]
