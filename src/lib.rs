@@ -70,6 +70,8 @@ mod wait;
 
 #[cfg(feature = "std")]
 pub mod baseline;
+#[cfg(feature = "async")]
+pub mod pace;
 #[cfg(feature = "redis")]
 pub mod redis;
 
