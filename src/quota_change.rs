@@ -15,6 +15,7 @@
 //!   over as tokens of the new quota, so a reservation made before the change keeps its place
 //!   and nobody can book a slot that overlaps it.
 
+use crate::gcra;
 use crate::quota::Quota;
 
 /// How a bucket's state is carried over when its quota changes.
@@ -61,7 +62,7 @@ pub enum QuotaChange {
 
 impl QuotaChange {
     /// The TAT that a bucket at `tat` has at `now` after moving from quota `old` to `new`.
-    /// Saturates at `u64::MAX` (a bucket that never refills) rather than wrap.
+    /// At most [`gcra::MAX_AHEAD`] past `now`, like every write of a TAT.
     #[cfg_attr(not(feature = "std"), allow(dead_code))] // the keyed handle is std-only
     pub(crate) fn rebase(self, tat: u64, now: u64, old: &Quota, new: &Quota) -> u64 {
         let used = tat.saturating_sub(now);
@@ -76,7 +77,7 @@ impl QuotaChange {
         let spent_new = match self {
             QuotaChange::KeepTime => return tat,
             QuotaChange::Full => return tat.min(now),
-            QuotaChange::Empty => return now.saturating_add(new.depth_ns()),
+            QuotaChange::Empty => return gcra::empty_at(now, new),
             QuotaChange::KeepAvailable => {
                 let available = u64::from(old.burst()) - in_bucket;
                 new_burst - available.min(new_burst)
@@ -90,6 +91,8 @@ impl QuotaChange {
             }
         };
         let tokens = spent_new.saturating_add(debt);
-        now.saturating_add(tokens.saturating_mul(t_new))
+        // No write places a TAT more than `MAX_AHEAD` past its `now` (gcra.rs).
+        let ahead = tokens.saturating_mul(t_new).min(gcra::MAX_AHEAD);
+        now.saturating_add(ahead)
     }
 }
