@@ -23,6 +23,24 @@ fn a_resolution_below_the_minimum_is_refused() {
 }
 
 #[test]
+fn a_resolution_above_the_maximum_is_refused() {
+    for too_coarse in [
+        CachedClock::MAX_RESOLUTION + Duration::from_nanos(1),
+        Duration::from_secs(3600),
+        Duration::MAX,
+    ] {
+        assert_eq!(
+            CachedClock::new(too_coarse).unwrap_err(),
+            CachedClockError::ResolutionTooCoarse
+        );
+    }
+    let coarsest = CachedClock::new(CachedClock::MAX_RESOLUTION).expect("the maximum is accepted");
+    assert_eq!(coarsest.resolution(), CachedClock::MAX_RESOLUTION);
+    let message = CachedClockError::ResolutionTooCoarse.to_string();
+    assert!(message.contains("at most 1s"), "{message}");
+}
+
+#[test]
 fn a_reading_is_never_ahead_of_the_monotonic_clock_and_never_behind_its_creation() {
     let monotonic = MonotonicClock::new();
     let before = monotonic.now();
