@@ -38,7 +38,7 @@ mod floor;
 mod subjects;
 
 use cellrate::baseline::MutexBucket;
-use cellrate::{Clock, KeyedLimiter, MonotonicClock, Quota};
+use cellrate::{Clock, KeyedLimiter, MonotonicClock, Quota, TickClock};
 use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
@@ -105,7 +105,7 @@ fn u64_keys(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("keyed_check_{n}_keys"));
         let id = |name: &str| BenchmarkId::new(name, n);
 
-        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, TickClock::new());
         group.bench_function(id("cellrate"), |b| {
             walk(b, &order, |k| ours.check_key(k).is_ok())
         });
@@ -180,7 +180,7 @@ fn string_keys_one_thread(c: &mut Criterion) {
     let mut group = c.benchmark_group(format!("keyed_check_{N}_string_keys"));
     let id = |name: &str| BenchmarkId::new(name, N);
 
-    let ours: KeyedLimiter<String> = cellrate_limiter(&key_strs, MonotonicClock::new());
+    let ours: KeyedLimiter<String> = cellrate_limiter(&key_strs, TickClock::new());
     group.bench_function(id("cellrate"), |b| {
         walk(b, &order, |k| ours.check_key(k.as_str()).is_ok())
     });
@@ -243,7 +243,7 @@ fn threads_on_many_keys(c: &mut Criterion) {
     let key_refs: Vec<&u64> = keys.iter().collect();
     let mut group = c.benchmark_group("keyed_throughput_1000000_keys");
 
-    let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+    let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, TickClock::new());
     bench_threads(&mut group, "cellrate", &order, |k| {
         ours.check_key(k).is_ok()
     });

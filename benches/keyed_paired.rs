@@ -34,7 +34,7 @@
 #[path = "keyed/subjects.rs"]
 mod subjects;
 
-use cellrate::{Clock, KeyedLimiter, MonotonicClock};
+use cellrate::{Clock, KeyedLimiter, TickClock};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 use subjects::{
@@ -170,7 +170,7 @@ fn main() {
         // The two tables of the huge-page comparison are built one after the other, so that
         // neither gets memory the other's build left behind (the order of builds moved this
         // comparison by 20-30% in trials).
-        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, TickClock::new());
         let big = huge_page_limiter(&key_refs);
         let cached: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, cached_clock());
         let sip = siphash_limiter(&key_refs);
