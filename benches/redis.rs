@@ -2,8 +2,8 @@
 //! `redis-benchmark` running the same script as the ceiling.
 //!
 //! ```text
-//! cargo bench --bench redis --features redis            # about 30 s
-//! REDIS_BENCH_SECS=5 cargo bench --bench redis --features redis
+//! cargo bench -p cellrate-benches --features redis -- redis             # about 30 s
+//! REDIS_BENCH_SECS=5 cargo bench -p cellrate-benches --features redis -- redis
 //! ```
 //!
 //! Rows: one hot key, or 100,000 random keys; unpipelined (64 tasks, one call each in flight)
@@ -27,7 +27,7 @@ const TASKS: usize = 64;
 const BATCH: usize = 64;
 const BATCH_TASKS: usize = 8;
 
-fn main() {
+pub fn main() {
     let secs: f64 = std::env::var("REDIS_BENCH_SECS")
         .ok()
         .and_then(|s| s.parse().ok())

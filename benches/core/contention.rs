@@ -1,12 +1,12 @@
 //! `contention`: 1 and 2 threads hammering one shared limiter, on the allowed and denied paths.
 //!
 //! Each sample starts the threads on a [`Barrier`], lets each make `iters` checks at
-//! [`NOW`](crate::subjects::NOW), and reports the wall time from the first thread's start to the
+//! [`NOW`](super::subjects::NOW), and reports the wall time from the first thread's start to the
 //! last one's end; throughput is `threads` elements per iteration. A fixed `now` is monotonic
 //! for every thread, and the allowing quota's 4.29e9 spends of depth outlast any sample (the
 //! outcomes are asserted after timing).
 
-use crate::subjects::{
+use super::subjects::{
     count_allowed, CellrateAt, FloorCas, FloorLoad, GovernorFake, MutexAt, Path, Spend,
 };
 use criterion::measurement::WallTime;

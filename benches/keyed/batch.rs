@@ -1,6 +1,6 @@
 //! `keyed_batch`: cellrate's `check_many_n` against single checks of the same keys.
 
-use crate::{cellrate_limiter, governor_limiter, u64_workload};
+use super::subjects::{cellrate_limiter, governor_limiter, u64_workload};
 use cellrate::{KeyedLimiter, TickClock};
 use criterion::{Bencher, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
