@@ -188,6 +188,30 @@ impl Ticker {
         }
     }
 
+    /// A broken twin of [`read_cold`](Self::read_cold) for the loom models: it answers a cold
+    /// read with `exact` at once instead of waiting for the refresher's first reading, so a
+    /// reader can see a later time than the cached one that follows.
+    #[cfg(loom)]
+    pub fn read_cold_without_waiting(
+        &self,
+        exact: impl Fn() -> u64,
+        start: impl FnOnce() -> bool,
+    ) -> Nanos {
+        // SeqCst: as in `read_cold`.
+        let t = self.now.load(Ordering::SeqCst);
+        if t != 0 {
+            return Nanos::new(t);
+        }
+        if self
+            .running
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            start();
+        }
+        Nanos::new(exact())
+    }
+
     /// One step of the refresher: stores `now` (ns since the origin) and returns true, or, if
     /// no `TickClock` is left, clears the time and returns false (the refresher then exits).
     #[doc(hidden)]
