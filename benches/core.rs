@@ -9,7 +9,7 @@
 use criterion::Criterion;
 
 mod cached;
-mod contention;
+pub mod contention;
 mod direct;
 pub mod subjects;
 

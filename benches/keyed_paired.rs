@@ -62,8 +62,15 @@ fn chunk<'a>(check: impl Fn(&u64) -> bool + 'a) -> Chunk<'a> {
 }
 
 /// The value at quantile `q` of sorted `values`.
-fn quantile(values: &[f64], q: f64) -> f64 {
+pub fn quantile(values: &[f64], q: f64) -> f64 {
     values[((values.len() - 1) as f64 * q).round() as usize]
+}
+
+/// `f` of every pair, sorted.
+pub fn sorted_by(pairs: &[(f64, f64)], f: &dyn Fn(&(f64, f64)) -> f64) -> Vec<f64> {
+    let mut values: Vec<f64> = pairs.iter().map(f).collect();
+    values.sort_by(f64::total_cmp);
+    values
 }
 
 /// A subject of a pair: its name and its chunk.
@@ -101,11 +108,7 @@ impl<'a> Row<'a> {
 
     /// The median of the ratios ours/theirs with p25 and p75, and each one's median ns.
     fn print(&self) {
-        let sorted = |f: &dyn Fn(&(f64, f64)) -> f64| {
-            let mut v: Vec<f64> = self.pairs.iter().map(f).collect();
-            v.sort_by(f64::total_cmp);
-            v
-        };
+        let sorted = |f: &dyn Fn(&(f64, f64)) -> f64| sorted_by(&self.pairs, f);
         let ratios = sorted(&|&(a, b)| a / b);
         println!(
             "{:<40} {:.2}x (p25 {:.2}, p75 {:.2}; {:>3} pairs)   {} {:>5.1} ns, {} {:>5.1} ns",

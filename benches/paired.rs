@@ -14,15 +14,15 @@
 //!
 //! Run: `cargo bench -p cellrate-benches -- paired` (about 40 s).
 
+use crate::core::contention::on_threads;
 use crate::core::subjects::{
     count_allowed, CellrateAt, CellrateClock, FloorCas, GovernorClock, GovernorFake, MutexClock,
     Path, Spend,
 };
 use crate::keyed::subjects::{cellrate_limiter, governor_limiter, u64_workload, U64_SEED};
+use crate::keyed_paired::{quantile, sorted_by};
 use cellrate::TickClock;
 use std::hint::black_box;
-use std::sync::Barrier;
-use std::thread;
 use std::time::{Duration, Instant};
 
 /// Checks per chunk and thread: a chunk takes 0.2-15 ms.
@@ -81,11 +81,7 @@ impl<'a> Row<'a> {
     }
 
     fn print(&self) {
-        let sorted = |f: &dyn Fn(&(f64, f64)) -> f64| {
-            let mut v: Vec<f64> = self.pairs.iter().map(f).collect();
-            v.sort_by(f64::total_cmp);
-            v
-        };
+        let sorted = |f: &dyn Fn(&(f64, f64)) -> f64| sorted_by(&self.pairs, f);
         let (ratios, unit, bound, met) = match self.bound {
             Bound::TimeAtMost(b) => {
                 let r = sorted(&|&(a, b)| a / b);
@@ -115,16 +111,11 @@ impl<'a> Row<'a> {
     }
 }
 
-/// The value at quantile `q` of sorted `values`.
-fn quantile(values: &[f64], q: f64) -> f64 {
-    values[((values.len() - 1) as f64 * q).round() as usize]
-}
-
 /// A chunk of `subject`'s checks on `threads` threads, each asserting that every check took
 /// `path`.
 fn spends<'a, S: Spend>(subject: &'a S, path: Path, threads: usize) -> Chunk<'a> {
     Box::new(move || {
-        on_threads(threads, |_| {
+        ns_per_check(threads, |_| {
             let allowed = count_allowed(subject, CHUNK);
             path.assert_outcomes(allowed, CHUNK);
         })
@@ -142,7 +133,7 @@ fn walks<'a>(
     Box::new(move || {
         let start = at;
         at = at.wrapping_add(CHUNK as usize * threads);
-        on_threads(threads, |t| {
+        ns_per_check(threads, |t| {
             let from = start + t * CHUNK as usize;
             let mut allowed = 0u64;
             for i in from..from + CHUNK as usize {
@@ -153,35 +144,10 @@ fn walks<'a>(
     })
 }
 
-/// Runs `work(thread index)` on `threads` threads released together; ns per check over the
-/// wall time from the first start to the last end.
-fn on_threads(threads: usize, work: impl Fn(usize) + Sync) -> f64 {
-    if threads == 1 {
-        let start = Instant::now();
-        work(0);
-        return start.elapsed().as_nanos() as f64 / CHUNK as f64;
-    }
-    let barrier = Barrier::new(threads);
-    let spans: Vec<(Instant, Instant)> = thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (barrier, work) = (&barrier, &work);
-                scope.spawn(move || {
-                    barrier.wait();
-                    let start = Instant::now();
-                    work(t);
-                    (start, Instant::now())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a bench thread panicked"))
-            .collect()
-    });
-    let first = spans.iter().map(|s| s.0).min().expect("a thread");
-    let last = spans.iter().map(|s| s.1).max().expect("a thread");
-    (last - first).as_nanos() as f64 / (CHUNK as f64 * threads as f64)
+/// ns per check of [`CHUNK`] checks on each of `threads` threads running `work(thread index)`.
+fn ns_per_check(threads: usize, work: impl Fn(usize) + Sync) -> f64 {
+    let (wall, _) = on_threads(threads, work);
+    wall.as_nanos() as f64 / (CHUNK as f64 * threads as f64)
 }
 
 /// Warms every subject with a few chunks, then has the rows take turns for [`BUDGET`].

@@ -173,13 +173,9 @@ impl Ticker {
             if t != 0 {
                 return Nanos::new(t);
             }
-            if self
-                .running
-                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-            {
-                let started = start.take().is_some_and(|start| start());
-                if !started {
+            if let Some(start) = start.take_if(|_| self.claim_start()) {
+                if !start() {
+                    // SeqCst: as above.
                     self.running.store(0, Ordering::SeqCst);
                     return Nanos::new(exact());
                 }
@@ -202,14 +198,18 @@ impl Ticker {
         if t != 0 {
             return Nanos::new(t);
         }
-        if self
-            .running
-            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
+        if self.claim_start() {
             start();
         }
         Nanos::new(exact())
+    }
+
+    /// Whether this caller flips `running` from 0 to 1, and so must start the refresher.
+    fn claim_start(&self) -> bool {
+        // SeqCst: as in `read_cold`.
+        self.running
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
     }
 
     /// One step of the refresher: stores `now` (ns since the origin) and returns true, or, if
