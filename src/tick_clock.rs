@@ -20,7 +20,8 @@ use std::thread;
 ///   Its decisions move in steps of a tick, and a reading lags the true time by up to a tick
 ///   plus however late the thread is scheduled. A check under a shallower quota reads
 ///   [`MonotonicClock`] and is exact to the nanosecond. [`now`](Clock::now) is always exact;
-///   waits and reservations read it.
+///   waits and reservations read it. A `retry_after` is counted from the cached reading, so it
+///   is never too short, but a retry made right at it may still be denied by up to a tick.
 /// - **Why 16 ticks.** A lag never grants tokens (the bucket is judged as it was a moment
 ///   earlier), and a lag of a tick holds back at most a sixteenth of a full bucket, so a coarse
 ///   reading costs a quota none of its rate. A quota shallower than a tick on a cached time would
