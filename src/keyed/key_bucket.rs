@@ -6,7 +6,7 @@ use super::KeyedLimiter;
 use crate::all_of::{sealed, Limit};
 use crate::bucket::Change;
 use crate::bucket_ref::{BucketRef, TatStore};
-use crate::clock::Clock;
+use crate::clock::{now_for, Clock};
 use crate::gcra::Booking;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
@@ -111,7 +111,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// Spends `cost` tokens now if all are there; the rules of
     /// [`Limiter::check_n`](crate::Limiter::check_n).
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        self.check_n_at(cost, self.clock.now())
+        self.check_n_at(cost, now_for(self.clock, &self.quota))
     }
 
     /// Spends `cost` tokens at `now` if all are there.
@@ -121,7 +121,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
 
     /// Whole tokens in the bucket now. Spends nothing and creates nothing.
     pub fn available(&self) -> u32 {
-        self.available_at(self.clock.now())
+        self.available_at(now_for(self.clock, &self.quota))
     }
 
     /// [`available`](Self::available) at a time passed in.
