@@ -3,8 +3,8 @@
 //! decision costs beside that of a minimal GCRA script and of a trivial one.
 //!
 //! ```text
-//! cargo bench --bench redis --features redis            # about 45 s
-//! REDIS_BENCH_SECS=5 cargo bench --bench redis --features redis
+//! cargo bench -p cellrate-benches --features redis -- redis             # about 45 s
+//! REDIS_BENCH_SECS=5 cargo bench -p cellrate-benches --features redis -- redis
 //! ```
 //!
 //! Throughput rows: one hot key, or 100,000 random keys; unpipelined (64 tasks, one call each
@@ -43,7 +43,7 @@ const ROWS: [(&str, u64, bool); 4] = [
     ("100k random keys, pipelined", KEYS, true),
 ];
 
-fn main() {
+pub fn main() {
     let secs: f64 = std::env::var("REDIS_BENCH_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
