@@ -44,6 +44,7 @@
 //!   64-bit compare-and-swap.
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 extern crate alloc;
 
