@@ -1,5 +1,7 @@
 //! The fingerprint of a key: 64 bits of a keyed pseudorandom function of the bytes its `Hash`
-//! writes, under a secret random key per limiter (README, *Fingerprints and collisions*).
+//! writes, under a secret random key per limiter (docs/design.md, fingerprints and their
+//! collision bound). The key is 128 bits from the operating system (getrandom); only where the
+//! OS has none to give does it fall back to std's `RandomState`, itself seeded from the OS.
 
 #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
 use super::aes_cmac::AesCmacKey;
@@ -13,11 +15,10 @@ use core::hash::{BuildHasher, Hash};
 pub enum FingerprintHash {
     /// AES-128-CMAC (RFC 4493) on x86_64 processors with AES-NI, detected when the limiter is
     /// built; SipHash-1-3 where AES-NI is absent. The default: for a u64 key it is one AES
-    /// block, about 20 instructions to SipHash's 100, and a check at 1,000,000 keys takes
-    /// less time (README, *Speed and memory*; `benches/keyed_paired`).
+    /// block, about 20 instructions to SipHash's 100 (BENCHMARKS.md compares the two).
     #[default]
     AesCmac,
-    /// SipHash-1-3 (std's `RandomState`) everywhere.
+    /// SipHash-1-3 everywhere.
     SipHash13,
 }
 
@@ -31,26 +32,53 @@ pub(super) enum Fingerprinter {
     SipHash13(SipKey),
 }
 
+/// SipHash-1-3 under a 128-bit key.
 #[cfg(not(loom))]
-type SipKey = std::collections::hash_map::RandomState;
+#[derive(Clone, Copy)]
+pub(super) struct SipKey(u64, u64);
+
+#[cfg(not(loom))]
+impl BuildHasher for SipKey {
+    type Hasher = siphasher::sip::SipHasher13;
+
+    #[inline(always)]
+    fn build_hasher(&self) -> Self::Hasher {
+        siphasher::sip::SipHasher13::new_with_keys(self.0, self.1)
+    }
+}
+
 #[cfg(loom)]
 type SipKey = core::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+
+/// 128 secret random bits: from the operating system, or where it has none to give, two
+/// SipHash-1-3 outputs under std's `RandomState` (seeded from the OS once per thread, and
+/// unpredictable as long as SipHash-1-3 is a pseudorandom function).
+#[cfg(not(loom))]
+fn secret_key() -> u128 {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_ok() {
+        return u128::from_le_bytes(bytes);
+    }
+    let std_key = std::collections::hash_map::RandomState::new();
+    u128::from(std_key.hash_one(0u8)) | u128::from(std_key.hash_one(1u8)) << 64
+}
 
 impl Fingerprinter {
     /// `wanted` under a new random key, or SipHash-1-3 if AES-NI is absent.
     pub(super) fn new(wanted: FingerprintHash) -> Fingerprinter {
-        let sip = SipKey::default();
+        #[cfg(not(loom))]
+        let key = secret_key();
         #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
         if wanted == FingerprintHash::AesCmac {
-            // 128 bits of SipHash-1-3 output under std's secret random key (seeded from the
-            // OS): unpredictable as long as SipHash-1-3 is a pseudorandom function, which the
-            // SipHash fingerprints rely on too.
-            let key = u128::from(sip.hash_one(0u8)) | u128::from(sip.hash_one(1u8)) << 64;
             if let Some(key) = AesCmacKey::new(key) {
                 return Fingerprinter::AesCmac(key);
             }
         }
         let _ = wanted;
+        #[cfg(not(loom))]
+        let sip = SipKey(key as u64, (key >> 64) as u64);
+        #[cfg(loom)]
+        let sip = SipKey::default();
         Fingerprinter::SipHash13(sip)
     }
 
