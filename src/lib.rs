@@ -69,6 +69,8 @@ mod wait;
 
 #[cfg(feature = "std")]
 pub mod baseline;
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "redis")]
 pub mod redis;
 
