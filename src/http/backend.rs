@@ -59,6 +59,8 @@ pub struct How<'a> {
 }
 
 /// A decision, now or later.
+// Ready is the in-process path: boxing it would allocate on every request.
+#[allow(clippy::large_enum_variant)]
 pub enum Decision<T> {
     /// Decided without waiting (the in-process limiters).
     Ready(Verdict<T>),

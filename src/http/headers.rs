@@ -23,6 +23,15 @@ pub struct PolicyInfo {
     pub(crate) quota: Quota,
 }
 
+impl PolicyInfo {
+    pub(crate) fn new(name: &str, quota: Quota) -> PolicyInfo {
+        PolicyInfo {
+            name: name.to_owned(),
+            quota,
+        }
+    }
+}
+
 /// Checks that `name` can be written as a Structured Field string (printable ASCII).
 ///
 /// # Panics
@@ -59,6 +68,9 @@ impl Fields {
         states: &[Option<PolicyState>; MAX_POLICIES],
         quotas: &[Option<Quota>; MAX_POLICIES],
     ) -> Fields {
+        if !choice.ietf && !choice.legacy {
+            return Fields::default(); // no allocation
+        }
         let mut pairs = Vec::with_capacity(5);
         if choice.ietf {
             let policy_value = if quotas.iter().any(Option::is_some) {
@@ -127,6 +139,12 @@ fn item(out: &mut String, name: &str) {
     if !out.is_empty() {
         out.push_str(", ");
     }
+    push_quoted(out, name);
+}
+
+/// `name` (printable ASCII, checked) in double quotes with `"` and `\` escaped: an RFC 9651
+/// string, and a JSON string too.
+pub(crate) fn push_quoted(out: &mut String, name: &str) {
     out.push('"');
     for c in name.chars() {
         if c == '"' || c == '\\' {

@@ -40,7 +40,7 @@
 //!   [`HeaderKey`] (an API key), [`SameKey`] (one key for all), or your own with [`from_fn`].
 //!   A background thread evicts idle keys every 60 s ([`Keyed::evict_idle_every`]).
 //! - `a.and(b)` (trait [`policy::And`]): several policies at once, all or nothing, with
-//!   [`all_of`](crate::all_of); up to 8. They must share one clock type.
+//!   [`all_of`](crate::all_of); up to 4. They must share one clock type.
 //! - [`Tiered`] ([`Keyed::quota_per_request`]): a quota chosen per request (free, paid).
 //! - With the `redis` feature, [`RedisPolicy`]: buckets in Redis shared by every server, several
 //!   at once with the all-or-nothing script.

@@ -102,7 +102,7 @@ pub struct Tiered<E: KeyExtractor, C: Clock, F> {
 
 /// Joining policies with `.and(..)`.
 pub trait And: Sized + sealed::Local {
-    /// `self` and `other`, all or nothing. At most 8 policies in all.
+    /// `self` and `other`, all or nothing. At most 4 policies in all.
     fn and<B: sealed::Local<Clock = Self::Clock>>(self, other: B) -> Both<Self, B> {
         assert!(
             Self::COUNT + B::COUNT <= MAX_POLICIES,
@@ -232,10 +232,7 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
     fn partitions(&self, _: &(), _: &RandomState, _: usize, _: &mut [Option<u64>]) {}
 
     fn describe(&self, out: &mut Vec<PolicyInfo>) {
-        out.push(PolicyInfo {
-            name: self.name.clone(),
-            quota: *self.limiter.quota(),
-        });
+        out.push(PolicyInfo::new(&self.name, *self.limiter.quota()));
     }
 
     fn clock(&self) -> &C {
@@ -282,10 +279,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
     }
 
     fn describe(&self, out: &mut Vec<PolicyInfo>) {
-        out.push(PolicyInfo {
-            name: self.name.clone(),
-            quota: *self.limiter.quota(),
-        });
+        out.push(PolicyInfo::new(&self.name, *self.limiter.quota()));
     }
 
     fn clock(&self) -> &C {

@@ -3,7 +3,7 @@
 
 use super::backend::{Backend, Verdict};
 use super::body::RateLimitBody;
-use super::headers::Fields;
+use super::headers::{push_quoted, Fields};
 use super::layer::Shared;
 use super::state::{ceil_millis_of, ceil_secs_of};
 use bytes::Bytes;
@@ -110,14 +110,7 @@ fn problem(refusal: &Refusal<'_>) -> Response<Bytes> {
         if i > 0 {
             policies.push(',');
         }
-        policies.push('"');
-        for c in name.chars() {
-            if c == '"' || c == '\\' {
-                policies.push('\\');
-            }
-            policies.push(c);
-        }
-        policies.push('"');
+        push_quoted(&mut policies, name);
     }
     let detail = too_many(refusal.retry_after);
     let body = format!(

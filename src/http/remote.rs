@@ -163,10 +163,7 @@ impl sealed::Backend for RedisPolicies {
     type Ticket = Keys;
 
     fn policies(&self) -> Vec<PolicyInfo> {
-        let info = |p: &Def| PolicyInfo {
-            name: p.name.clone(),
-            quota: p.limiter.quota(),
-        };
+        let info = |p: &Def| PolicyInfo::new(&p.name, p.limiter.quota());
         self.policies.iter().map(info).collect()
     }
 

@@ -84,6 +84,8 @@ where
 }
 
 /// Lets the request through (with what to do to its response) or answers it.
+// The answer is the response itself, returned by value: boxing it would allocate per refusal.
+#[allow(clippy::result_large_err)]
 fn admit<B: Backend, ResB>(
     shared: &Arc<Shared<B>>,
     verdict: Verdict<B::Ticket>,

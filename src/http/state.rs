@@ -5,17 +5,18 @@ use crate::{Allowed, Denied, Quota};
 use core::time::Duration;
 
 /// The most policies one layer enforces together.
-pub(crate) const MAX_POLICIES: usize = 8;
+pub(crate) const MAX_POLICIES: usize = 4;
 
 /// What the layer tells of one policy after a decision.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PolicyState {
     /// Whole tokens left (`r`).
     pub(crate) remaining: u32,
-    /// Seconds until the bucket holds more than now, rounded up; 0 when full (`t`).
-    pub(crate) next_token_secs: u64,
+    /// Seconds until the bucket holds more than now, rounded up; 0 when full (`t`). Kept in
+    /// 32 bits (136 years, saturating) to keep the per-request state small.
+    pub(crate) next_token_secs: u32,
     /// Seconds until the bucket is full, rounded up (the legacy `X-RateLimit-Reset`).
-    pub(crate) full_secs: u64,
+    pub(crate) full_secs: u32,
     /// A keyed hash of the partition key (`pk`), when asked for.
     pub(crate) partition: Option<u64>,
 }
@@ -42,8 +43,8 @@ impl PolicyState {
         };
         PolicyState {
             remaining,
-            next_token_secs: ceil_secs(next_token),
-            full_secs: ceil_secs(deficit),
+            next_token_secs: secs_u32(ceil_secs(next_token)),
+            full_secs: secs_u32(ceil_secs(deficit)),
             partition: None,
         }
     }
@@ -65,7 +66,7 @@ impl PolicyState {
             Ok(a) => (a.remaining(), a.reset_after()),
             Err(d) => (d.remaining(), d.reset_after()),
         };
-        let full_secs = ceil_secs(duration_ns(reset_after));
+        let full_secs = secs_u32(ceil_secs(duration_ns(reset_after)));
         PolicyState {
             remaining,
             next_token_secs: full_secs,
@@ -93,6 +94,10 @@ pub(crate) fn ceil_secs_of(d: Duration) -> u64 {
 /// `d` in whole milliseconds, rounded up.
 pub(crate) fn ceil_millis_of(d: Duration) -> u64 {
     duration_ns(d).div_ceil(1_000_000)
+}
+
+fn secs_u32(secs: u64) -> u32 {
+    u32::try_from(secs).unwrap_or(u32::MAX)
 }
 
 fn ceil_secs(ns: u64) -> u64 {
@@ -125,7 +130,10 @@ mod tests {
                 waited += 10;
             }
             if before < 4 {
-                assert!(waited <= state.next_token_secs * 1000, "step {step}");
+                assert!(
+                    waited <= u64::from(state.next_token_secs) * 1000,
+                    "step {step}"
+                );
                 assert!(state.next_token_secs >= 1);
             } else {
                 assert_eq!(state.next_token_secs, 0);
