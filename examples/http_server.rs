@@ -18,7 +18,9 @@ use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:3000".into());
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:3000".into());
     // Per client: a burst of 5, then 1 request per second. All clients: 100 per second.
     let per_ip = KeyedLimiter::<IpAddr>::builder(Quota::per_second(1).with_burst(5))
         .max_keys(100_000)
