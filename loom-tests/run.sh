@@ -3,9 +3,8 @@
 #
 # Most two-thread models run exhaustively. The keyed insert and reuse models (long runs of
 # two threads) and the three-thread models set a preemption bound in their own code (5 for the
-# former, 2 or 3 for the latter). Model checking takes about 50 s on the 2-core development
-# machine (the keyed models are most of it), plus about 90 s for a cold build of the loom
-# configuration.
+# former, 2 or 3 for the latter). The keyed models take most of the run; a cold build of the
+# loom configuration comes on top (CONTRIBUTING.md says how long both take).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}"

@@ -68,9 +68,10 @@ impl Bucket {
             {
                 Ok(_) => return Ok((change, answer)),
                 Err(actual) => {
-                    // Spinning briefly after a lost race keeps one hot bucket's throughput
-                    // from collapsing under contention (the `contention` group of the core
-                    // benchmarks shows it).
+                    // Spinning briefly after a lost race keeps the losers off the contended
+                    // line while the winner's write lands, which raises throughput on one hot
+                    // bucket at no cost to a single thread (see the `contention` group of
+                    // `benches/core`).
                     backoff.spin();
                     current = actual;
                 }

@@ -94,3 +94,8 @@ pub use outcome::{Allowed, Denied};
 pub use quanta_clock::QuantaClock;
 pub use quota::{Quota, QuotaError};
 pub use reservation::Reservation;
+
+/// The README's examples, compiled and run as doc tests so that they cannot drift from the API.
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../README.md")]
+mod readme {}

@@ -21,7 +21,7 @@ pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
 // The keyed limiter's statistics (src/keyed/stats.rs) take their atomics directly: they are
 // not part of any protocol, so the loom models do not interleave them.
 
-/// One word of a keyed-table slot (src/keyed/slot.rs).
+/// One word of a keyed-table slot (src/keyed/table/slot.rs), wrapped there by the typed words.
 #[cfg(all(not(loom), feature = "std"))]
 pub(crate) use AtomicU64 as SlotWord;
 
@@ -34,7 +34,7 @@ pub(crate) use loom_slot::SlotWord;
 /// word, so every execution it explores is sequentially consistent, one step per operation.
 ///
 /// The claim protocol of the keyed table rests on the single total order of `SeqCst`
-/// operations on *different* words (src/keyed/claim.rs), and loom's plain `SeqCst` loads do not
+/// operations on *different* words (docs/design.md), and loom's plain `SeqCst` loads do not
 /// give that order (tokio-rs/loom#180: it lets two threads each miss the other's store). With
 /// this stand-in the models check the protocol under sequential consistency, and the orderings
 /// the real code uses are argued in its comments rather than checked by loom.

@@ -14,9 +14,8 @@
 //! blocks before it.
 //!
 //! The AES rounds are inline assembly, so that they inline into the check: a function compiled
-//! for the `aes` target feature cannot be inlined into code compiled without it, and with a call
-//! per hash, a loop of hash-then-CAS over 1,000,000 slots took 1.35-1.4x the time it took with
-//! the rounds inline. [`AesCmacKey::new`] detects AES-NI at run time and returns `None` without
+//! for the `aes` target feature cannot be inlined into code compiled without it, and a call per
+//! hash costs a check more than the rounds themselves. [`AesCmacKey::new`] detects AES-NI at run time and returns `None` without
 //! it; every other use of the instructions goes through an `AesCmacKey`.
 
 use core::arch::asm;

@@ -9,9 +9,9 @@ use crate::outcome::{Allowed, Denied};
 use core::borrow::Borrow;
 use core::hash::Hash;
 
-/// How many keys ahead of the one being decided a batch has hashed and prefetched. On the
-/// development VM, a random 16-byte load + CAS over a 20 MB array with the slot this many
-/// steps ahead prefetched cost 28 ns at 4, 21.5 at 8 and 20.8 at 16 (170 without prefetch).
+/// How many keys ahead of the one being decided a batch has hashed and prefetched: far enough
+/// that a slot's cache miss is over before its key is decided, and no further, since deeper
+/// queues gain little (the batch group of the keyed benchmarks shows it).
 const LOOKAHEAD: usize = 8;
 
 impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {

@@ -1,9 +1,11 @@
 //! `KeyedLimiterBuilder`: capacity, clock, start state and overflow policy of a keyed limiter.
 
 use super::fingerprint::{FingerprintHash, Fingerprinter};
-use super::huge_pages;
-use super::slot::{self, AllocError};
-use super::table::Table;
+#[cfg(loom)]
+use super::table::loom_hooks::Broken;
+use super::table::loom_hooks::Faults;
+use super::table::slot::{self, AllocError};
+use super::table::{huge_pages, Overflow, Table};
 use super::{KeyedLimiter, OverflowPolicy};
 use crate::clock::{Clock, MonotonicClock};
 use crate::quota::Quota;
@@ -15,8 +17,8 @@ use core::marker::PhantomData;
 pub const DEFAULT_MAX_KEYS: usize = 1 << 20;
 
 /// How far from its home a key may be stored: the longest scan of a look-up. At the full
-/// load of 0.8 keys per slot, linear probing displaced no key by more than about 300 slots
-/// among 1,000,000 (measured); 512 leaves room, and a scan stops at the first never-used slot
+/// load of 0.8 keys per slot, linear probing displaces no key among 1,000,000 by more than
+/// about 300 slots; 512 leaves room, and a scan stops at the first never-used slot
 /// long before that in most look-ups.
 pub(crate) const WINDOW: usize = 512;
 
@@ -143,7 +145,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
 
     /// Back the table with 2 MiB huge pages where Linux offers them (transparent huge pages in
     /// `madvise` or `always` mode; default off). A check of a random key among 1,000,000 then
-    /// misses the cache but not the TLB: 0.87-0.95x the time here (`keyed_paired`; README,
+    /// misses the cache but not the TLB, and takes less time (`benches/keyed_paired`; README,
     /// *Speed and memory*).
     ///
     /// The price is resident memory: the kernel commits a whole 2 MiB page at the first touch
@@ -180,7 +182,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     /// The limiter, or why it could not be made (`max_keys(0)`, or no memory for the table).
     pub fn try_build(self) -> Result<KeyedLimiter<K, C>, KeyedBuildError> {
         let slots = slot_count(self.max_keys)?;
-        let table = self.allocate(slots, WINDOW)?;
+        let table = self.allocate(slots, WINDOW, Faults::NONE)?;
         Ok(KeyedLimiter::from_parts(
             table,
             self.quota,
@@ -190,11 +192,11 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
         ))
     }
 
-    /// A table of exactly `slots` slots and a `window`: for the loom models, which need tiny
-    /// tables.
+    /// A table of exactly `slots` slots and a `window`, with the step `broken` broken: for the
+    /// loom models, which need tiny tables.
     #[cfg(loom)]
-    pub(super) fn build_tiny(self, slots: usize, window: usize) -> KeyedLimiter<K, C> {
-        let table = self.allocate(slots, window).unwrap();
+    fn build_tiny(self, slots: usize, window: usize, broken: Broken) -> KeyedLimiter<K, C> {
+        let table = self.allocate(slots, window, Faults::new(broken)).unwrap();
         let fingerprinter = Fingerprinter::new(self.hash);
         KeyedLimiter::from_parts(
             table,
@@ -205,15 +207,25 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
         )
     }
 
-    fn allocate(&self, slots: usize, window: usize) -> Result<Table, KeyedBuildError> {
+    fn allocate(
+        &self,
+        slots: usize,
+        window: usize,
+        faults: Faults,
+    ) -> Result<Table, KeyedBuildError> {
         let memory = slot::zeroed_slots(slots).map_err(|e| match e {
             AllocError::TooLarge => KeyedBuildError::TooLarge {
                 max_keys: self.max_keys,
             },
             AllocError::Failed => KeyedBuildError::OutOfMemory { bytes: slots * 16 },
         })?;
-        let mut table = Table::new(memory, window, self.policy);
-        table.huge_pages = self.huge_pages && huge_pages::advise(&table.slots);
+        let advised = self.huge_pages && huge_pages::advise(&memory);
+        let overflow = match self.policy {
+            OverflowPolicy::EvictNearestFull => Overflow::EvictNearestFull,
+            OverflowPolicy::DenyNewKeys => Overflow::DenyNewKeys,
+        };
+        let mut table = Table::new(memory, window, overflow, faults);
+        table.huge_pages = advised;
         Ok(table)
     }
 }
@@ -239,5 +251,107 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiterBuilder<K, C> {
             .field("huge_pages", &self.huge_pages)
             .field("fingerprint_hash", &self.hash)
             .finish()
+    }
+}
+
+/// The hooks of the loom models (`loom-tests/`): tiny tables with one step broken, and raw
+/// inspection. The fault-injection switch itself is `table::loom_hooks`.
+#[cfg(loom)]
+impl<K: core::hash::Hash + Eq, C: Clock> KeyedLimiter<K, C> {
+    /// A limiter whose table has exactly `slots` slots searched `window` from home, with one
+    /// step deliberately broken (or none).
+    #[doc(hidden)]
+    pub fn loom_tiny(quota: Quota, clock: C, slots: usize, window: usize, broken: Broken) -> Self {
+        KeyedLimiterBuilder::new(quota)
+            .clock(clock)
+            .build_tiny(slots, window, broken)
+    }
+
+    /// How many slots hold a bucket or a claim of `key`.
+    #[doc(hidden)]
+    pub fn loom_slots_holding<Q: core::hash::Hash + ?Sized>(&self, key: &Q) -> usize
+    where
+        K: core::borrow::Borrow<Q>,
+    {
+        self.table.slots_holding(self.fingerprint(key))
+    }
+
+    /// The home slot of `key`, so that a model can choose keys that share a window.
+    #[doc(hidden)]
+    pub fn loom_home<Q: core::hash::Hash + ?Sized>(&self, key: &Q) -> usize
+    where
+        K: core::borrow::Borrow<Q>,
+    {
+        self.table.home(self.fingerprint(key))
+    }
+}
+
+#[cfg(all(test, not(loom), target_os = "linux"))]
+mod tests {
+    use crate::{KeyedLimiter, Quota};
+
+    /// Whether the mapping holding `addr` carries the huge-page advice: the `hg` flag
+    /// (VM_HUGEPAGE, set by MADV_HUGEPAGE) in its `VmFlags` line of /proc/self/smaps,
+    /// whatever the system's THP mode. `None` if smaps has no such line for it.
+    fn advised(addr: usize) -> Option<bool> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line
+                .split_whitespace()
+                .next()
+                .and_then(|r| r.split_once('-'));
+            let bounds = range.and_then(|(lo, hi)| {
+                let lo = usize::from_str_radix(lo, 16).ok()?;
+                Some((lo, usize::from_str_radix(hi, 16).ok()?))
+            });
+            if let Some((lo, hi)) = bounds {
+                inside = (lo..hi).contains(&addr);
+            } else if let Some(flags) = line.strip_prefix("VmFlags:").filter(|_| inside) {
+                return Some(flags.split_whitespace().any(|f| f == "hg"));
+            }
+        }
+        None
+    }
+
+    /// With `huge_pages(true)` the advice reaches the kernel for the table's own mapping, and
+    /// only then; the limiter works the same. Skipped where the kernel refuses the advice (no
+    /// transparent huge pages built in) or smaps shows no flags.
+    #[test]
+    fn advice_reaches_the_tables_mapping() {
+        let build = |keys, huge| {
+            KeyedLimiter::<u64>::builder(Quota::per_second(5))
+                .max_keys(keys)
+                .huge_pages(huge)
+                .build()
+        };
+        let (plain, huge, small) = (
+            build(1 << 20, false),
+            build(1 << 20, true),
+            build(1000, true),
+        );
+        if !huge.huge_pages() {
+            eprintln!("skipped: the kernel refuses MADV_HUGEPAGE");
+            return;
+        }
+        assert!(!plain.huge_pages(), "not asked for");
+        assert!(!small.huge_pages(), "smaller than a huge page");
+        let middle = |l: &KeyedLimiter<u64>| {
+            let slots = l.table.slots.as_slice();
+            &slots[slots.len() / 2] as *const _ as usize
+        };
+        let Some(advised_huge) = advised(middle(&huge)) else {
+            eprintln!("skipped: /proc/self/smaps shows no VmFlags");
+            return;
+        };
+        assert!(advised_huge, "the huge table's mapping is advised");
+        assert_eq!(advised(middle(&plain)), Some(false), "the plain one is not");
+        for key in 0..1000u64 {
+            for _ in 0..5 {
+                assert!(huge.check_key(&key).is_ok());
+            }
+            assert!(huge.check_key(&key).is_err());
+        }
+        assert_eq!(huge.len(), 1000);
     }
 }

@@ -1,8 +1,7 @@
 //! `KeyedBucket`: one key's bucket of a [`KeyedLimiter`], as a value: what refunds,
 //! reservations and all-or-nothing checks ([`all_of`](crate::all_of)) operate on.
 
-use super::request::{initial_tat, Request};
-use super::table::Table;
+use super::table::{initial_tat, Request, Table};
 use super::KeyedLimiter;
 use crate::all_of::{sealed, Limit};
 use crate::bucket::Change;

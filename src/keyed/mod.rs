@@ -6,29 +6,17 @@
 mod aes_cmac;
 mod batch;
 mod builder;
-mod claim;
 mod fingerprint;
-mod huge_pages;
 mod key_bucket;
-mod lookup;
-#[cfg(all(test, not(loom)))]
-mod lookup_tests;
-#[cfg(loom)]
-mod loom_hooks;
-mod prefetch;
-mod request;
-mod slot;
 mod stats;
 mod table;
-mod upkeep;
-mod window;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
 pub use fingerprint::FingerprintHash;
 pub use key_bucket::KeyedBucket;
-#[cfg(loom)]
-pub use loom_hooks::Broken;
 pub use stats::KeyedStats;
+#[cfg(loom)]
+pub use table::loom_hooks::Broken;
 
 use crate::clock::{Clock, MonotonicClock};
 use crate::nanos::Nanos;
@@ -39,8 +27,7 @@ use core::fmt;
 use core::hash::Hash;
 use core::marker::PhantomData;
 use fingerprint::Fingerprinter;
-use request::Request;
-use table::Table;
+use table::{Request, Table};
 
 /// What a new key does when no slot of its window is free and no bucket in it is idle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -98,16 +85,11 @@ pub enum OverflowPolicy {
 /// # Design
 /// The table is a fixed array of slots, each two 64-bit words: K (the key's tag, a generation
 /// and a PENDING bit) and W (the TAT masked by K). A spend reads K, W and K again, then moves
-/// the TAT with one 8-byte compare-and-swap of W. Each tenure of a slot masks its TATs
-/// differently, so a thread that read key X's slot can never spend into key Y's bucket after
-/// the slot is reused, and a removal first freezes W (a CAS from the exact value read), so it
-/// fails if a spend moved the TAT first. A key lives within 512 slots of its home (linear
-/// probing). A new key is inserted in steps: claim a free slot as PENDING, rescan the window
-/// for another claim or bucket of the same key (and back off or retract it), initialise W, make
-/// K LIVE, then publish with the first spend applied. Any check that
-/// meets a PENDING claim of its key completes those steps itself instead of waiting, so a
-/// preempted inserter delays no one. The protocol is model-checked with loom
-/// (`loom-tests/tests/keyed.rs`).
+/// the TAT with one 8-byte compare-and-swap of W; a key lives within 512 slots of its home
+/// (linear probing). A new key is claimed, checked against other claims of it, made LIVE and
+/// published in steps that any check meeting them completes itself, so a preempted inserter
+/// delays no one. The protocol and its proofs are in docs/design.md; it is model-checked with
+/// loom (`loom-tests/tests/keyed.rs`).
 ///
 /// [`evict_idle`]: Self::evict_idle
 pub struct KeyedLimiter<K, C = MonotonicClock> {

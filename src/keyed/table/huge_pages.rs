@@ -7,7 +7,7 @@
 //! commits a whole huge page on the first touch of any slot in it, so a table becomes resident
 //! after a few dozen keys instead of growing 4 KiB per key.
 //!
-//! [`huge_pages`]: super::KeyedLimiterBuilder::huge_pages
+//! [`huge_pages`]: crate::KeyedLimiterBuilder::huge_pages
 
 use super::slot::Slot;
 
@@ -59,7 +59,6 @@ pub(crate) fn advise(_slots: &[Slot]) -> bool {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::{huge_page_span, HUGE_PAGE};
-    use crate::{KeyedLimiter, Quota};
 
     #[test]
     fn span_is_the_whole_huge_pages_inside() {
@@ -78,72 +77,5 @@ mod tests {
             None,
             "no overflow at the top"
         );
-    }
-
-    /// Whether the mapping holding `addr` carries the huge-page advice: the `hg` flag
-    /// (VM_HUGEPAGE, set by MADV_HUGEPAGE) in its `VmFlags` line of /proc/self/smaps,
-    /// whatever the system's THP mode. `None` if smaps has no such line for it.
-    #[cfg(target_os = "linux")]
-    fn advised(addr: usize) -> Option<bool> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-        let mut inside = false;
-        for line in smaps.lines() {
-            let range = line
-                .split_whitespace()
-                .next()
-                .and_then(|r| r.split_once('-'));
-            let bounds = range.and_then(|(lo, hi)| {
-                let lo = usize::from_str_radix(lo, 16).ok()?;
-                Some((lo, usize::from_str_radix(hi, 16).ok()?))
-            });
-            if let Some((lo, hi)) = bounds {
-                inside = (lo..hi).contains(&addr);
-            } else if let Some(flags) = line.strip_prefix("VmFlags:").filter(|_| inside) {
-                return Some(flags.split_whitespace().any(|f| f == "hg"));
-            }
-        }
-        None
-    }
-
-    /// With `huge_pages(true)` the advice reaches the kernel for the table's own mapping, and
-    /// only then; the limiter works the same. Skipped where the kernel refuses the advice (no
-    /// transparent huge pages built in) or smaps shows no flags.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn advice_reaches_the_tables_mapping() {
-        let build = |keys, huge| {
-            KeyedLimiter::<u64>::builder(Quota::per_second(5))
-                .max_keys(keys)
-                .huge_pages(huge)
-                .build()
-        };
-        let (plain, huge, small) = (
-            build(1 << 20, false),
-            build(1 << 20, true),
-            build(1000, true),
-        );
-        if !huge.huge_pages() {
-            eprintln!("skipped: the kernel refuses MADV_HUGEPAGE");
-            return;
-        }
-        assert!(!plain.huge_pages(), "not asked for");
-        assert!(!small.huge_pages(), "smaller than a huge page");
-        let middle = |l: &KeyedLimiter<u64>| {
-            let slots = &l.table.slots;
-            &slots[slots.len() / 2] as *const _ as usize
-        };
-        let Some(advised_huge) = advised(middle(&huge)) else {
-            eprintln!("skipped: /proc/self/smaps shows no VmFlags");
-            return;
-        };
-        assert!(advised_huge, "the huge table's mapping is advised");
-        assert_eq!(advised(middle(&plain)), Some(false), "the plain one is not");
-        for key in 0..1000u64 {
-            for _ in 0..5 {
-                assert!(huge.check_key(&key).is_ok());
-            }
-            assert!(huge.check_key(&key).is_err());
-        }
-        assert_eq!(huge.len(), 1000);
     }
 }

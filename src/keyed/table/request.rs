@@ -4,7 +4,7 @@
 use super::slot::FROZEN;
 use crate::bucket::Change;
 use crate::gcra::{self, Booking};
-use crate::outcome::{Denied, Level};
+use crate::outcome::Denied;
 use crate::quota::Quota;
 
 /// One check: the key's fingerprint, the time, the cost, the quota, and whether a new bucket
@@ -61,7 +61,7 @@ pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
     match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
         Ok((new, _)) if new >= FROZEN => {
             let ahead = tat.saturating_sub(req.now);
-            (tat, Err(Denied::new(level(ahead, req.quota), None)))
+            (tat, Err(Denied::new(gcra::level(ahead, req.quota), None)))
         }
         Ok((new, booking)) => {
             let change = Change {
@@ -71,15 +71,5 @@ pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
             (new, Ok((change, booking)))
         }
         Err(denied) => (tat, Err(denied)),
-    }
-}
-
-/// The level of a bucket `reset_after_ns` from full under `quota`.
-#[inline]
-pub(super) fn level(reset_after_ns: u64, quota: &Quota) -> Level {
-    Level {
-        reset_after_ns,
-        depth_ns: quota.depth_ns(),
-        interval_ns: quota.emission_interval_ns(),
     }
 }

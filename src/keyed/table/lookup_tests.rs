@@ -2,18 +2,20 @@
 //! grouped read of home's cache line and the next must settle on the same slot as the scan
 //! would.
 
-use super::slot::{self, zeroed_slots, Slot, EMPTY, FROZEN};
-use super::table::{Table, LINE};
-use super::OverflowPolicy;
-use crate::sync::Ordering;
+use super::lookup::lookup;
+use super::loom_hooks::Faults;
+use super::slot::{zeroed_slots, KeyWord, Slot, FROZEN};
+use super::window::{Slots, LINE};
+
+const EMPTY: KeyWord = KeyWord::EMPTY;
 
 /// The tag looked up, and another key's.
 const TAG: u64 = 5;
 const OTHER: u64 = 6;
 
-/// The window scan as the module docs of `table` state it: the first slot holding TAG that is
+/// The window scan as the module docs of the table state it: the first slot holding TAG that is
 /// PENDING (not here) or LIVE and not frozen (found), or the first EMPTY slot (not here).
-fn reference(table: &Table, home: usize) -> Option<(*const Slot, u64, u64)> {
+fn reference(table: &Slots, home: usize) -> Option<(*const Slot, KeyWord, u64)> {
     scan(table, home, true)
 }
 
@@ -21,24 +23,23 @@ fn reference(table: &Table, home: usize) -> Option<(*const Slot, u64, u64)> {
 /// that concurrent inserts can show a look-up (an EMPTY slot filled between two of its
 /// reads); the look-up may answer it as this scan or as [`reference`] does, both being answers
 /// that some moment of the reads supports, and nothing else.
-fn tag_scan(table: &Table, home: usize) -> Option<(*const Slot, u64, u64)> {
+fn tag_scan(table: &Slots, home: usize) -> Option<(*const Slot, KeyWord, u64)> {
     scan(table, home, false)
 }
 
 /// The first slot of `home`'s window holding TAG that is PENDING (`None`) or LIVE and not
 /// frozen (found); `None` at the first EMPTY slot too if `stop_at_empty`.
-fn scan(table: &Table, home: usize, stop_at_empty: bool) -> Option<(*const Slot, u64, u64)> {
+fn scan(table: &Slots, home: usize, stop_at_empty: bool) -> Option<(*const Slot, KeyWord, u64)> {
     let n = table.slots.len();
-    // SeqCst throughout this file: single-threaded test set-up and reads; any ordering would do.
     for i in 0..table.window {
         let s = &table.slots[(home + i) % n];
-        let k = s.key.load(Ordering::SeqCst);
-        let w = s.tat.load(Ordering::SeqCst);
-        if slot::tag(k) == TAG {
-            if slot::is_pending(k) {
+        let k = s.key.load();
+        let w = s.tat.load();
+        if k.tag() == TAG {
+            if k.is_pending() {
                 return None;
             }
-            if w ^ slot::mask(k) != FROZEN {
+            if w ^ k.mask() != FROZEN {
                 return Some((s as *const Slot, k, w));
             }
         } else if k == EMPTY && stop_at_empty {
@@ -50,37 +51,29 @@ fn scan(table: &Table, home: usize, stop_at_empty: bool) -> Option<(*const Slot,
 
 /// Whether the slots of `home`'s window keep invariant 2 of `table` for TAG: no EMPTY slot
 /// before a slot holding it.
-fn keeps_invariant_2(table: &Table, home: usize) -> bool {
+fn keeps_invariant_2(table: &Slots, home: usize) -> bool {
     let n = table.slots.len();
-    let k = |i: usize| table.slots[(home + i) % n].key.load(Ordering::SeqCst);
+    let k = |i: usize| table.slots[(home + i) % n].key.load();
     let first_empty = (0..table.window).find(|&i| k(i) == EMPTY);
-    first_empty.is_none_or(|e| (e..table.window).all(|i| slot::tag(k(i)) != TAG))
+    first_empty.is_none_or(|e| (e..table.window).all(|i| k(i).tag() != TAG))
 }
 
 /// Slot `s` of `table` set to state `state` (0..6) by compare-and-swaps from all-zero.
-fn set(table: &Table, s: usize, state: u64) {
-    let set_words = |k: u64, tat: Option<u64>| {
+fn set(table: &Slots, s: usize, state: u64) {
+    let set_words = |k: KeyWord, tat: Option<u64>| {
         let slot = &table.slots[s];
-        slot.key
-            .compare_exchange(EMPTY, k, Ordering::SeqCst, Ordering::SeqCst)
-            .unwrap();
+        slot.key.compare_exchange(EMPTY, k).unwrap();
         if let Some(tat) = tat {
-            let w = tat ^ slot::mask(k);
-            slot.tat
-                .compare_exchange(0, w, Ordering::SeqCst, Ordering::SeqCst)
-                .unwrap();
+            slot.tat.compare_exchange(0, tat ^ k.mask()).unwrap();
         }
     };
     match state {
-        0 => {} // EMPTY
-        1 => set_words(
-            slot::tombstone(slot::live(slot::pending(OTHER, EMPTY))),
-            None,
-        ), // TOMBSTONE
-        2 => set_words(slot::live(slot::pending(OTHER, EMPTY)), Some(100)), // another key
-        3 => set_words(slot::pending(TAG, EMPTY), None), // being inserted
-        4 => set_words(slot::live(slot::pending(TAG, EMPTY)), Some(200)), // the key
-        _ => set_words(slot::live(slot::pending(TAG, EMPTY)), Some(FROZEN)), // being removed
+        0 => {}                                                      // EMPTY
+        1 => set_words(EMPTY.claim(OTHER).live().tombstone(), None), // TOMBSTONE
+        2 => set_words(EMPTY.claim(OTHER).live(), Some(100)),        // another key
+        3 => set_words(EMPTY.claim(TAG), None),                      // being inserted
+        4 => set_words(EMPTY.claim(TAG).live(), Some(200)),          // the key
+        _ => set_words(EMPTY.claim(TAG).live(), Some(FROZEN)),       // being removed
     }
 }
 
@@ -102,19 +95,14 @@ fn the_grouped_look_up_settles_where_a_plain_scan_does() {
                 // another branch than one whose group does).
                 for (phase, tag_weight) in (0..LINE).flat_map(|p| (0..4).map(move |w| (p, w))) {
                     for _ in 0..4 {
-                        let mut table = Table::new(
-                            zeroed_slots(n).unwrap(),
-                            window,
-                            OverflowPolicy::DenyNewKeys,
-                        );
+                        let mut table = Slots::new(zeroed_slots(n).unwrap(), window, Faults::NONE);
                         table.set_line_phase(phase);
                         for s in 0..n {
                             let tagged = next() % 4 < tag_weight;
                             set(&table, s, 3 * u64::from(tagged) + next() % 3);
                         }
-                        let got = table
-                            .lookup(home, TAG)
-                            .map(|(s, k, w)| (s as *const Slot, k, w));
+                        let got =
+                            lookup(&table, home, TAG).map(|(s, k, w)| (s as *const Slot, k, w));
                         let context = format!("n {n}, window {window}, home {home}, phase {phase}");
                         if keeps_invariant_2(&table, home) {
                             kept += 1;

@@ -1,0 +1,284 @@
+//! Inserting a new key: the lock-free protocol that gives each key at most one bucket.
+//!
+//! # Inserting a new key X
+//! 1. **Claim** a free slot (EMPTY, TOMBSTONE or a frozen bucket; failing that, an idle bucket
+//!    of another key, `TAT <= now`, whose removal loses nothing; failing that, the overflow
+//!    policy) by a CAS of K to `PENDING(X)`, one generation on. A bucket is frozen first (see
+//!    [`upkeep`](super::upkeep)), so that no spend of its key is lost.
+//! 2. **Resolve**: rescan the window for another slot of X. A LIVE X: retract mine, use it. A
+//!    PENDING X earlier in the window: retract mine and restart. A PENDING X later in the
+//!    window: retract it by CAS; if it went LIVE meanwhile, retract mine and use it.
+//! 3. **Initialise W** to the masked UNPUBLISHED, checking K after reading W.
+//! 4. **Make it LIVE** by a CAS of K from `PENDING(X)` to `LIVE(X)`, with W read once more just
+//!    before and still UNPUBLISHED.
+//! 5. **Publish**: CAS W from UNPUBLISHED to the new bucket's TAT after the publisher's own
+//!    request (an ordinary spend that finds UNPUBLISHED does this).
+//!
+//! A look-up that meets `PENDING(X)` resolves it and makes it LIVE on the owner's behalf, and
+//! one that meets UNPUBLISHED publishes it, instead of waiting: a preempted inserter blocks no
+//! one. The reasons for each step, and the proof that X never has two live buckets (which is
+//! why every operation on K is `SeqCst`), are in docs/design.md.
+
+use super::super::stats::Counters;
+use super::request::{decide, Outcome, Request};
+use crate::gcra::level;
+use super::slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
+use super::upkeep;
+use super::window::Slots;
+use crate::outcome::Denied;
+
+/// What a new key does when its window has no room: the table's own copy of
+/// [`OverflowPolicy`](crate::OverflowPolicy), so that the table needs nothing of the public face.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Overflow {
+    /// Remove the bucket nearest to full in the window.
+    EvictNearestFull,
+    /// Deny the new key.
+    DenyNewKeys,
+}
+
+/// A found bucket: its window position, the K read, and the W read in the same tenure.
+pub(super) type Held = (usize, KeyWord, u64);
+
+/// What a scan met: the first free slot (with its K), the first idle bucket, and the bucket
+/// nearest to full.
+#[derive(Default)]
+pub(super) struct Room {
+    pub(super) free: Option<(usize, KeyWord)>,
+    pub(super) idle: Option<Held>,
+    pub(super) nearest_full: Option<Held>,
+}
+
+/// What a scan of a key's window found.
+pub(super) enum Found {
+    /// The key was pending and this check published it, with its own spend applied.
+    Mine(Outcome),
+    /// The key's LIVE bucket.
+    Live(Held),
+    /// No bucket: where one could go.
+    Absent(Room),
+}
+
+/// The end of a resolve or insert: the key's bucket, or start the look-up again.
+pub(super) enum Step {
+    /// This check's decision, already final (a denial for lack of room, or an absent key left
+    /// full).
+    Mine(Outcome),
+    /// The key's LIVE bucket, to spend from (it may still be UNPUBLISHED).
+    Live(Held),
+    Restart,
+}
+
+/// The insert path of one table: its slots, its counters and its overflow policy.
+pub(super) struct Insert<'t> {
+    pub(super) slots: &'t Slots,
+    pub(super) counters: &'t Counters,
+    pub(super) overflow: Overflow,
+}
+
+impl Insert<'_> {
+    /// The slow path of [`Table::spend`](super::Table::spend): the key was not found live. Scans again,
+    /// noting room and helping a pending insert of the key, then inserts it if still absent.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn find_or_insert(&self, home: usize, req: Request<'_>) -> Step {
+        let req = &req;
+        match self.find(home, req) {
+            Found::Mine(outcome) => Step::Mine(outcome),
+            Found::Live(held) => Step::Live(held),
+            Found::Absent(room) => {
+                if req.initial() == 0 {
+                    // A full bucket that this decision leaves full (a peek, or a cost above
+                    // the burst) need not be stored: an absent key is full.
+                    let (tat, outcome) = decide(0, req);
+                    if tat == 0 {
+                        return Step::Mine(outcome);
+                    }
+                }
+                self.insert(home, req, room)
+                    .unwrap_or_else(|denied| Step::Mine(Err(denied)))
+            }
+        }
+    }
+
+    /// Scans the window of the key up to the first EMPTY slot. A PENDING slot of the key met
+    /// on the way is resolved on its owner's behalf; a bucket being removed counts as free.
+    pub(super) fn find(&self, home: usize, req: &Request<'_>) -> Found {
+        let tag = tag_of(req.fp);
+        'restart: loop {
+            let mut room = Room::default();
+            for (i, slot) in self.slots.window(home) {
+                let k = slot.key.load();
+                if k == KeyWord::EMPTY {
+                    room.free.get_or_insert((i, k));
+                    break;
+                }
+                if !k.holds_key() {
+                    room.free.get_or_insert((i, k)); // a TOMBSTONE
+                    continue;
+                }
+                if k.is_pending() {
+                    if k.tag() == tag {
+                        match self.resolve(home, i, k) {
+                            Step::Mine(outcome) => return Found::Mine(outcome),
+                            Step::Live(held) => return Found::Live(held),
+                            Step::Restart => continue 'restart,
+                        }
+                    }
+                    continue;
+                }
+                let w = slot.tat.load();
+                if slot.key.load() != k {
+                    continue 'restart; // K moved while W was read
+                }
+                let tat = w ^ self.slots.mask(k);
+                if tat == FROZEN {
+                    room.free.get_or_insert((i, k)); // removed; K is about to follow
+                } else if k.tag() == tag {
+                    return Found::Live((i, k, w));
+                } else if tat == UNPUBLISHED {
+                    // Another key's insert, about to apply its first spend: not room.
+                } else if tat <= req.now {
+                    room.idle.get_or_insert((i, k, w));
+                } else if room
+                    .nearest_full
+                    .is_none_or(|(_, nk, nw)| tat < nw ^ self.slots.mask(nk))
+                {
+                    room.nearest_full = Some((i, k, w));
+                }
+            }
+            return Found::Absent(room);
+        }
+    }
+
+    /// Claims room for the key (a free slot, or by the overflow policy) and resolves the claim.
+    pub(super) fn insert(
+        &self,
+        home: usize,
+        req: &Request<'_>,
+        room: Room,
+    ) -> Result<Step, Denied> {
+        // A free slot first, then an idle bucket (lossless to remove), then the policy.
+        let (i, k, bucket) = match (room.free, room.idle, room.nearest_full, self.overflow) {
+            (Some((i, k)), _, _, _) => (i, k, None),
+            (None, Some((i, k, w)), _, _) => (i, k, Some((w, false))),
+            (None, None, Some((i, k, w)), Overflow::EvictNearestFull) => (i, k, Some((w, true))),
+            (None, None, nearest, _) => {
+                self.counters.count_denial();
+                // Room appears when the bucket nearest to full in the window is full (it is
+                // not yet: its TAT is after `now`, or it would have been free). With no such
+                // bucket, every slot is being inserted into: room appears very soon.
+                let wait = nearest.map_or(1, |(_, k, w)| (w ^ self.slots.mask(k)) - req.now);
+                // No tokens: the key has no bucket to hold any.
+                let empty = level(wait.max(req.quota.depth_ns()), req.quota);
+                return Err(Denied::new(empty, Some(wait)));
+            }
+        };
+        let slot = self.slots.at(home, i);
+        if let Some((w, overflow)) = bucket {
+            if !upkeep::freeze(self.slots, slot, k, w) {
+                return Ok(Step::Restart); // it was spent from meanwhile
+            }
+            self.counters.key_removed();
+            if overflow {
+                self.counters.count_eviction();
+            }
+        }
+        let claim = k.claim(tag_of(req.fp));
+        if k.holds_key() && !upkeep::still_frozen(self.slots, slot, k) {
+            return Ok(Step::Restart); // K moved on (see `upkeep`, *A stalled thread*)
+        }
+        if slot.key.compare_exchange(k, claim).is_err() {
+            return Ok(Step::Restart);
+        }
+        Ok(self.resolve(home, i, claim))
+    }
+
+    /// Steps 2 to 4 of an insert (module docs) for the claim `claim` at window position `p`,
+    /// by its owner or by a helper. Step 5 is the spend from the bucket returned.
+    pub(super) fn resolve(&self, home: usize, p: usize, claim: KeyWord) -> Step {
+        if !self.slots.faults.skips_rescan() {
+            if let Some(step) = self.rescan(home, p, claim) {
+                return step;
+            }
+        }
+        let slot = self.slots.at(home, p);
+        let live = claim.live();
+        let unpublished = UNPUBLISHED ^ self.slots.mask(live);
+        self.initialise(slot, claim);
+        // While K is the claim, W stays UNPUBLISHED once initialised; anything else means K
+        // moved (see `upkeep`, *A stalled thread*).
+        if slot.tat.load() != unpublished && !self.slots.faults.skips_init_recheck() {
+            return Step::Restart;
+        }
+        match slot.key.compare_exchange(claim, live) {
+            Err(actual) if actual != live => Step::Restart, // retracted
+            // Made LIVE, here or by a helper. The spend publishes it, or finds it published.
+            _ => Step::Live((p, live, unpublished)),
+        }
+    }
+
+    /// Step 2: the rescan for another slot of the key. `None` to go on with the claim.
+    fn rescan(&self, home: usize, p: usize, claim: KeyWord) -> Option<Step> {
+        let tag = claim.tag();
+        for (i, other) in self.slots.window(home).filter(|&(i, _)| i != p) {
+            let mut k = other.key.load();
+            if k == KeyWord::EMPTY {
+                break;
+            }
+            while k.tag() == tag {
+                if !k.is_pending() {
+                    match self.slots.read_live(other, k) {
+                        Some(w) => {
+                            self.retract(self.slots.at(home, p), claim);
+                            return Some(Step::Live((i, k, w)));
+                        }
+                        // Frozen (not a bucket any more), or K moved: read it again.
+                        None => {
+                            let again = other.key.load();
+                            if again == k {
+                                break;
+                            }
+                            k = again;
+                            continue;
+                        }
+                    }
+                }
+                if i < p {
+                    self.retract(self.slots.at(home, p), claim);
+                    return Some(Step::Restart);
+                }
+                match other.key.compare_exchange(k, k.tombstone()) {
+                    Ok(_) => break,
+                    Err(actual) => k = actual,
+                }
+            }
+        }
+        None
+    }
+
+    /// Step 3: W of the claim to the masked UNPUBLISHED, unless the claim is no longer PENDING.
+    fn initialise(&self, slot: &Slot, claim: KeyWord) {
+        let unpublished = UNPUBLISHED ^ self.slots.mask(claim.live());
+        let recheck = !self.slots.faults.skips_init_recheck();
+        loop {
+            // K is read after W.
+            let w = slot.tat.load();
+            if recheck && slot.key.load() != claim {
+                return;
+            }
+            if w == unpublished {
+                return;
+            }
+            // A failure means W moved: read it again.
+            let _ = slot.tat.compare_exchange(w, unpublished);
+        }
+    }
+
+    /// Turns the claim `claim` into a TOMBSTONE, if it is still PENDING.
+    fn retract(&self, slot: &Slot, claim: KeyWord) {
+        // A failure means someone else retracted it, or made it LIVE after the other bucket of
+        // the key was frozen: then the look-up that follows finds this one.
+        let _ = slot.key.compare_exchange(claim, claim.tombstone());
+    }
+}

@@ -1,0 +1,77 @@
+//! The fault-injection switch of the loom models (`loom-tests/`): which step of the protocol a
+//! model's table deliberately breaks, so that the model can show that it catches the fault.
+//!
+//! A leaf module: the table asks the switch and the switch knows nothing of the table. Outside
+//! `cfg(loom)` the switch is empty and every question is a constant `false`.
+
+/// Deliberately broken steps, one per loom model, which the models must catch.
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Broken {
+    /// The real protocol.
+    Nothing,
+    /// Make a claim LIVE without rescanning the window for another slot of the key.
+    SkipRescan,
+    /// Initialise W of a claim without checking after reading W that K is still the claim.
+    InitWithoutRecheck,
+    /// Remove an idle bucket by changing K alone, without freezing W first.
+    EvictWithoutFreeze,
+    /// Store the TAT in W unmasked, so that two tenures can write equal values.
+    UnmaskedTat,
+    /// Look a key up by reading W without reading K again after it, so that W may be of
+    /// another tenure than the K read before it.
+    LookupWithoutRecheck,
+}
+
+/// The broken step of one table, if any: none outside loom (a zero-sized value).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Faults {
+    #[cfg(loom)]
+    broken: Broken,
+}
+
+impl Faults {
+    /// The real protocol.
+    pub(crate) const NONE: Faults = Faults {
+        #[cfg(loom)]
+        broken: Broken::Nothing,
+    };
+
+    /// A table with the step `broken` broken.
+    #[cfg(loom)]
+    pub(crate) const fn new(broken: Broken) -> Faults {
+        Faults { broken }
+    }
+}
+
+/// One question per broken step: `true` only under loom, in the twin that breaks it.
+macro_rules! questions {
+    ($($(#[$doc:meta])* $name:ident => $step:ident,)*) => {
+        impl Faults {
+            $(
+                $(#[$doc])*
+                #[inline(always)]
+                pub(crate) fn $name(self) -> bool {
+                    #[cfg(loom)]
+                    return self.broken == Broken::$step;
+                    #[cfg(not(loom))]
+                    false
+                }
+            )*
+        }
+    };
+}
+
+questions! {
+    /// Whether a claim goes LIVE without step 2 of an insert (the rescan).
+    skips_rescan => SkipRescan,
+    /// Whether step 3 of an insert writes W without reading K again after W.
+    skips_init_recheck => InitWithoutRecheck,
+    /// Whether a removal retires K without freezing W first.
+    evicts_without_freeze => EvictWithoutFreeze,
+    /// Whether W holds the TAT unmasked.
+    unmasked_tat => UnmaskedTat,
+    /// Whether a look-up decodes W without reading K again after it.
+    skips_lookup_recheck => LookupWithoutRecheck,
+}

@@ -1,0 +1,146 @@
+//! The slot array and a key's place in it: its home slot, and its window as an iterator of its
+//! slots in probing order with their window positions, as at most two straight runs of the
+//! array, with no wrap-around test per slot.
+
+use super::loom_hooks::Faults;
+use super::slot::{KeyWord, Slot, FROZEN};
+use alloc::boxed::Box;
+use core::iter::{Chain, Enumerate};
+use core::slice;
+
+/// Slots per cache line (64 bytes of 16-byte slots).
+#[cfg(not(loom))]
+pub(super) const LINE: usize = 4;
+/// Under loom one "line" of two slots (see [`lookup`](super::lookup)).
+#[cfg(loom)]
+pub(super) const LINE: usize = 2;
+
+/// The slots of a window in order, each with its position `i` in the window (the slot
+/// [`Slots::at`]`(home, i)`): first the run from home to the end of the window or of the
+/// array, then the run wrapped to the array's start. Internal iteration (`find_map`,
+/// `try_fold`) over it compiles to one straight loop per run; a `for` loop tests which run it
+/// is in at each step, which is fine off the hot path.
+pub(super) type Window<'a> = Enumerate<Chain<slice::Iter<'a, Slot>, slice::Iter<'a, Slot>>>;
+
+/// The slot array with its window length and the placement of slot 0 in its cache line.
+pub(crate) struct Slots {
+    pub(super) slots: Box<[Slot]>,
+    /// Where slot 0 sits in its cache line, in slots (the array is 16-byte aligned).
+    pub(super) line_phase: usize,
+    /// How far from its home a key may be stored: the longest scan.
+    pub(super) window: usize,
+    /// The loom twins' broken step (none outside loom).
+    pub(super) faults: Faults,
+}
+
+impl Slots {
+    /// `slots` (at least 1) searched `window` slots from home.
+    pub(super) fn new(slots: Box<[Slot]>, window: usize, faults: Faults) -> Slots {
+        let window = window.clamp(1, slots.len());
+        // Under loom the slots are not memory words: phase 0, so that the two-slot models take
+        // the grouped path of a look-up from slot 0.
+        let line_phase = if cfg!(loom) {
+            0
+        } else {
+            (slots.as_ptr() as usize / core::mem::size_of::<Slot>()) % LINE
+        };
+        Slots {
+            slots,
+            line_phase,
+            window,
+            faults,
+        }
+    }
+
+    /// Places slot 0 at `phase` slots into its cache line, as an allocation could: for the
+    /// look-up test, which covers every phase.
+    #[cfg(test)]
+    pub(super) fn set_line_phase(&mut self, phase: usize) {
+        self.line_phase = phase % LINE;
+    }
+
+    /// All the slots, in array order.
+    #[inline(always)]
+    pub(crate) fn as_slice(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// The home index of a fingerprint: its high bits scaled onto the slot count
+    /// (multiply-shift, so the count need not be a power of two).
+    #[inline(always)]
+    pub(super) fn home(&self, fp: u64) -> usize {
+        ((u128::from(fp) * self.slots.len() as u128) >> 64) as usize
+    }
+
+    /// The slots of the window of `home` with their window positions, in probing order.
+    #[inline(always)]
+    pub(super) fn window(&self, home: usize) -> Window<'_> {
+        window(&self.slots, home, self.window)
+    }
+
+    /// The slot at window position `i` from `home`, wrapping at the end of the array.
+    #[inline(always)]
+    pub(super) fn at(&self, home: usize, i: usize) -> &Slot {
+        let j = home + i;
+        let j = if j >= self.slots.len() {
+            j - self.slots.len()
+        } else {
+            j
+        };
+        &self.slots[j]
+    }
+
+    /// The mask of W in the tenure of the LIVE K `k` (see [`slot`](super::slot)).
+    #[inline(always)]
+    pub(super) fn mask(&self, k: KeyWord) -> u64 {
+        if self.faults.unmasked_tat() {
+            return 0;
+        }
+        k.mask()
+    }
+
+    /// W read in the tenure of the LIVE K `k`, if the slot still holds `k` after the read
+    /// and its bucket is not being removed. `None` for a PENDING `k`.
+    #[inline(always)]
+    pub(super) fn read_live(&self, slot: &Slot, k: KeyWord) -> Option<u64> {
+        slot.read_in_tenure(k)
+            .filter(|&w| w ^ self.mask(k) != FROZEN)
+    }
+}
+
+/// The window of `len` slots of `slots` from `home` on, wrapping at the end (`home <
+/// slots.len()`, `len <= slots.len()`).
+#[inline(always)]
+pub(super) fn window(slots: &[Slot], home: usize, len: usize) -> Window<'_> {
+    let (before, from_home) = slots.split_at(home);
+    let (run, wrapped) = match len.checked_sub(from_home.len()) {
+        Some(rest) => (from_home, &before[..rest]),
+        None => (&from_home[..len], &[][..]),
+    };
+    run.iter().chain(wrapped).enumerate()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::super::slot::{zeroed_slots, Slot};
+    use super::window;
+
+    /// Every window of every small table visits slot `(home + i) % n` at position `i`.
+    #[test]
+    fn visits_the_window_in_probing_order() {
+        for n in 1..=6 {
+            let slots = zeroed_slots(n).unwrap();
+            for home in 0..n {
+                for len in 0..=n {
+                    let seen: Vec<(usize, *const Slot)> = window(&slots, home, len)
+                        .map(|(i, slot)| (i, slot as *const _))
+                        .collect();
+                    let expected: Vec<(usize, *const Slot)> = (0..len)
+                        .map(|i| (i, &slots[(home + i) % n] as *const _))
+                        .collect();
+                    assert_eq!(seen, expected, "n {n}, home {home}, len {len}");
+                }
+            }
+        }
+    }
+}
