@@ -2,34 +2,22 @@
 //! passed in and with a real clock, on one thread and under contention from 2, against the
 //! mutex token bucket it replaces, governor 0.10, and the bare atomic operation beneath it.
 //!
-//! `cargo bench --bench core` runs everything in about two minutes (short warm-up and
-//! measurement: a first look, not a publication run). Filter with e.g.
-//! `cargo bench --bench core -- contention/allowed`.
+//! `cargo bench -p cellrate-benches -- '^(direct|contention)/'` runs them in about two minutes
+//! (short warm-up and measurement: a first look, not a publication run). Filter with e.g.
+//! `cargo bench -p cellrate-benches -- contention/allowed`.
 
-use criterion::{criterion_group, criterion_main, Criterion};
-use std::time::Duration;
+use criterion::Criterion;
 
-#[path = "core/cached.rs"]
 mod cached;
-#[path = "core/contention.rs"]
-mod contention;
-#[path = "core/direct.rs"]
+pub mod contention;
 mod direct;
-#[path = "core/subjects.rs"]
-mod subjects;
+pub mod subjects;
 
-/// Short runs: the whole target must finish in a few minutes on a shared 2-core machine.
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2))
-        .sample_size(30)
+/// Every group of this suite.
+pub fn benches(c: &mut Criterion) {
+    direct::allowed_at(c);
+    direct::denied_at(c);
+    direct::allowed_clock(c);
+    direct::denied_clock(c);
+    contention::contention(c);
 }
-
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = direct::allowed_at, direct::denied_at, direct::allowed_clock, direct::denied_clock,
-        contention::contention
-}
-criterion_main!(benches);

@@ -11,11 +11,12 @@
 //! median of per-round ratios would be unstable: on a loaded machine a round's difference can
 //! be near zero or negative.)
 //!
-//! Run: `cargo bench --bench http --features http,axum` (about 30 s).
+//! Run: `cargo bench -p cellrate-benches --features http -- http` (about 30 s).
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::{routing::get, Router};
+use crate::keyed_paired::quantile;
 use cellrate::http::{ClientIp, Keyed, RateLimitLayer};
 use cellrate::{KeyedLimiter, Quota};
 use http::Request;
@@ -78,16 +79,14 @@ fn chunk(runtime: &tokio::runtime::Runtime, router: &Router, start: u32) -> f64 
     began.elapsed().as_nanos() as f64 / f64::from(CHUNK)
 }
 
+/// The median, p25 and p75 of `v`.
 fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
-    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    let at = |q: f64| quantile(&v, q);
     (at(0.5), at(0.25), at(0.75))
 }
 
-fn main() {
-    if std::env::args().any(|a| a == "--list") {
-        return; // `cargo bench -- --list` and `cargo test --benches`: nothing to list
-    }
+pub fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

@@ -1,4 +1,4 @@
-//! Keyed limiters side by side: cellrate's `KeyedLimiter`, the naive keyed design of the seeds
+//! Keyed limiters side by side: cellrate's `KeyedLimiter`, the naive keyed design
 //! (`mutex_bucket`: one `Mutex<HashMap<K, MutexBucket>>`, every check locks the map, then the
 //! key's bucket) and governor 0.10's default keyed limiter (`RateLimiter::keyed`: DashMap,
 //! SipHash, quanta clock), all on their real clocks, keys visited in random order:
@@ -26,23 +26,18 @@
 //! run on a clock refreshed every millisecond by a background thread: cellrate's `CachedClock`
 //! and governor's `QuantaUpkeepClock`, the same design.
 //!
-//! Run: `cargo bench --bench keyed --features quanta` (about 2 minutes with
+//! Run: `cargo bench -p cellrate-benches --features quanta -- keyed_` (about 2 minutes with
 //! `-- --warm-up-time 1 --measurement-time 2`). Other work shares the machine, so compare the
 //! subjects of one run and read ratios, not absolute figures.
 
-#[path = "keyed/batch.rs"]
 mod batch;
-#[path = "keyed/floor.rs"]
 mod floor;
-#[path = "keyed/subjects.rs"]
-mod subjects;
+pub mod subjects;
 
 use cellrate::baseline::MutexBucket;
-use cellrate::{Clock, KeyedLimiter, MonotonicClock, Quota};
+use cellrate::{Clock, KeyedLimiter, MonotonicClock, Quota, TickClock};
 use criterion::measurement::WallTime;
-use criterion::{
-    criterion_group, criterion_main, Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
-};
+use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -51,7 +46,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use subjects::*;
 
-/// The seeds' naive keyed limiter: one map of mutex token buckets behind one mutex.
+/// The naive keyed limiter: one map of mutex token buckets behind one mutex.
 struct MutexMap<K> {
     buckets: Mutex<HashMap<K, MutexBucket>>,
     quota: Quota,
@@ -105,7 +100,7 @@ fn u64_keys(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("keyed_check_{n}_keys"));
         let id = |name: &str| BenchmarkId::new(name, n);
 
-        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, TickClock::new());
         group.bench_function(id("cellrate"), |b| {
             walk(b, &order, |k| ours.check_key(k).is_ok())
         });
@@ -180,7 +175,7 @@ fn string_keys_one_thread(c: &mut Criterion) {
     let mut group = c.benchmark_group(format!("keyed_check_{N}_string_keys"));
     let id = |name: &str| BenchmarkId::new(name, N);
 
-    let ours: KeyedLimiter<String> = cellrate_limiter(&key_strs, MonotonicClock::new());
+    let ours: KeyedLimiter<String> = cellrate_limiter(&key_strs, TickClock::new());
     group.bench_function(id("cellrate"), |b| {
         walk(b, &order, |k| ours.check_key(k.as_str()).is_ok())
     });
@@ -243,7 +238,7 @@ fn threads_on_many_keys(c: &mut Criterion) {
     let key_refs: Vec<&u64> = keys.iter().collect();
     let mut group = c.benchmark_group("keyed_throughput_1000000_keys");
 
-    let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+    let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, TickClock::new());
     bench_threads(&mut group, "cellrate", &order, |k| {
         ours.check_key(k).is_ok()
     });
@@ -272,17 +267,13 @@ fn threads_on_many_keys(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(30)
+/// Every group of this suite.
+pub fn benches(c: &mut Criterion) {
+    u64_keys(c);
+    string_keys_one_thread(c);
+    threads_on_many_keys(c);
+    batch::batches(c);
+    floor::parts(c);
+    floor::slot_floors(c);
+    floor::hashed_floors(c);
 }
-
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = u64_keys, string_keys_one_thread, threads_on_many_keys, batch::batches,
-        floor::parts, floor::slot_floors, floor::hashed_floors
-}
-criterion_main!(benches);

@@ -9,7 +9,7 @@
 //!   the caller's temporary key strings are freed inside the loop and cancel out);
 //! - resident memory (`VmRSS` from /proc/self/status) before building and after filling.
 //!
-//! Run: `cargo bench --bench keyed_memory` (about 10 s).
+//! Run: `cargo bench -p cellrate-benches -- keyed_memory` (about 10 s).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::num::NonZeroU32;
@@ -187,13 +187,13 @@ fn run(case: &str) {
     }
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; a case name as the first argument runs that case alone.
+pub fn main() {
+    // `cargo bench` passes `--bench`; a case name after the suite's runs that case alone.
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
         .collect();
-    if let Some(case) = args.first() {
+    if let Some(case) = args.get(1) {
         return run(case);
     }
     println!("{KEYS} keys per case, each case in its own process");
@@ -211,7 +211,7 @@ fn main() {
     for case in cases {
         let exe = std::env::current_exe().expect("own path");
         let status = std::process::Command::new(exe)
-            .arg(case)
+            .args(["keyed_memory", case])
             .status()
             .expect("child runs");
         assert!(status.success(), "{case} failed");

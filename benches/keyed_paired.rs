@@ -1,4 +1,4 @@
-//! The keyed ratio targets measured as pairs: cellrate and governor 0.10's default keyed limiter
+//! The keyed ratios measured as pairs: cellrate and governor 0.10's default keyed limiter
 //! take turns on the same keys in one process, a chunk of checks each, and every pair of
 //! chunks gives one ratio of their times. The figure is the median of those ratios.
 //!
@@ -13,7 +13,7 @@
 //! `keyed_check_*_keys`):
 //! - cellrate with the time passed in (`check_key_n_at`, as `cellrate_at_now`), on
 //!   `CachedClock`, and at 1,000,000 keys in huge pages, each against governor's `check_key` on
-//!   its default clock (a TSC read per check: the comparison the issues' targets name);
+//!   its default clock (a TSC read per check: what a user of governor gets);
 //! - cellrate on `CachedClock` against governor on its `QuantaUpkeepClock`: equal clocks, both
 //!   a load of a time refreshed every 1 ms;
 //! - cellrate with SipHash-1-3 fingerprints (`FingerprintHash::SipHash13`, the hash governor
@@ -27,20 +27,15 @@
 //! In each turn every row checks its own window of the visiting order, so that no subject
 //! meets keys that another row's subject just warmed.
 //!
-//! Run: `cargo bench --bench keyed_paired` (about 45 s).
+//! Run: `cargo bench -p cellrate-benches -- keyed_paired` (about 45 s).
 
-// The module serves `keyed` too; this target uses part of it.
-#[allow(dead_code)]
-#[path = "keyed/subjects.rs"]
-mod subjects;
-
-use cellrate::{Clock, KeyedLimiter, MonotonicClock};
-use std::hint::black_box;
-use std::time::{Duration, Instant};
-use subjects::{
+use crate::keyed::subjects::{
     cached_clock, cellrate_limiter, governor_cached_limiter, governor_limiter, huge_page_limiter,
     siphash_limiter, u64_workload, SipCasFloor, U64_SEED,
 };
+use cellrate::{Clock, KeyedLimiter, TickClock};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 /// Checks per chunk: long enough that the two clock reads around it do not count (a chunk
 /// takes 2-30 ms), short enough that the load rarely changes within a pair.
@@ -67,8 +62,15 @@ fn chunk<'a>(check: impl Fn(&u64) -> bool + 'a) -> Chunk<'a> {
 }
 
 /// The value at quantile `q` of sorted `values`.
-fn quantile(values: &[f64], q: f64) -> f64 {
+pub fn quantile(values: &[f64], q: f64) -> f64 {
     values[((values.len() - 1) as f64 * q).round() as usize]
+}
+
+/// `f` of every pair, sorted.
+pub fn sorted_by(pairs: &[(f64, f64)], f: &dyn Fn(&(f64, f64)) -> f64) -> Vec<f64> {
+    let mut values: Vec<f64> = pairs.iter().map(f).collect();
+    values.sort_by(f64::total_cmp);
+    values
 }
 
 /// A subject of a pair: its name and its chunk.
@@ -106,11 +108,7 @@ impl<'a> Row<'a> {
 
     /// The median of the ratios ours/theirs with p25 and p75, and each one's median ns.
     fn print(&self) {
-        let sorted = |f: &dyn Fn(&(f64, f64)) -> f64| {
-            let mut v: Vec<f64> = self.pairs.iter().map(f).collect();
-            v.sort_by(f64::total_cmp);
-            v
-        };
+        let sorted = |f: &dyn Fn(&(f64, f64)) -> f64| sorted_by(&self.pairs, f);
         let ratios = sorted(&|&(a, b)| a / b);
         println!(
             "{:<40} {:.2}x (p25 {:.2}, p75 {:.2}; {:>3} pairs)   {} {:>5.1} ns, {} {:>5.1} ns",
@@ -157,7 +155,7 @@ fn thp_always() -> bool {
     mode.is_ok_and(|m| m.contains("[always]"))
 }
 
-fn main() {
+pub fn main() {
     println!(
         "median of paired ratios of time per check (below 1: the first subject faster), with \
          p25 and p75 of the ratios; chunks of {CHUNK} checks; each subject's median ns per check"
@@ -170,7 +168,7 @@ fn main() {
         // The two tables of the huge-page comparison are built one after the other, so that
         // neither gets memory the other's build left behind (the order of builds moved this
         // comparison by 20-30% in trials).
-        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, TickClock::new());
         let big = huge_page_limiter(&key_refs);
         let cached: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, cached_clock());
         let sip = siphash_limiter(&key_refs);

@@ -58,7 +58,7 @@ Result = namedtuple("Result", "group parts name column variant ns elements run r
 
 
 def read_runs(manifest):
-    """The bench target runs of the last report, as report.sh recorded them (tab-separated)."""
+    """The suite runs of the last report, as report.sh recorded them (tab-separated)."""
     rows = [line.split("\t") for line in Path(manifest).read_text().splitlines()]
     if any(len(row) != len(Run._fields) for row in rows):
         sys.exit(f"report.py: {manifest} was written by an older report.sh (no rounds); "
@@ -238,7 +238,7 @@ def rounds_md(rows, keys):
     if not lines:
         return []
     return ["### Rounds", "",
-            "The rows the targets are judged on were measured in every round (`REPORT_ROUNDS`); "
+            "The headline rows were measured in every round (`REPORT_ROUNDS`); "
             "round 1 is the full run, later rounds rerun only these rows, minutes apart. The "
             "tables above show the median of the rounds' medians for each figure and, for the "
             "ratio of two repeated figures, the median of the rounds' ratios (the two were "

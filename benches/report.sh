@@ -8,16 +8,17 @@
 # Environment:
 #   REPORT_WARM_UP=1      criterion warm-up seconds per benchmark
 #   REPORT_MEASURE=2      criterion measurement seconds per benchmark
-#   REPORT_FEATURES=quanta  cargo features for every bench target (plus each one's required ones)
-#   REPORT_ROUNDS=3       rounds of the rows the targets are judged on (REPORT_REPEAT): round 1
-#                         is the full run, each later round reruns only those rows; a repeated
-#                         row's figure is the median of its rounds' medians
-#   REPORT_REPEAT=regex   criterion filter of the repeated rows (default: the target rows)
+#   REPORT_FEATURES=quanta  cargo features of cellrate-benches for every suite (plus each one's
+#                         required ones)
+#   REPORT_ROUNDS=3       rounds of the headline rows (REPORT_REPEAT): round 1 is the full run,
+#                         each later round reruns only those rows; a repeated row's figure is
+#                         the median of its rounds' medians
+#   REPORT_REPEAT=regex   criterion filter of the repeated rows (default: the headline rows)
 #
-# Every bench target cargo knows (benches/*.rs and any declared [[bench]]) is run, `core` first.
-# `core` must succeed; every other target is optional: if it fails (a missing feature, no Redis
-# server, ...) it is reported and skipped. Criterion targets get short CLI settings; other
-# harness = false binaries (e.g. `keyed_memory`) run as they are and their output is kept.
+# Every suite of the one bench binary of cellrate-benches (benches/main.rs) is run, `core`
+# first. `core` must succeed; every other suite is optional: if it fails (a missing feature, no
+# Redis server, ...) it is reported and skipped. Criterion suites get short CLI settings; the
+# plain suites (e.g. `paired`, `keyed_memory`) run as they are and their output is kept.
 set -euo pipefail
 
 die() { echo "report.sh: error: $*" >&2; exit 1; }
@@ -43,29 +44,24 @@ warm_up=${REPORT_WARM_UP:-1}
 measure=${REPORT_MEASURE:-2}
 features=${REPORT_FEATURES:-quanta}
 rounds=${REPORT_ROUNDS:-3}
-# The rows the issues' targets are stated on: the allowed path against its floor, 2 threads on
-# one hot limiter, and the keyed checks at 1,000 and 1,000,000 u64 keys.
+# The headline rows: the allowed path against its floor, 2 threads on one hot limiter, and the
+# keyed checks at 1,000 and 1,000,000 u64 keys.
 repeat=${REPORT_REPEAT:-'^(direct/allowed_at/(cellrate|governor|floor_cas)$|contention/allowed/(cellrate|governor|mutex_bucket|floor_cas)/|keyed_check_1000(000)?_keys/(cellrate_at_now|cellrate_huge_pages|cellrate_cached|governor)/)'}
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "REPORT_ROUNDS must be a positive integer, not '$rounds'"
 
-# Bench targets of this package, one per line: name|required features (comma-separated)|source
-# path (`|`, not a tab: `read` would merge the tabs around an empty field). `core` first.
-list_targets() {
-    cargo metadata --no-deps --format-version 1 | python3 -c '
-import json, sys
-meta = json.load(sys.stdin)
-root = sys.argv[1] + "/Cargo.toml"
-rows = [(t["name"], ",".join(t.get("required-features") or []), t["src_path"])
-        for p in meta["packages"] if p["manifest_path"] == root
-        for t in p["targets"] if "bench" in t["kind"]]
-for name, req, src in sorted(rows, key=lambda r: (r[0] != "core", r[0])):
-    print(f"{name}|{req}|{src}")
-print("TARGET_DIR||" + meta["target_directory"])
-' "$repo"
-}
+# The suites of benches/main.rs, one per line: name|required features (comma-separated)|kind|
+# criterion filter (`|`, not a tab: `read` would merge the tabs around an empty field). `core`
+# first.
+suites='core||criterion|^(direct|contention)/
+keyed||criterion|^keyed_
+keyed_memory||plain|
+keyed_paired||plain|
+paired||plain|
+redis|redis|plain|'
 
-listing=$(list_targets) || die "cargo metadata failed"
-target_dir=$(awk -F'|' '$1 == "TARGET_DIR" { print $3 }' <<<"$listing")
+target_dir=$(cargo metadata --no-deps --format-version 1 \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])') \
+    || die "cargo metadata failed"
 [[ -n "$target_dir" ]] || die "could not find cargo's target directory"
 report_dir="$target_dir/report"
 manifest="$report_dir/runs.tsv"
@@ -83,19 +79,16 @@ snapshot() {
     done < <(find "$target_dir/criterion" -path '*/new/estimates.json' -newer "$since" 2>/dev/null)
 }
 
-# Runs one bench target (round `$1`, target `$2`, required features `$3`, source `$4`, criterion
-# filter `$5` or empty) and records it in the manifest; returns non-zero if it failed.
-run_target() {
-    local round=$1 name=$2 required=$3 src=$4 filter=$5 feats=$features kind out begin end status
+# Runs one suite (round `$1`, suite `$2`, required features `$3`, kind `$4`, criterion filter
+# `$5`) and records it in the manifest; returns non-zero if it failed.
+run_suite() {
+    local round=$1 name=$2 required=$3 kind=$4 filter=$5 feats=$features out begin end status
     [[ -n "$required" ]] && feats="$feats,$required"
-    if grep -q 'criterion_main!' "$src"; then
-        kind=criterion
-        cmd=(cargo bench --features "$feats" --bench "$name" --
-             --warm-up-time "$warm_up" --measurement-time "$measure" --noplot)
-        [[ -n "$filter" ]] && cmd+=("$filter")
+    cmd=(cargo bench -p cellrate-benches --features "$feats" --)
+    if [[ $kind == criterion ]]; then
+        cmd+=(--warm-up-time "$warm_up" --measurement-time "$measure" --noplot "$filter")
     else
-        kind=plain
-        cmd=(cargo bench --features "$feats" --bench "$name")
+        cmd+=("$name")
     fi
     out="$report_dir/$name.out"
     (( round > 1 )) && out="$report_dir/$name.round$round.out"
@@ -112,32 +105,19 @@ run_target() {
 }
 
 if (( run_benches )); then
-    grep -q "^core|" <<<"$listing" || die "no bench target 'core' (expected benches/core.rs)"
-    for file in benches/*.rs; do
-        name=$(basename "$file" .rs)
-        grep -q "^$name|" <<<"$listing" || say "note: $file is not a bench target cargo knows; skipped"
-    done
     started=$(date +%s)
     : >"$manifest"
     rm -rf "$snapshots"
-    targets=$(grep -v '^TARGET_DIR|' <<<"$listing")
-    while IFS='|' read -r name required src; do
-        if ! run_target 1 "$name" "$required" "$src" ""; then
+    while IFS='|' read -r name required kind filter; do
+        if ! run_suite 1 "$name" "$required" "$kind" "$filter"; then
             [[ "$name" == core ]] && die "the core benchmarks failed (output above); nothing regenerated"
-            say "warning: bench target '$name' failed; it is left out of the report"
+            say "warning: suite '$name' failed; it is left out of the report"
         fi
-    done <<<"$targets"
-    # Later rounds: only the repeated rows, of the targets whose first round printed any (a
-    # criterion id starts a line of its output).
+    done <<<"$suites"
+    # Later rounds: only the repeated rows, in one criterion run across the suites.
     for (( round = 2; round <= rounds; round++ )); do
-        while IFS='|' read -r name required src; do
-            # grep -c, not -q: -q would stop reading at the first match and fail the pipeline
-            # (pipefail) when the first grep then dies of SIGPIPE.
-            grep -oE '^[^ ]+' "$report_dir/$name.out" 2>/dev/null | grep -Ec "$repeat" >/dev/null \
-                || continue
-            run_target "$round" "$name" "$required" "$src" "$repeat" \
-                || say "warning: round $round of '$name' failed; the report uses the rounds that ran"
-        done <<<"$targets"
+        run_suite "$round" repeated "" criterion "$repeat" \
+            || say "warning: round $round failed; the report uses the rounds that ran"
     done
     elapsed=$(( $(date +%s) - started ))
     say "all benchmarks ran in ${elapsed} s ($(( elapsed / 60 )) min $(( elapsed % 60 )) s)"

@@ -2,7 +2,7 @@
 //! serves until stopped:
 //!
 //! ```sh
-//! cargo run --example http_server --features http,axum
+//! cargo run --example http_server --features http
 //! for i in $(seq 8); do curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:3000/; done
 //! curl -i http://127.0.0.1:3000/
 //! ```

@@ -7,8 +7,10 @@
 //!
 //! Each server offers 300 requests per second for two seconds against a shared quota of 100
 //! per second with a burst of 20; together they are admitted at most 20 + 100 per second.
+//! Should Redis become unreachable mid-run (stop it to see), each server falls back to a local
+//! limiter with half the quota, and the stats count those answers apart.
 
-use cellrate::redis::{RedisLimiter, RedisOptions};
+use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;
 use std::time::{Duration, Instant};
 
@@ -23,7 +25,9 @@ async fn main() {
     let quota = Quota::per_second(RATE).with_burst(BURST);
     // A key of this run only, so that an earlier run's bucket does not count.
     let key = format!("example:{}:{}", std::process::id(), unix_micros());
-    let options = RedisOptions::default().deadline(Duration::from_millis(500));
+    let options = RedisOptions::default()
+        .deadline(Duration::from_millis(500))
+        .failure_policy(FailurePolicy::Local { servers: 2 });
 
     // From before the first request to after the last: the window the bound applies to.
     let started = Instant::now();

@@ -113,7 +113,8 @@ impl<C: Clock> MutexBucket<C> {
         // the GCRA TAT, that time must be representable, or the request can never pass.
         let need = depth - credit + cost_ns;
         if i128::from(now) + need > i128::from(u64::MAX) {
-            return Err(Denied::new(self.level(credit), None));
+            let unusable = Level::unusable(self.level(credit).reset_after_ns, interval as u64);
+            return Err(Denied::new(unusable, None));
         }
         if credit < cost_ns {
             return Err(Denied::new(

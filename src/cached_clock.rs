@@ -6,8 +6,8 @@ use crate::nanos::Nanos;
 use crate::sync::counter::{AtomicU64, Ordering};
 use core::fmt;
 use core::time::Duration;
-use std::sync::{Arc, Weak};
-use std::thread;
+use std::sync::{Arc, OnceLock, Weak};
+use std::thread::{self, Thread};
 
 /// A clock whose reading is a [`MonotonicClock`] time that a background thread refreshes every
 /// `resolution`. Reading it is one relaxed load: no system call and no timestamp-counter read.
@@ -24,8 +24,13 @@ use std::thread;
 /// precision, or accept bursts of `resolution / T` tokens refilled at once.
 ///
 /// Readings share [`MonotonicClock`]'s origin, so they can be mixed with its readings (for
-/// example in the `_at` forms). Clones share one refresh thread, which stops within one
-/// `resolution` after the last clone is dropped.
+/// example in the `_at` forms). Clones share one refresh thread, which is woken and stops as
+/// soon as the last clone is dropped.
+///
+/// **fork.** A child process made by `fork` has no copy of the refresh thread: a `CachedClock`
+/// made before the fork stops advancing in the child, whose limiters on it then deny once their
+/// tokens run out. Make the child's clocks after the fork, or use the default
+/// [`TickClock`](crate::TickClock), whose child restarts its refresher.
 ///
 /// ```
 /// use cellrate::{CachedClock, KeyedLimiter, Quota};
@@ -45,6 +50,16 @@ struct Shared {
     /// The latest refreshed reading, in nanoseconds since [`MonotonicClock`]'s origin.
     now: AtomicU64,
     resolution: Duration,
+    /// The refresh thread, woken when the last clone drops this.
+    refresher: OnceLock<Thread>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(thread) = self.refresher.get() {
+            thread.unpark();
+        }
+    }
 }
 
 /// Why a [`CachedClock`] could not be made.
@@ -53,6 +68,9 @@ struct Shared {
 pub enum CachedClockError {
     /// The resolution is below [`CachedClock::MIN_RESOLUTION`]: the refresh thread would spin.
     ResolutionTooFine,
+    /// The resolution is above [`CachedClock::MAX_RESOLUTION`]: limiters would refill in
+    /// steps so long that they seem stuck.
+    ResolutionTooCoarse,
     /// The operating system would not start the refresh thread.
     SpawnFailed,
 }
@@ -64,6 +82,11 @@ impl fmt::Display for CachedClockError {
                 f,
                 "a CachedClock resolution must be at least {:?}",
                 CachedClock::MIN_RESOLUTION
+            ),
+            CachedClockError::ResolutionTooCoarse => write!(
+                f,
+                "a CachedClock resolution must be at most {:?}",
+                CachedClock::MAX_RESOLUTION
             ),
             CachedClockError::SpawnFailed => {
                 write!(f, "could not start the CachedClock refresh thread")
@@ -79,22 +102,33 @@ impl CachedClock {
     /// core and the sleep cannot honour them anyway.
     pub const MIN_RESOLUTION: Duration = Duration::from_micros(10);
 
-    /// A clock refreshed every `resolution` by a new background thread (named
+    /// The coarsest resolution accepted: 1 s. A limiter on a coarser clock would refill in
+    /// steps of minutes or never ([`Duration::MAX`]).
+    pub const MAX_RESOLUTION: Duration = Duration::from_secs(1);
+
+    /// A clock refreshed every `resolution` (from [`MIN_RESOLUTION`](Self::MIN_RESOLUTION) to
+    /// [`MAX_RESOLUTION`](Self::MAX_RESOLUTION)) by a new background thread (named
     /// `cellrate-cached-clock`).
     pub fn new(resolution: Duration) -> Result<CachedClock, CachedClockError> {
         if resolution < Self::MIN_RESOLUTION {
             return Err(CachedClockError::ResolutionTooFine);
         }
+        if resolution > Self::MAX_RESOLUTION {
+            return Err(CachedClockError::ResolutionTooCoarse);
+        }
         let monotonic = MonotonicClock::new();
         let shared = Arc::new(Shared {
             now: AtomicU64::new(monotonic.now().as_u64()),
             resolution,
+            refresher: OnceLock::new(),
         });
         let weak = Arc::downgrade(&shared);
-        thread::Builder::new()
+        let handle = thread::Builder::new()
             .name("cellrate-cached-clock".into())
             .spawn(move || refresh(&weak, monotonic, resolution))
             .map_err(|_| CachedClockError::SpawnFailed)?;
+        // Set before any clone exists, so the last drop always finds it.
+        let _ = shared.refresher.set(handle.thread().clone());
         Ok(CachedClock { shared })
     }
 
@@ -104,7 +138,9 @@ impl CachedClock {
     }
 }
 
-/// The refresh thread: stores the time every `resolution` until no clock is left.
+/// The refresh thread: stores the time every `resolution` until no clock is left. It parks
+/// between refreshes, so that the last clone's drop (which unparks it) ends it at once; an
+/// early wake-up only refreshes early.
 fn refresh(shared: &Weak<Shared>, monotonic: MonotonicClock, resolution: Duration) {
     while let Some(shared) = shared.upgrade() {
         // Relaxed: the reading publishes no other memory. One thread stores increasing values,
@@ -113,7 +149,7 @@ fn refresh(shared: &Weak<Shared>, monotonic: MonotonicClock, resolution: Duratio
             .now
             .store(monotonic.now().as_u64(), Ordering::Relaxed);
         drop(shared);
-        thread::sleep(resolution);
+        thread::park_timeout(resolution);
     }
 }
 

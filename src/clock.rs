@@ -1,10 +1,12 @@
 //! Clocks: where a limiter reads `now`.
 //!
-//! [`MonotonicClock`] (needs `std`) is the default. [`ManualClock`] is for tests and simulations:
-//! time moves only when told to. Every check also has an `_at(now)` form that takes the time
-//! from the caller, which is the cheapest clock of all when one reading serves many checks.
+//! [`TickClock`](crate::TickClock) (needs `std`) is the default; [`MonotonicClock`] is the exact
+//! one it falls back to. [`ManualClock`] is for tests and simulations: time moves only when told
+//! to. Every check also has an `_at(now)` form that takes the time from the caller, which is the
+//! cheapest clock of all when one reading serves many checks.
 
 use crate::nanos::Nanos;
+use crate::quota::Quota;
 use crate::sync::{AtomicU64, Ordering};
 use alloc::sync::Arc;
 use core::time::Duration;
@@ -14,11 +16,25 @@ use core::time::Duration;
 pub trait Clock {
     /// The current instant on this clock.
     fn now(&self) -> Nanos;
+
+    /// A reading that may lag the current instant by up to about `tolerance`, for a clock that
+    /// has a cheaper, coarser reading to offer ([`TickClock`](crate::TickClock)). A limiter asks
+    /// with a sixteenth of its quota's depth ([`Quota::depth_ns`]). The default is [`now`](Self::now).
+    #[inline]
+    fn now_within(&self, tolerance: Nanos) -> Nanos {
+        let _ = tolerance;
+        self.now()
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
     fn now(&self) -> Nanos {
         (**self).now()
+    }
+
+    #[inline]
+    fn now_within(&self, tolerance: Nanos) -> Nanos {
+        (**self).now_within(tolerance)
     }
 }
 
@@ -26,16 +42,31 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now(&self) -> Nanos {
         (**self).now()
     }
+
+    #[inline]
+    fn now_within(&self, tolerance: Nanos) -> Nanos {
+        (**self).now_within(tolerance)
+    }
 }
 
-/// The default clock: `std::time::Instant`, measured from one origin shared by the whole
-/// process (the first time any `MonotonicClock` is made).
+/// The time a check under `quota` reads: a reading at most a sixteenth of the quota's depth
+/// stale. Staleness only ever denies (the bucket is judged as it was a little earlier), and a
+/// lag of a sixteenth of the depth can hold back at most a sixteenth of a full bucket, so a
+/// quota keeps its rate on a coarse clock; a shallower quota gets an exact reading.
+#[inline]
+pub(crate) fn now_for<C: Clock + ?Sized>(clock: &C, quota: &Quota) -> Nanos {
+    clock.now_within(Nanos::new(quota.depth_ns() >> 4))
+}
+
+/// The exact clock: `std::time::Instant`, measured from one origin shared by the whole
+/// process (the first time any `MonotonicClock` or [`TickClock`](crate::TickClock) is made).
 ///
 /// Monotonic: a wall clock that jumps backwards cannot hand out free tokens. Because every
 /// `MonotonicClock` shares one origin, a reading from one limiter's clock is valid for any
-/// other limiter on a `MonotonicClock`: read once, then use the `_at(now)` forms for a batch
-/// of checks. A read costs a `clock_gettime`, more than a whole uncontended check
-/// (BENCHMARKS.md), so that saving is real.
+/// other limiter on a `MonotonicClock` or a `TickClock`: read once, then use the `_at(now)`
+/// forms for a batch of checks. A read costs a `clock_gettime`, more than a whole uncontended
+/// check (BENCHMARKS.md), so that saving is real. For decisions to the nanosecond whatever
+/// the quota, name it: `Limiter::with_clock(quota, MonotonicClock::new())`.
 #[cfg(feature = "std")]
 #[derive(Clone, Copy, Debug)]
 pub struct MonotonicClock {

@@ -9,6 +9,41 @@
 use crate::outcome::{Allowed, Denied, Level};
 use crate::quota::Quota;
 
+/// The furthest ahead of its `now` that any write places a TAT: 2^62 ns, about 146 years. A
+/// quota's depth is at most this ([`Quota`] refuses deeper ones), a reservation waits at most
+/// this minus the depth, and a forced spend stops here. So every decision at a time below 2^63
+/// ns (292 years after the clock's origin) has a representable TAT, and a full bucket admits
+/// any cost up to its burst.
+pub(crate) const MAX_AHEAD: u64 = 1 << 62;
+
+/// A TAT more than this far ahead of `now` was written by no operation at or before `now`
+/// (nor at any time up to [`MAX_AHEAD`] after it): twice [`MAX_AHEAD`], 2^63 ns.
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // only the keyed table needs it
+pub(crate) const IMPOSSIBLE_AHEAD: u64 = 2 * MAX_AHEAD;
+
+/// The longest wait a reservation of `quota` may book: `max_wait_ns`, but at most
+/// [`MAX_AHEAD`] minus the depth, so that its TAT stays within [`MAX_AHEAD`] of `now`.
+#[inline]
+pub(crate) fn max_wait_ns(max_wait_ns: u64, quota: &Quota) -> u64 {
+    // depth <= MAX_AHEAD: the quota's own bound.
+    max_wait_ns.min(MAX_AHEAD - quota.depth_ns())
+}
+
+/// The refusal of a request whose TAT cannot be represented at `now` (within a depth of the
+/// end of the clock): it can never pass, so it reports no tokens to spend, whatever the
+/// bucket holds, and the time until the bucket is full (`ahead`).
+#[cold]
+fn unrepresentable(ahead: u64, quota: &Quota) -> Denied {
+    Denied::new(Level::unusable(ahead, quota.emission_interval_ns()), None)
+}
+
+/// [`unrepresentable`], for the keyed table, whose last two TATs are reserved markers.
+#[inline]
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // only the keyed table needs it
+pub(crate) fn unrepresentable_at(tat: u64, now: u64, quota: &Quota) -> Denied {
+    unrepresentable(tat.saturating_sub(now), quota)
+}
+
 /// The outcome of spending `cost` tokens at `now` from a bucket at `tat`: on `Ok`, the TAT to
 /// store (equal to `tat` for a peek, which stores nothing) and the answer. A spend is a
 /// reservation that may not wait at all.
@@ -143,7 +178,7 @@ pub(crate) fn reserve(
         .checked_add(cost_ns)
         .and_then(|need| Some((need, now.checked_add(need)?)))
     else {
-        return Err(refused(None));
+        return Err(unrepresentable(ahead, quota));
     };
     let wait = need.saturating_sub(quota.depth_ns());
     if wait > max_wait_ns {
@@ -158,9 +193,11 @@ pub(crate) fn reserve(
 
 /// The TAT after spending `n` more tokens unconditionally at `now` (a settled reservation that
 /// cost more than it booked): the bucket may go into debt, and later requests wait it out.
-/// Saturates at `u64::MAX` rather than wrap.
+/// The debt stops at [`MAX_AHEAD`] past `now` (a TAT already further ahead stays as it is),
+/// and the sum saturates rather than wrap.
 #[inline]
 pub(crate) fn force(tat: u64, now: u64, n: u32, quota: &Quota) -> u64 {
     let extra = u64::from(n).saturating_mul(quota.emission_interval_ns());
-    tat.max(now).saturating_add(extra)
+    let horizon = now.saturating_add(MAX_AHEAD);
+    tat.max(tat.max(now).saturating_add(extra).min(horizon))
 }

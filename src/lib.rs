@@ -31,13 +31,13 @@
 //! `Allowed` as a signal that another thread's writes are visible.
 //!
 //! # Features
-//! - `std` (default): [`MonotonicClock`], [`CachedClock`], [`baseline::MutexBucket`] and
-//!   `Limiter::new`.
+//! - `std` (default): [`TickClock`] (the default clock), [`MonotonicClock`], [`CachedClock`],
+//!   [`baseline::MutexBucket`] and `Limiter::new`.
 //!   Without it the crate is `no_std` and needs `alloc` (for [`ManualClock`]).
 //! - `async`: `Limiter::until_ready_n`, an executor-independent async wait (timer from the
 //!   futures-timer crate).
-//! - `quanta`: `QuantaClock`, a clock read from the CPU's timestamp counter, several times
-//!   cheaper than `std::time::Instant`.
+//! - `quanta`: `QuantaClock`, a clock read from the CPU's timestamp counter, cheaper than
+//!   `std::time::Instant` and exact (the default [`TickClock`] is cheaper still for most quotas).
 //! - `redis`: `redis::RedisLimiter`, buckets kept in Redis and shared by many servers, with
 //!   the same decisions (redis and tokio crates; implies `std`).
 //! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
@@ -62,8 +62,11 @@ mod outcome;
 #[cfg(feature = "quanta")]
 mod quanta_clock;
 mod quota;
+mod quota_change;
 mod reservation;
 mod sync;
+#[cfg(feature = "std")]
+mod tick_clock;
 #[cfg(feature = "std")]
 mod wait;
 
@@ -71,6 +74,8 @@ mod wait;
 pub mod baseline;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "async")]
+pub mod pace;
 #[cfg(feature = "redis")]
 pub mod redis;
 
@@ -93,7 +98,12 @@ pub use outcome::{Allowed, Denied};
 #[cfg(feature = "quanta")]
 pub use quanta_clock::QuantaClock;
 pub use quota::{Quota, QuotaError};
-pub use reservation::Reservation;
+pub use quota_change::QuotaChange;
+pub use reservation::{BucketOwner, Reservation};
+#[cfg(feature = "std")]
+pub use tick_clock::TickClock;
+#[cfg(all(feature = "std", loom))]
+pub use tick_clock::Ticker;
 
 /// The README's examples, compiled and run as doc tests so that they cannot drift from the API.
 #[cfg(all(doctest, feature = "std"))]

@@ -2,19 +2,19 @@
 
 use crate::bucket::Bucket;
 use crate::bucket_ref::BucketRef;
-use crate::clock::Clock;
+use crate::clock::{now_for, Clock};
 use crate::gcra;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 
 #[cfg(feature = "std")]
-use crate::clock::MonotonicClock;
+use crate::tick_clock::TickClock;
 
-/// The clock a `Limiter` uses when none is named: [`MonotonicClock`] with `std`; without
-/// `std` there is no default clock to construct, so this only fills the type slot.
+/// The clock a `Limiter` uses when none is named: [`TickClock`] with `std`; without `std`
+/// there is no default clock to construct, so this only fills the type slot.
 #[cfg(feature = "std")]
-type DefaultClock = MonotonicClock;
+type DefaultClock = TickClock;
 #[cfg(not(feature = "std"))]
 type DefaultClock = crate::clock::ManualClock;
 
@@ -46,10 +46,11 @@ pub struct Limiter<C: Clock = DefaultClock> {
 }
 
 #[cfg(feature = "std")]
-impl Limiter<MonotonicClock> {
-    /// A full limiter on a new [`MonotonicClock`].
-    pub fn new(quota: Quota) -> Limiter<MonotonicClock> {
-        Limiter::with_clock(quota, MonotonicClock::new())
+impl Limiter<TickClock> {
+    /// A full limiter on a new [`TickClock`]: exact for quotas shallower than 16 ms, in steps of
+    /// 1 ms above (see [`TickClock`]).
+    pub fn new(quota: Quota) -> Limiter<TickClock> {
+        Limiter::with_clock(quota, TickClock::new())
     }
 }
 
@@ -97,7 +98,7 @@ impl<C: Clock> Limiter<C> {
     /// is denied with [`Denied::retry_after`] `None`.
     #[inline]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        self.check_n_at(cost, self.clock.now())
+        self.check_n_at(cost, now_for(&self.clock, &self.quota))
     }
 
     /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many
@@ -111,7 +112,7 @@ impl<C: Clock> Limiter<C> {
     /// Whole tokens available now. Spends nothing.
     #[inline]
     pub fn available(&self) -> u32 {
-        self.available_at(self.clock.now())
+        self.available_at(now_for(&self.clock, &self.quota))
     }
 
     /// [`Limiter::available`] at a time passed in.

@@ -30,6 +30,16 @@ impl Level {
         }
     }
 
+    /// A level of no spendable tokens, full again in `reset_after_ns`: the bucket of a request
+    /// whose TAT could not be represented, where nothing can be spent whatever it holds.
+    pub(crate) fn unusable(reset_after_ns: u64, interval_ns: u64) -> Level {
+        Level {
+            reset_after_ns,
+            depth_ns: reset_after_ns,
+            interval_ns,
+        }
+    }
+
     /// The stricter of two levels: the fewer tokens and the longer time to full.
     fn stricter(self, other: Level) -> Level {
         Level::exact(
@@ -115,7 +125,9 @@ impl Denied {
         self.retry_after_ns.map(Duration::from_nanos)
     }
 
-    /// Whole tokens in the bucket now (fewer than the request asked for).
+    /// Whole tokens in the bucket now, fewer than the request asked for. A request that can
+    /// never pass because its time cannot be represented (within one bucket depth of
+    /// [`Nanos::MAX`](crate::Nanos::MAX)) reports 0: nothing can be spent then.
     #[inline]
     pub fn remaining(&self) -> u32 {
         self.level.remaining()

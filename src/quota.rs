@@ -10,10 +10,13 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 
 /// A rate limit: one token every `emission_interval`, at most `burst` tokens saved.
 ///
-/// The bucket depth, `burst * emission_interval` in nanoseconds, must fit in a `u64` (about 584
-/// years); quotas beyond that are rejected. Rates that do not divide a second are rounded so that
-/// the long-run rate never exceeds the one configured: `per_second(3)` emits a token every
-/// 333,333,334 ns.
+/// The bucket depth, `burst * emission_interval`, is at most [`Quota::MAX_DEPTH`] (2^62 ns,
+/// about 146 years); deeper quotas are rejected. That keeps every TAT representable: a full
+/// bucket admits any cost up to its burst at any time before 2^63 ns (292 years) after the
+/// clock's origin. Rates that do not divide a second are rounded so that the long-run rate
+/// never exceeds the one configured: `per_second(3)` emits a token every 333,333,334 ns. The
+/// fastest rate is one token per nanosecond: `per_second(n)` for `n` above 10^9 is rejected
+/// ([`QuotaError::RateTooHigh`]) rather than silently slowed.
 ///
 /// ```
 /// use cellrate::Quota;
@@ -43,11 +46,19 @@ pub enum QuotaError {
     ZeroBurst,
     /// An emission interval or period of zero.
     ZeroPeriod,
-    /// An emission interval or period longer than `u64::MAX` nanoseconds.
+    /// An emission interval or period longer than [`Quota::MAX_DEPTH`].
     PeriodTooLong,
+    /// More tokens per period than nanoseconds in it: the emission interval would be below
+    /// one nanosecond.
+    RateTooHigh {
+        /// The tokens per period that were asked for.
+        n: u32,
+        /// The period in nanoseconds.
+        period_ns: u64,
+    },
     /// A quota split into zero shares.
     ZeroShares,
-    /// `burst * emission_interval` does not fit in `u64` nanoseconds.
+    /// `burst * emission_interval` is longer than [`Quota::MAX_DEPTH`].
     DepthOverflow {
         /// The emission interval in nanoseconds.
         interval_ns: u64,
@@ -64,12 +75,16 @@ impl fmt::Display for QuotaError {
             QuotaError::ZeroPeriod => f.write_str("quota period must be at least 1 nanosecond"),
             QuotaError::ZeroShares => f.write_str("a quota must be split into at least 1 share"),
             QuotaError::PeriodTooLong => {
-                f.write_str("quota period must be at most u64::MAX nanoseconds (about 584 years)")
+                f.write_str("quota period must be at most 2^62 nanoseconds (about 146 years)")
             }
+            QuotaError::RateTooHigh { n, period_ns } => write!(
+                f,
+                "quota rate {n} per {period_ns} ns is above one token per nanosecond"
+            ),
             QuotaError::DepthOverflow { interval_ns, burst } => write!(
                 f,
-                "quota depth overflows: burst {burst} x emission interval {interval_ns} ns \
-                 exceeds u64::MAX nanoseconds (about 584 years)"
+                "quota depth too long: burst {burst} x emission interval {interval_ns} ns \
+                 exceeds 2^62 nanoseconds (about 146 years)"
             ),
         }
     }
@@ -78,10 +93,15 @@ impl fmt::Display for QuotaError {
 impl core::error::Error for QuotaError {}
 
 impl Quota {
+    /// The longest bucket depth (`burst * emission_interval`) a quota may have: 2^62 ns, about
+    /// 146 years (type docs).
+    pub const MAX_DEPTH: Duration = Duration::from_nanos(crate::gcra::MAX_AHEAD);
+
     /// `n` tokens per second, burst `n`.
     ///
     /// # Panics
-    /// If `n` is zero. [`Quota::try_per_second`] returns the error instead.
+    /// If `n` is zero or above 10^9 (one token per nanosecond, the fastest rate).
+    /// [`Quota::try_per_second`] returns the error instead.
     pub fn per_second(n: u32) -> Quota {
         Quota::try_per_second(n).unwrap_or_else(|e| panic!("Quota::per_second({n}): {e}"))
     }
@@ -105,7 +125,7 @@ impl Quota {
     /// One token every `period`, burst 1.
     ///
     /// # Panics
-    /// If `period` is zero or longer than `u64::MAX` nanoseconds. [`Quota::try_with_period`]
+    /// If `period` is zero or longer than [`Quota::MAX_DEPTH`]. [`Quota::try_with_period`]
     /// returns the error instead.
     pub fn with_period(period: Duration) -> Quota {
         Quota::try_with_period(period)
@@ -115,14 +135,15 @@ impl Quota {
     /// The same rate with a capacity of `burst` tokens.
     ///
     /// # Panics
-    /// If `burst` is zero or `burst * emission_interval` overflows `u64` nanoseconds.
-    /// [`Quota::try_with_burst`] returns the error instead.
+    /// If `burst` is zero or `burst * emission_interval` is longer than
+    /// [`Quota::MAX_DEPTH`]. [`Quota::try_with_burst`] returns the error instead.
     pub fn with_burst(self, burst: u32) -> Quota {
         self.try_with_burst(burst)
             .unwrap_or_else(|e| panic!("Quota::with_burst({burst}): {e}"))
     }
 
-    /// Fallible [`Quota::per_second`].
+    /// Fallible [`Quota::per_second`]: [`QuotaError::ZeroRate`] for 0, and
+    /// [`QuotaError::RateTooHigh`] above 10^9 (an emission interval below one nanosecond).
     pub fn try_per_second(n: u32) -> Result<Quota, QuotaError> {
         Quota::per_period_ns(n, NANOS_PER_SECOND)
     }
@@ -193,6 +214,12 @@ impl Quota {
 
     fn per_period_ns(n: u32, period_ns: u64) -> Result<Quota, QuotaError> {
         let n = NonZeroU32::new(n).ok_or(QuotaError::ZeroRate)?;
+        if u64::from(n.get()) > period_ns {
+            return Err(QuotaError::RateTooHigh {
+                n: n.get(),
+                period_ns,
+            });
+        }
         // Round the interval up: the long-run rate never exceeds what was configured.
         let interval_ns = period_ns.div_ceil(u64::from(n.get()));
         Quota::from_parts(interval_ns, n.get())
@@ -202,11 +229,15 @@ impl Quota {
         if interval_ns == 0 {
             return Err(QuotaError::ZeroPeriod);
         }
+        if interval_ns > crate::gcra::MAX_AHEAD {
+            return Err(QuotaError::PeriodTooLong);
+        }
         if burst == 0 {
             return Err(QuotaError::ZeroBurst);
         }
         let depth_ns = interval_ns
             .checked_mul(u64::from(burst))
+            .filter(|&depth| depth <= crate::gcra::MAX_AHEAD)
             .ok_or(QuotaError::DepthOverflow { interval_ns, burst })?;
         Ok(Quota {
             interval_ns,

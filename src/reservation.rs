@@ -6,12 +6,15 @@
 //! emission interval, with no retry loop and no thundering herd.
 
 use crate::bucket::Change;
-use crate::bucket_ref::BucketRef;
+use crate::bucket_ref::{BucketRef, TatStore};
 use crate::clock::Clock;
 use crate::gcra;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
+use crate::quota::Quota;
+#[cfg(feature = "std")]
+use alloc::sync::Arc;
 use core::time::Duration;
 
 /// Tokens booked on a [`Limiter`] or on one key of a [`KeyedLimiter`](crate::KeyedLimiter),
@@ -19,7 +22,13 @@ use core::time::Duration;
 ///
 /// Dropping a reservation keeps the booking (the caller is assumed to go ahead at `ready_at`);
 /// [`Reservation::cancel`] gives the tokens back and [`Reservation::settle`] corrects the cost.
-/// Forgetting a reservation therefore never admits more than the limit.
+/// Forgetting a reservation therefore never admits more than the limit. Cancelling and settling
+/// use the quota the tokens were booked under, whatever quota the bucket is checked with later.
+///
+/// A reservation borrows its limiter. To settle it in another task (reserve in a handler,
+/// settle in `tokio::spawn` once the real cost is known), turn it into a
+/// `Reservation<'static, C>` that keeps the limiter alive: [`Reservation::into_owned`] with the
+/// `Arc` the limiter lives in, or [`Limiter::reserve_n_owned`] directly.
 ///
 /// ```
 /// use cellrate::{Limiter, ManualClock, Nanos, Quota};
@@ -35,11 +44,25 @@ use core::time::Duration;
 /// ```
 #[must_use = "a reservation says when its tokens are ready; dropping it keeps the booking"]
 pub struct Reservation<'a, C: Clock> {
-    bucket: BucketRef<'a, C>,
+    holder: Holder<'a, C>,
+    id: u64,
+    quota: Quota,
+    start_empty: bool,
     cost: u32,
     ready_at: Nanos,
     change: Change,
     allowed: Allowed,
+}
+
+/// Where the reserved bucket lives: in a limiter the reservation borrows, or in one it keeps
+/// alive.
+enum Holder<'a, C: Clock> {
+    Borrowed {
+        store: &'a dyn TatStore,
+        clock: &'a C,
+    },
+    #[cfg(feature = "std")]
+    Owned(Arc<dyn owner::Owner<C> + Send + Sync>),
 }
 
 impl<C: Clock> core::fmt::Debug for Reservation<'_, C> {
@@ -52,6 +75,34 @@ impl<C: Clock> core::fmt::Debug for Reservation<'_, C> {
     }
 }
 
+pub(crate) mod owner {
+    use crate::bucket_ref::TatStore;
+
+    /// What [`BucketOwner`](super::BucketOwner) hides: the buckets and clock of a limiter.
+    pub trait Owner<C> {
+        /// Where the limiter's TATs live.
+        fn store(&self) -> &dyn TatStore;
+        /// The limiter's clock.
+        fn clock(&self) -> &C;
+    }
+}
+
+/// A limiter whose reservations can own it: [`Limiter`] and
+/// [`KeyedLimiter`](crate::KeyedLimiter). Sealed; see [`Reservation::into_owned`].
+pub trait BucketOwner<C>: owner::Owner<C> {}
+
+impl<C: Clock> owner::Owner<C> for Limiter<C> {
+    fn store(&self) -> &dyn TatStore {
+        self.bucket_ref().store
+    }
+
+    fn clock(&self) -> &C {
+        Limiter::clock(self)
+    }
+}
+
+impl<C: Clock> BucketOwner<C> for Limiter<C> {}
+
 impl<'a, C: Clock> Reservation<'a, C> {
     /// Books `cost` tokens of `bucket` at `now`, ready within `max_wait`: what every
     /// `reserve_n_at` does.
@@ -62,17 +113,86 @@ impl<'a, C: Clock> Reservation<'a, C> {
         now: Nanos,
     ) -> Result<Self, Denied> {
         let max_wait_ns = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
+        let max_wait_ns = gcra::max_wait_ns(max_wait_ns, &bucket.quota);
         let (change, booking) = bucket.book(cost, now.as_u64(), max_wait_ns)?;
         Ok(Reservation::new(bucket, cost, booking, change))
     }
 
     fn new(bucket: BucketRef<'a, C>, cost: u32, booking: gcra::Booking, change: Change) -> Self {
         Reservation {
-            bucket,
+            holder: Holder::Borrowed {
+                store: bucket.store,
+                clock: bucket.clock,
+            },
+            id: bucket.id,
+            quota: bucket.quota,
+            start_empty: bucket.start_empty,
             cost,
             ready_at: Nanos::new(booking.ready_at),
             change,
             allowed: booking.allowed,
+        }
+    }
+
+    /// The reserved bucket, as booked.
+    fn bucket(&self) -> BucketRef<'_, C> {
+        let (store, clock): (&dyn TatStore, &C) = match &self.holder {
+            Holder::Borrowed { store, clock } => (*store, *clock),
+            #[cfg(feature = "std")]
+            Holder::Owned(owner) => (owner.store(), owner.clock()),
+        };
+        BucketRef {
+            store,
+            id: self.id,
+            quota: self.quota,
+            clock,
+            start_empty: self.start_empty,
+        }
+    }
+
+    /// The same reservation, keeping `limiter` alive instead of borrowing it, so that it can
+    /// be moved into a spawned task and settled there. `limiter` must be the `Arc` of the
+    /// limiter the reservation was booked on; any other is refused, handing the reservation
+    /// back unchanged.
+    ///
+    /// ```
+    /// use cellrate::{KeyedLimiter, ManualClock, Quota};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let quota = Quota::per_second(100);
+    /// let limiter = Arc::new(KeyedLimiter::<u64, _>::with_clock(quota, ManualClock::new()));
+    /// let booked = limiter.key(&7).reserve_n(10, Duration::ZERO).unwrap();
+    /// let owned = booked.into_owned(Arc::clone(&limiter)).unwrap();
+    /// std::thread::spawn(move || owned.settle(4)) // the real cost, known later
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(limiter.key(&7).available(), 96);
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn into_owned<L>(self, limiter: Arc<L>) -> Result<Reservation<'static, C>, Self>
+    where
+        L: BucketOwner<C> + Send + Sync + 'static,
+    {
+        let booked_on = self.bucket().store as *const dyn TatStore;
+        if !core::ptr::addr_eq(booked_on, limiter.store() as *const dyn TatStore) {
+            return Err(self);
+        }
+        Ok(self.owned_by(limiter))
+    }
+
+    /// The same reservation, holding `owner` (the limiter it was booked on).
+    #[cfg(feature = "std")]
+    fn owned_by(self, owner: Arc<dyn owner::Owner<C> + Send + Sync>) -> Reservation<'static, C> {
+        Reservation {
+            holder: Holder::Owned(owner),
+            id: self.id,
+            quota: self.quota,
+            start_empty: self.start_empty,
+            cost: self.cost,
+            ready_at: self.ready_at,
+            change: self.change,
+            allowed: self.allowed,
         }
     }
 
@@ -89,7 +209,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
     /// How long to wait from the limiter's clock's current time until
     /// [`Reservation::ready_at`] (zero if already there).
     pub fn ready_in(&self) -> Duration {
-        self.ready_in_at(self.bucket.now())
+        self.ready_in_at(self.bucket().now())
     }
 
     /// The tokens this reservation booked.
@@ -109,7 +229,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
 
     /// Gives the tokens back now. See [`Reservation::cancel_at`].
     pub fn cancel(self) {
-        let now = self.bucket.now();
+        let now = self.bucket().now();
         self.cancel_at(now)
     }
 
@@ -122,8 +242,9 @@ impl<'a, C: Clock> Reservation<'a, C> {
     ///   booking take a slot that overlaps theirs, admitting more than the limit. A
     ///   cancellation can leave the limit under-used, never exceeded.
     pub fn cancel_at(self, now: Nanos) {
-        if !self.bucket.restore(self.change) {
-            self.bucket.unbook(self.change, self.cost, now.as_u64());
+        let bucket = self.bucket();
+        if !bucket.restore(self.change) {
+            bucket.unbook(self.change, self.cost, now.as_u64());
         }
     }
 
@@ -131,13 +252,13 @@ impl<'a, C: Clock> Reservation<'a, C> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn cancel_racy(self) {
-        self.bucket.restore_racy(self.change)
+        self.bucket().restore_racy(self.change)
     }
 
     /// Settles the reservation at its actual cost (two-phase use: reserve an estimate, settle
     /// the real figure, e.g. the tokens of an LLM reply). See [`Reservation::settle_at`].
     pub fn settle(self, actual: u32) {
-        let now = self.bucket.now();
+        let now = self.bucket().now();
         self.settle_at(actual, now)
     }
 
@@ -146,11 +267,11 @@ impl<'a, C: Clock> Reservation<'a, C> {
     /// the difference unconditionally, since the work is already done, so the bucket may go
     /// into debt that later requests wait out.
     pub fn settle_at(self, actual: u32, now: Nanos) {
-        let now = now.as_u64();
+        let (bucket, now) = (self.bucket(), now.as_u64());
         if actual < self.cost {
-            self.bucket.unbook(self.change, self.cost - actual, now);
+            bucket.unbook(self.change, self.cost - actual, now);
         } else if actual > self.cost {
-            self.bucket.force(actual - self.cost, now);
+            bucket.force(actual - self.cost, now);
         }
     }
 }
@@ -171,5 +292,19 @@ impl<C: Clock> Limiter<C> {
         now: Nanos,
     ) -> Result<Reservation<'_, C>, Denied> {
         Reservation::book(self.bucket_ref(), cost, max_wait, now)
+    }
+
+    /// [`Limiter::reserve_n`], returning a reservation that keeps the limiter alive (see
+    /// [`Reservation::into_owned`]).
+    #[cfg(feature = "std")]
+    pub fn reserve_n_owned(
+        self: &Arc<Self>,
+        cost: u32,
+        max_wait: Duration,
+    ) -> Result<Reservation<'static, C>, Denied>
+    where
+        C: Send + Sync + 'static,
+    {
+        Ok(self.reserve_n(cost, max_wait)?.owned_by(self.clone()))
     }
 }

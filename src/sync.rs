@@ -18,6 +18,12 @@ pub(crate) use portable_atomic::{AtomicU64, Ordering};
 #[cfg(all(not(loom), not(feature = "portable-atomic")))]
 pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
 
+/// Gives up the processor in a wait loop (loom's, so that a model can schedule another thread).
+#[cfg(all(loom, feature = "std"))]
+pub(crate) use loom::thread::yield_now;
+#[cfg(all(not(loom), feature = "std"))]
+pub(crate) use std::thread::yield_now;
+
 // The keyed limiter's statistics (src/keyed/stats.rs) take their atomics directly: they are
 // not part of any protocol, so the loom models do not interleave them.
 

@@ -122,7 +122,7 @@ fn quotas() -> impl Strategy<Value = Quota> {
         (1..=20u64, 1..=1_000u32).prop_map(|(t, b)| quota(t, b)),
         (1..=10_000_000_000u64, 1..=1_000u32).prop_map(|(t, b)| quota(t, b)),
         (1..=10_000u32).prop_map(Quota::per_second),
-        (1..=u32::MAX).prop_map(Quota::per_second),
+        (1..=1_000_000_000u32).prop_map(Quota::per_second),
         (1..=100_000u32, 1..=1_000u32).prop_map(|(n, b)| Quota::per_second(n).with_burst(b)),
     ]
 }
@@ -268,12 +268,12 @@ fn both_cap_a_stale_refund_at_one_bucketful() {
     }
 }
 
-/// A depth beyond half the clock: the need of a denied check overflows `u64`.
+/// The deepest quota, drained: a denied check's need is beyond the depth, still representable.
 #[test]
-fn both_agree_when_the_need_overflows_u64() {
-    let pair = Pair::new(quota(1 << 62, 3), None);
-    assert!(pair.check(3, 0, "drain").unwrap().ok);
-    pair.check(1, 0, "overflowing need").unwrap();
+fn both_agree_at_the_deepest_quota() {
+    let pair = Pair::new(quota(1 << 60, 4), None);
+    assert!(pair.check(4, 0, "drain").unwrap().ok);
+    pair.check(1, 0, "a need beyond the depth").unwrap();
 }
 
 /// Starting empty less than one depth before the end of the clock.

@@ -5,21 +5,37 @@ use cellrate::{CachedClock, CachedClockError, Clock, Limiter, MonotonicClock, Qu
 use std::time::{Duration, Instant};
 
 #[test]
-fn a_resolution_below_the_minimum_is_refused() {
-    for too_fine in [
-        Duration::ZERO,
-        Duration::from_nanos(1),
-        Duration::from_micros(9),
-    ] {
-        assert_eq!(
-            CachedClock::new(too_fine).unwrap_err(),
-            CachedClockError::ResolutionTooFine
-        );
+fn resolutions_outside_the_bounds_are_refused_and_the_bounds_accepted() {
+    let cases = [
+        (
+            [
+                Duration::ZERO,
+                Duration::from_nanos(1),
+                Duration::from_micros(9),
+            ],
+            CachedClockError::ResolutionTooFine,
+            CachedClock::MIN_RESOLUTION,
+            "at least 10µs",
+        ),
+        (
+            [
+                CachedClock::MAX_RESOLUTION + Duration::from_nanos(1),
+                Duration::from_secs(3600),
+                Duration::MAX,
+            ],
+            CachedClockError::ResolutionTooCoarse,
+            CachedClock::MAX_RESOLUTION,
+            "at most 1s",
+        ),
+    ];
+    for (outside, error, bound, message) in cases {
+        for resolution in outside {
+            assert_eq!(CachedClock::new(resolution).unwrap_err(), error);
+        }
+        let clock = CachedClock::new(bound).expect("a bound is accepted");
+        assert_eq!(clock.resolution(), bound);
+        assert!(error.to_string().contains(message), "{error}");
     }
-    let finest = CachedClock::new(CachedClock::MIN_RESOLUTION).expect("the minimum is accepted");
-    assert_eq!(finest.resolution(), CachedClock::MIN_RESOLUTION);
-    let message = CachedClockError::ResolutionTooFine.to_string();
-    assert!(message.contains("10µs"), "{message}");
 }
 
 #[test]

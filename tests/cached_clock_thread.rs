@@ -1,5 +1,6 @@
-//! CachedClock's refresh thread stops once the last clone is dropped. (Its own test binary:
-//! it counts threads by name, which other tests making clocks would disturb.)
+//! CachedClock's refresh thread stops once the last clone is dropped, at once, whatever the
+//! resolution. (Its own test binary, one test: it counts threads by name, which other tests
+//! making clocks would disturb.)
 
 use cellrate::CachedClock;
 use std::time::{Duration, Instant};
@@ -22,6 +23,11 @@ fn the_refresh_thread_stops_after_the_last_clone_is_dropped() {
         return;
     };
     assert_eq!(at_start, 0);
+    stops_only_after_the_last_clone();
+    stops_long_before_its_resolution_is_up();
+}
+
+fn stops_only_after_the_last_clone() {
     let clock = CachedClock::new(Duration::from_millis(1)).expect("a thread starts");
     let clone = clock.clone();
     // The new thread names itself once it runs.
@@ -44,4 +50,17 @@ fn wait_for(count: Option<usize>, failure: &str) {
         assert!(Instant::now() < deadline, "{failure}");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+fn stops_long_before_its_resolution_is_up() {
+    let clock = CachedClock::new(CachedClock::MAX_RESOLUTION).expect("a thread starts");
+    wait_for(Some(1), "the refresh thread did not start");
+    let dropped = Instant::now();
+    drop(clock);
+    wait_for(Some(0), "the refresh thread did not stop");
+    assert!(
+        dropped.elapsed() < CachedClock::MAX_RESOLUTION / 2,
+        "the thread outlived its last clock by {:?}",
+        dropped.elapsed()
+    );
 }

@@ -48,6 +48,7 @@ async fn the_refund_predicate_gives_the_token_back() {
     let global = limiter(Quota::per_minute(1).with_burst(2));
     let layer = RateLimitLayer::builder(Global::new("logins", global.clone()))
         .refund_if(|response| response.status.is_success())
+        .unwrap()
         .build();
     let app = Router::new()
         .route("/ok", get(|| async { "welcome" }))
@@ -177,4 +178,44 @@ async fn skipping_a_missing_key_keeps_the_other_policies() {
         client.get("/", &[]).await.status,
         StatusCode::TOO_MANY_REQUESTS
     );
+}
+
+#[tokio::test]
+async fn a_tier_refund_gives_back_under_the_quota_charged() {
+    // Paid keys: burst 3. A refunded 200 leaves the key full; a 401 is charged under burst 3.
+    let keys = Arc::new(
+        KeyedLimiter::<HeaderValue, _>::builder(Quota::per_minute(1).with_burst(1))
+            .max_keys(100)
+            .clock(ManualClock::new())
+            .build(),
+    );
+    let tiered = Keyed::new(
+        "api-key",
+        keys.clone(),
+        HeaderKey::new(HeaderName::from_static("x-api-key")),
+    )
+    .quota_per_request(|_, _: &HeaderValue| Quota::per_minute(1).with_burst(3));
+    let layer = RateLimitLayer::builder(tiered)
+        .refund_if(|response| response.status.is_success())
+        .unwrap()
+        .build();
+    let app = Router::new()
+        .route("/ok", get(|| async { "ok" }))
+        .route("/bad", get(|| async { (AxumStatus::UNAUTHORIZED, "no") }))
+        .layer(layer.clone());
+    let client = HttpClient::new(serve(app, true).await);
+    let paid = [("x-api-key", "paid-1")];
+    for _ in 0..6 {
+        assert_eq!(client.get("/ok", &paid).await.status, StatusCode::OK);
+    }
+    assert_eq!(layer.stats().refunded, 6);
+    let statuses = [
+        client.get("/bad", &paid).await.status,
+        client.get("/bad", &paid).await.status,
+        client.get("/bad", &paid).await.status,
+        client.get("/bad", &paid).await.status,
+    ];
+    let refused = StatusCode::TOO_MANY_REQUESTS;
+    let unauthorized = StatusCode::UNAUTHORIZED;
+    assert_eq!(statuses, [unauthorized, unauthorized, unauthorized, refused]);
 }

@@ -77,6 +77,7 @@ fn a_redis_refund_gives_the_token_back() {
         let layer =
             RateLimitLayer::builder(RedisPolicy::new("ip", limiter.clone(), ClientIp::new()))
                 .refund_if(|response| response.status.is_server_error())
+                .unwrap()
                 .build();
         let app = Router::new()
             .route(

@@ -342,3 +342,37 @@ fn limiters_are_send_and_sync() {
     shareable::<KeyedLimiter<String>>();
     shareable::<KeyedLimiter<std::rc::Rc<u8>, ManualClock>>();
 }
+
+#[test]
+fn a_tier_given_to_the_handle_holds_for_every_operation() {
+    use std::time::Duration as D;
+    let clock = ManualClock::new();
+    let free = Quota::per_second(1).with_burst(5);
+    let pro = Quota::per_second(10).with_burst(50);
+    let limiter = KeyedLimiter::<&str, _>::with_clock(free, clock.clone());
+    let alice = limiter.key("alice").with_quota(&pro);
+    assert_eq!(alice.quota(), &pro);
+    assert_eq!(alice.available(), 50);
+    assert!(alice.check_n(40).is_ok());
+    assert_eq!(alice.available(), 10);
+    alice.refund_n(5);
+    assert_eq!(alice.available(), 15);
+    let booked = alice.reserve_n(20, D::from_secs(1)).unwrap();
+    assert_eq!(
+        booked.ready_at().as_u64(),
+        500_000_000,
+        "5 tokens of 100 ms short"
+    );
+    booked.cancel();
+    assert_eq!(alice.available(), 15);
+    let global = cellrate::Limiter::with_clock(Quota::per_second(100), clock.clone());
+    assert!(cellrate::all_of(&[&alice, &global]).check_n(15).is_ok());
+    assert!(cellrate::all_of(&[&alice, &global]).check().is_err());
+    assert_eq!(global.available(), 85, "the refused check was rolled back");
+    assert!(
+        alice.wait_n(1, D::ZERO).is_err(),
+        "no token and no time to wait"
+    );
+    // The default quota is unchanged for other keys.
+    assert_eq!(limiter.key("bob").available(), 5);
+}

@@ -3,7 +3,7 @@
 
 mod common;
 
-use cellrate::{Allowed, Clock, Denied, Limiter, ManualClock, MonotonicClock, Quota};
+use cellrate::{Allowed, Clock, Denied, Limiter, ManualClock, Quota, TickClock};
 use common::{at, quota};
 use std::time::Duration;
 
@@ -69,8 +69,8 @@ fn a_new_limiter_starts_full() {
 }
 
 #[test]
-fn limiter_new_reads_the_monotonic_clock_and_starts_full() {
-    let l: Limiter<MonotonicClock> = Limiter::new(Quota::per_hour(3));
+fn limiter_new_reads_the_tick_clock_and_starts_full() {
+    let l: Limiter<TickClock> = Limiter::new(Quota::per_hour(3));
     assert_eq!(l.quota(), &Quota::per_hour(3));
     assert_eq!(l.check_n(3).unwrap().remaining(), 0);
     assert!(

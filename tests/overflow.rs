@@ -3,8 +3,12 @@
 
 mod common;
 
-use cellrate::{Limiter, ManualClock, Nanos, Quota};
+use cellrate::{KeyedLimiter, Limiter, ManualClock, Nanos, Quota};
 use common::{at, quota};
+use std::time::Duration;
+
+/// The longest depth a quota may have, in nanoseconds.
+const MAX_DEPTH: u64 = Quota::MAX_DEPTH.as_nanos() as u64;
 
 fn limiter(quota: Quota) -> Limiter<ManualClock> {
     Limiter::with_clock(quota, ManualClock::new())
@@ -33,13 +37,16 @@ fn a_cost_whose_product_overflows_is_denied() {
 #[test]
 fn a_check_near_the_end_of_the_clock_is_denied_and_never_wraps() {
     let l = limiter(quota(10, 5));
-    assert_eq!(l.check_n_at(1, Nanos::MAX).unwrap_err().retry_after(), None);
+    // The bucket holds 5 tokens, but none can be spent: the answer says so, never "you have
+    // the tokens" with "this can never pass".
+    let denied = l.check_n_at(1, Nanos::MAX).unwrap_err();
+    assert_eq!((denied.retry_after(), denied.remaining()), (None, 0));
     assert_eq!(l.available_at(Nanos::MAX), 5);
     // The last spend whose TAT is representable, then one more.
     let end = u64::MAX - 10;
     assert_eq!(l.check_n_at(1, at(end)).unwrap().remaining(), 4);
     let denied = l.check_n_at(1, at(end)).unwrap_err();
-    assert_eq!((denied.retry_after(), denied.remaining()), (None, 4));
+    assert_eq!((denied.retry_after(), denied.remaining()), (None, 0));
     assert_eq!(l.available_at(at(end)), 4);
     assert!(l.check_n_at(1, Nanos::MAX).is_err());
     // A wrapped TAT would make the bucket look full at small times.
@@ -56,10 +63,10 @@ fn a_check_near_the_end_of_the_clock_is_denied_and_never_wraps() {
 }
 
 /// `retry_after` promises a pass at exactly `now + retry_after`, or is `None` where no such
-/// instant exists: near the end of the clock, and for a depth beyond half the clock.
+/// instant exists: near the end of the clock. At the deepest quota it is always kept.
 #[test]
 fn a_retry_after_near_the_end_of_the_clock_is_kept_or_none() {
-    for (q, start) in [(quota(10, 5), u64::MAX - 50), (quota(1 << 62, 3), 0)] {
+    for (q, start) in [(quota(10, 5), u64::MAX - 50), (quota(1 << 60, 4), 0)] {
         let l = spent_at(q, q.burst(), start);
         let denied = l.check_n_at(1, at(start)).unwrap_err();
         if let Some(wait) = denied.retry_after() {
@@ -74,11 +81,52 @@ fn a_retry_after_near_the_end_of_the_clock_is_kept_or_none() {
 }
 
 #[test]
-fn a_cost_near_u32_max_on_a_depth_near_u64_max_is_exact() {
-    // T * b just below u64::MAX: the largest spend fits, the same again is denied.
-    let q = quota(u64::MAX / 4_000_000_000, 4_000_000_000);
+fn a_cost_near_u32_max_on_the_deepest_quota_is_exact() {
+    // T * b just below the longest depth: the largest spend fits, the same again is denied.
+    let q = quota(MAX_DEPTH / 4_000_000_000, 4_000_000_000);
     let l = limiter(q);
     assert_eq!(l.check_n_at(4_000_000_000, at(10)).unwrap().remaining(), 0);
     assert!(l.check_n_at(1, at(10)).is_err());
     assert_eq!(l.available_at(at(10 + q.depth_ns())), 4_000_000_000);
+}
+
+/// The slowest quotas that are accepted decide like any other: a full bucket admits any cost
+/// up to its burst, at any time of the clock's first 2^63 ns. Deeper quotas are refused when
+/// built.
+#[test]
+fn a_full_bucket_of_the_deepest_quota_admits_its_burst() {
+    let slowest = Quota::try_with_period(Quota::MAX_DEPTH).unwrap();
+    assert!(Limiter::new(slowest).check().is_ok());
+    let widest = quota(MAX_DEPTH / u64::from(u32::MAX), u32::MAX);
+    for now in [0, 1 << 40, (1 << 63) - MAX_DEPTH - 1] {
+        let allowed = limiter(widest).check_n_at(u32::MAX, at(now)).unwrap();
+        assert_eq!(allowed.remaining(), 0, "at {now}");
+        let keyed = KeyedLimiter::<u64, _>::with_clock(widest, ManualClock::new());
+        assert!(
+            keyed.check_key_n_at(&1, u32::MAX, at(now)).is_ok(),
+            "at {now}"
+        );
+    }
+}
+
+/// A keyed check at the end of the clock reports no tokens either.
+#[test]
+fn a_keyed_check_at_the_end_of_the_clock_reports_no_tokens() {
+    let keyed = KeyedLimiter::<u64, _>::with_clock(quota(10, 5), ManualClock::new());
+    let denied = keyed.check_key_n_at(&1, 1, Nanos::MAX).unwrap_err();
+    assert_eq!((denied.retry_after(), denied.remaining()), (None, 0));
+}
+
+/// A reservation settled far above its cost puts the bucket in debt, up to 2^62 ns ahead of
+/// now, and no further: every TAT stays within reach of the clock.
+#[test]
+fn a_forced_debt_stops_at_the_longest_depth() {
+    let l = limiter(Quota::per_hour(1).with_burst(10));
+    l.reserve_n_at(1, Duration::ZERO, at(0))
+        .unwrap()
+        .settle(u32::MAX);
+    let denied = l.check_n_at(1, at(0)).unwrap_err();
+    assert_eq!(denied.reset_after(), Quota::MAX_DEPTH);
+    // A reservation may not wait past it either.
+    assert!(l.reserve_n_at(1, Duration::MAX, at(0)).is_err());
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 const SECOND_NS: u64 = 1_000_000_000;
 const HOUR_NS: u64 = 3_600 * SECOND_NS;
 
-/// The longest period that fits: `u64::MAX` nanoseconds.
-const LONGEST_PERIOD: Duration = Duration::new(u64::MAX / SECOND_NS, (u64::MAX % SECOND_NS) as u32);
+/// The longest period and depth: 2^62 nanoseconds, about 146 years.
+const LONGEST_PERIOD: Duration = Quota::MAX_DEPTH;
+const MAX_DEPTH: u64 = 1 << 62;
 
 #[test]
 fn per_second_divides_a_second_into_whole_intervals() {
@@ -28,12 +29,27 @@ fn rates_that_do_not_divide_the_period_round_the_interval_up() {
     assert_eq!(Quota::per_second(7).emission_interval_ns(), 142_857_143);
     assert_eq!(Quota::per_minute(7).emission_interval_ns(), 8_571_428_572);
     assert_eq!(Quota::per_hour(7).emission_interval_ns(), 514_285_714_286);
-    for n in [1, 2, 3, 6, 7, 9, 11, 13, 1_000, 999_999_937, u32::MAX] {
+    for n in [
+        1,
+        2,
+        3,
+        6,
+        7,
+        9,
+        11,
+        13,
+        1_000,
+        999_999_937,
+        1_000_000_000,
+        u32::MAX,
+    ] {
         for (quota, period) in [
-            (Quota::per_second(n), SECOND_NS),
-            (Quota::per_minute(n), 60 * SECOND_NS),
-            (Quota::per_hour(n), HOUR_NS),
+            (Quota::try_per_second(n), SECOND_NS),
+            (Quota::try_per_minute(n), 60 * SECOND_NS),
+            (Quota::try_per_hour(n), HOUR_NS),
         ] {
+            // Above one token per nanosecond: refused (tested below).
+            let Ok(quota) = quota else { continue };
             let t = quota.emission_interval_ns();
             let n = u64::from(n);
             assert!(
@@ -65,12 +81,30 @@ fn per_minute_and_per_hour_use_their_periods() {
 }
 
 #[test]
-fn rates_faster_than_one_per_nanosecond_stop_at_one_nanosecond() {
-    let q = Quota::per_second(u32::MAX);
+fn rates_faster_than_one_per_nanosecond_are_refused() {
+    let q = Quota::per_second(1_000_000_000);
     assert_eq!(q.emission_interval_ns(), 1);
-    assert_eq!(q.burst(), u32::MAX);
-    assert_eq!(q.depth_ns(), u64::from(u32::MAX));
-    assert_eq!(Quota::per_second(1_000_000_000).emission_interval_ns(), 1);
+    assert_eq!(q.burst(), 1_000_000_000);
+    assert_eq!(
+        Quota::try_per_second(2_000_000_000),
+        Err(QuotaError::RateTooHigh {
+            n: 2_000_000_000,
+            period_ns: SECOND_NS
+        })
+    );
+    assert!(Quota::try_per_second(1_000_000_001).is_err());
+    assert!(Quota::try_per_second(u32::MAX).is_err());
+    // A minute and an hour hold more nanoseconds than a u32 has values.
+    assert_eq!(Quota::per_minute(u32::MAX).emission_interval_ns(), 14);
+}
+
+#[test]
+#[should_panic(
+    expected = "Quota::per_second(2000000000): quota rate 2000000000 per 1000000000 ns \
+                           is above one token per nanosecond"
+)]
+fn per_second_above_one_per_nanosecond_panics_with_the_reason() {
+    let _ = Quota::per_second(2_000_000_000);
 }
 
 #[test]
@@ -84,8 +118,8 @@ fn with_period_emits_one_token_per_period_with_burst_one() {
         1
     );
     let longest = Quota::with_period(LONGEST_PERIOD);
-    assert_eq!(longest.emission_interval_ns(), u64::MAX);
-    assert_eq!(longest.depth_ns(), u64::MAX);
+    assert_eq!(longest.emission_interval_ns(), MAX_DEPTH);
+    assert_eq!(longest.depth_ns(), MAX_DEPTH);
 }
 
 #[test]
@@ -174,7 +208,7 @@ fn a_zero_period_is_rejected() {
 }
 
 #[test]
-fn a_period_longer_than_u64_max_nanoseconds_is_rejected() {
+fn a_period_longer_than_the_longest_depth_is_rejected() {
     let one_too_long = LONGEST_PERIOD + Duration::from_nanos(1);
     assert_eq!(
         Quota::try_with_period(one_too_long),
@@ -188,7 +222,7 @@ fn a_period_longer_than_u64_max_nanoseconds_is_rejected() {
 }
 
 #[test]
-fn a_depth_beyond_u64_max_nanoseconds_is_rejected() {
+fn a_depth_beyond_the_longest_is_rejected() {
     assert_eq!(
         Quota::per_hour(1).try_with_burst(u32::MAX),
         Err(QuotaError::DepthOverflow {
@@ -199,24 +233,24 @@ fn a_depth_beyond_u64_max_nanoseconds_is_rejected() {
     assert_eq!(
         Quota::try_new(LONGEST_PERIOD, 2),
         Err(QuotaError::DepthOverflow {
-            interval_ns: u64::MAX,
+            interval_ns: MAX_DEPTH,
             burst: 2
         })
     );
-    // Exactly at the limit: u64::MAX / 3 * 3 == u64::MAX fits, one more nanosecond does not.
-    let t = u64::MAX / 3;
+    // Exactly at the limit: 2^60 * 4 fits, one more nanosecond does not.
+    let t = MAX_DEPTH / 4;
     assert_eq!(
-        Quota::try_new(Duration::from_nanos(t), 3)
+        Quota::try_new(Duration::from_nanos(t), 4)
             .unwrap()
             .depth_ns(),
-        u64::MAX
+        MAX_DEPTH
     );
     assert!(matches!(
-        Quota::try_new(Duration::from_nanos(t + 1), 3),
-        Err(QuotaError::DepthOverflow { burst: 3, .. })
+        Quota::try_new(Duration::from_nanos(t + 1), 4),
+        Err(QuotaError::DepthOverflow { burst: 4, .. })
     ));
     // The largest burst an hourly interval allows, and one more.
-    let max_burst = (u64::MAX / HOUR_NS) as u32;
+    let max_burst = (MAX_DEPTH / HOUR_NS) as u32;
     assert!(Quota::per_hour(1).try_with_burst(max_burst).is_ok());
     assert!(Quota::per_hour(1).try_with_burst(max_burst + 1).is_err());
 }
@@ -246,7 +280,7 @@ fn with_period_zero_panics_with_the_reason() {
 }
 
 #[test]
-#[should_panic(expected = "quota period must be at most u64::MAX nanoseconds")]
+#[should_panic(expected = "quota period must be at most 2^62 nanoseconds")]
 fn with_period_too_long_panics_with_the_reason() {
     let _ = Quota::with_period(Duration::MAX);
 }
@@ -258,7 +292,7 @@ fn with_burst_zero_panics_with_the_reason() {
 }
 
 #[test]
-#[should_panic(expected = "Quota::with_burst(4294967295): quota depth overflows")]
+#[should_panic(expected = "Quota::with_burst(4294967295): quota depth too long")]
 fn with_burst_overflowing_the_depth_panics_with_the_reason() {
     let _ = Quota::per_hour(1).with_burst(u32::MAX);
 }
@@ -279,7 +313,15 @@ fn quota_errors_display_their_reason() {
     );
     assert_eq!(
         QuotaError::PeriodTooLong.to_string(),
-        "quota period must be at most u64::MAX nanoseconds (about 584 years)"
+        "quota period must be at most 2^62 nanoseconds (about 146 years)"
+    );
+    assert_eq!(
+        QuotaError::RateTooHigh {
+            n: 2_000_000_000,
+            period_ns: SECOND_NS
+        }
+        .to_string(),
+        "quota rate 2000000000 per 1000000000 ns is above one token per nanosecond"
     );
     let overflow = QuotaError::DepthOverflow {
         interval_ns: HOUR_NS,
@@ -287,8 +329,8 @@ fn quota_errors_display_their_reason() {
     };
     assert_eq!(
         overflow.to_string(),
-        "quota depth overflows: burst 4294967295 x emission interval 3600000000000 ns \
-         exceeds u64::MAX nanoseconds (about 584 years)"
+        "quota depth too long: burst 4294967295 x emission interval 3600000000000 ns \
+         exceeds 2^62 nanoseconds (about 146 years)"
     );
 }
 

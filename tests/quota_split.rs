@@ -3,10 +3,8 @@
 use cellrate::{Quota, QuotaError};
 use std::time::Duration;
 
-const SECOND_NS: u64 = 1_000_000_000;
-
-/// The longest period that fits: `u64::MAX` nanoseconds.
-const LONGEST_PERIOD: Duration = Duration::new(u64::MAX / SECOND_NS, (u64::MAX % SECOND_NS) as u32);
+/// The longest period: 2^62 nanoseconds.
+const LONGEST_PERIOD: Duration = Quota::MAX_DEPTH;
 
 #[test]
 fn split_divides_the_rate_and_the_burst_among_the_shares() {
@@ -53,9 +51,9 @@ fn split_into_zero_shares_is_rejected() {
 
 #[test]
 fn split_whose_interval_overflows_is_rejected() {
-    let half = Quota::try_new(Duration::from_nanos(u64::MAX / 2), 1).unwrap();
-    assert_eq!(half.split(2).emission_interval_ns(), u64::MAX - 1);
-    let over_half = Quota::try_new(Duration::from_nanos(u64::MAX / 2 + 1), 1).unwrap();
+    let half = Quota::try_new(Duration::from_nanos(1 << 61), 1).unwrap();
+    assert_eq!(half.split(2).emission_interval_ns(), 1 << 62);
+    let over_half = Quota::try_new(Duration::from_nanos((1 << 61) + 1), 1).unwrap();
     assert_eq!(over_half.try_split(2), Err(QuotaError::PeriodTooLong));
     assert_eq!(
         Quota::with_period(LONGEST_PERIOD).try_split(2),
@@ -70,7 +68,7 @@ fn split_zero_panics_with_the_reason() {
 }
 
 #[test]
-#[should_panic(expected = "Quota::split(2): quota period must be at most u64::MAX nanoseconds")]
+#[should_panic(expected = "Quota::split(2): quota period must be at most 2^62 nanoseconds")]
 fn split_overflowing_the_interval_panics_with_the_reason() {
     let _ = Quota::with_period(LONGEST_PERIOD).split(2);
 }

@@ -50,6 +50,13 @@ async fn redis_refuses_what_lua_cannot_compute_exactly() {
     assert!(matches!(err, Error::QuotaTooLarge(_)), "{err:?}");
 }
 
+#[test]
+fn redis_connect_lazy_outside_a_runtime_is_an_error_not_a_panic() {
+    let err = offline(Quota::per_second(1)).unwrap_err();
+    assert!(err.is_usage(), "{err:?}");
+    assert!(err.to_string().contains("Tokio runtime"), "{err}");
+}
+
 #[tokio::test]
 async fn redis_keys_keep_their_hash_tag_after_the_prefix() {
     let limiter = offline(Quota::per_second(1)).unwrap();

@@ -327,3 +327,74 @@ fn commit_returns_the_level_after_the_booking() {
     assert_eq!(r.allowed(), spent);
     assert_eq!(r.commit(), spent);
 }
+
+#[test]
+fn an_owned_reservation_is_settled_in_another_thread() {
+    let limiter = std::sync::Arc::new(ten_per_second(5));
+    let booked = limiter.reserve_n_owned(4, LONG).unwrap();
+    assert_eq!(limiter.available_at(Nanos::ZERO), 1);
+    std::thread::spawn(move || booked.settle_at(1, Nanos::ZERO))
+        .join()
+        .unwrap();
+    assert_eq!(limiter.available_at(Nanos::ZERO), 4, "3 of the 4 came back");
+}
+
+#[test]
+fn into_owned_refuses_an_arc_of_another_limiter() {
+    let limiter = std::sync::Arc::new(ten_per_second(5));
+    let other = std::sync::Arc::new(ten_per_second(5));
+    let booked = limiter.reserve_n_at(2, LONG, Nanos::ZERO).unwrap();
+    let booked = booked.into_owned(other.clone()).unwrap_err();
+    let owned = booked.into_owned(limiter.clone()).unwrap();
+    owned.cancel_at(Nanos::ZERO);
+    assert_eq!(limiter.available_at(Nanos::ZERO), 5);
+    assert_eq!(other.available_at(Nanos::ZERO), 5);
+}
+
+#[test]
+fn an_owned_keyed_reservation_outlives_its_handle() {
+    let limiter = std::sync::Arc::new(cellrate::KeyedLimiter::<String, _>::with_clock(
+        Quota::per_second(10).with_burst(5),
+        ManualClock::new(),
+    ));
+    let owned = {
+        let handle = limiter.key("alice");
+        handle
+            .reserve_n(5, LONG)
+            .unwrap()
+            .into_owned(limiter.clone())
+            .unwrap()
+    };
+    // Refused: the Arc of a keyed limiter that holds no bucket for it.
+    let stranger = std::sync::Arc::new(cellrate::KeyedLimiter::<String, _>::with_clock(
+        Quota::per_second(10).with_burst(5),
+        ManualClock::new(),
+    ));
+    assert!(limiter
+        .key("bob")
+        .reserve_n(1, LONG)
+        .unwrap()
+        .into_owned(stranger)
+        .is_err());
+    assert_eq!(limiter.key("alice").available(), 0);
+    std::thread::spawn(move || owned.cancel()).join().unwrap();
+    assert_eq!(limiter.key("alice").available(), 5);
+}
+
+#[test]
+fn cancel_and_settle_use_the_quota_the_tokens_were_booked_under() {
+    let limiter = cellrate::KeyedLimiter::<u8, _>::with_clock(
+        Quota::per_second(10).with_burst(10),
+        ManualClock::new(),
+    );
+    let fast = Quota::per_second(1000).with_burst(10);
+    let booked = limiter
+        .key(&1)
+        .with_quota(&fast)
+        .reserve_n(10, LONG)
+        .unwrap();
+    // Checked under the default quota meanwhile: 10 ms of debt is 0.1 of its tokens.
+    assert_eq!(limiter.key(&1).available(), 9);
+    booked.settle(4); // 6 tokens of 1 ms each come back, not 6 of 100 ms
+    assert_eq!(limiter.key(&1).with_quota(&fast).available(), 6);
+}

@@ -221,6 +221,31 @@ mod until_ready {
     }
 
     #[test]
+    fn until_ready_takes_one_token() {
+        let limiter = manual(10, 2);
+        block_on(limiter.until_ready()).unwrap();
+        assert_eq!(limiter.available(), 1);
+        let keyed = cellrate::KeyedLimiter::<u8, _>::with_clock(
+            Quota::per_second(10).with_burst(2),
+            ManualClock::new(),
+        );
+        block_on(keyed.key(&3).until_ready()).unwrap();
+        assert_eq!(keyed.key(&3).available(), 1);
+    }
+
+    #[test]
+    fn a_jittered_wait_dropped_before_it_ends_gives_its_tokens_back() {
+        let limiter = manual(1, 2);
+        {
+            let booked = limiter.reserve_n(2, LONG).unwrap();
+            let mut waiting = pin!(booked.ready_with_jitter(Duration::from_secs(60)));
+            assert!(poll_once(waiting.as_mut()).is_pending(), "jitter delays");
+            assert_eq!(limiter.available(), 0);
+        }
+        assert_eq!(limiter.available(), 2);
+    }
+
+    #[test]
     fn a_future_never_polled_books_nothing() {
         let limiter = manual(1, 2);
         drop(limiter.until_ready_n(2, LONG));
@@ -249,4 +274,50 @@ mod until_ready {
             "nothing booked"
         );
     }
+}
+
+#[test]
+fn wait_takes_one_token_with_no_deadline() {
+    let limiter = Limiter::new(Quota::per_second(5).with_burst(1));
+    let start = Instant::now();
+    limiter.wait().unwrap();
+    limiter.wait().unwrap();
+    let elapsed = start.elapsed();
+    assert!(elapsed >= Duration::from_millis(199), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    assert_eq!(limiter.available(), 0);
+}
+
+#[test]
+fn a_keyed_wait_takes_the_keys_token() {
+    let limiter = cellrate::KeyedLimiter::<u32>::new(Quota::per_second(5).with_burst(1));
+    let start = Instant::now();
+    limiter.key(&1).wait().unwrap();
+    limiter.key(&2).wait().unwrap(); // another key: its own bucket, no wait
+    assert!(start.elapsed() < AT_ONCE, "{:?}", start.elapsed());
+    limiter.key(&1).wait().unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(199));
+}
+
+#[test]
+fn jitter_only_delays_and_stays_within_its_bound() {
+    let limiter = Limiter::new(Quota::per_second(1000).with_burst(1000));
+    let jitter = Duration::from_millis(40);
+    let mut longest = Duration::ZERO;
+    let mut shortest = Duration::MAX;
+    for _ in 0..20 {
+        let start = Instant::now();
+        let booked = limiter.reserve_n(1, LONG).unwrap(); // ready at once
+        booked.wait_blocking_with_jitter(jitter);
+        let took = start.elapsed();
+        longest = longest.max(took);
+        shortest = shortest.min(took);
+    }
+    assert!(longest < jitter + AT_ONCE, "{longest:?}");
+    // 20 uniform draws in [0, 40 ms]: all under 10 ms has probability 4^-20.
+    assert!(
+        longest >= Duration::from_millis(10),
+        "no jitter seen: {longest:?}"
+    );
+    assert!(shortest < longest);
 }

@@ -1,7 +1,7 @@
 //! Subjects on clocks that a background thread refreshes every millisecond, the cheapest
 //! clocks to read: cellrate's `CachedClock` and governor's `QuantaUpkeepClock`.
 
-use crate::subjects::{Path, Spend};
+use super::subjects::{Path, Spend};
 use cellrate::{CachedClock, Limiter};
 use governor::clock::QuantaUpkeepClock;
 use governor::state::{InMemoryState, NotKeyed};

@@ -1,12 +1,12 @@
 //! `contention`: 1 and 2 threads hammering one shared limiter, on the allowed and denied paths.
 //!
 //! Each sample starts the threads on a [`Barrier`], lets each make `iters` checks at
-//! [`NOW`](crate::subjects::NOW), and reports the wall time from the first thread's start to the
+//! [`NOW`](super::subjects::NOW), and reports the wall time from the first thread's start to the
 //! last one's end; throughput is `threads` elements per iteration. A fixed `now` is monotonic
 //! for every thread, and the allowing quota's 4.29e9 spends of depth outlast any sample (the
 //! outcomes are asserted after timing).
 
-use crate::subjects::{
+use super::subjects::{
     count_allowed, CellrateAt, FloorCas, FloorLoad, GovernorFake, MutexAt, Path, Spend,
 };
 use criterion::measurement::WallTime;
@@ -69,15 +69,28 @@ fn bench_threads<S: Spend>(
 /// Runs `iters` checks on each of `threads` threads released together; returns the wall time
 /// from the earliest start to the latest end, and the total number of allowed checks.
 fn time_threads<S: Spend>(subject: &S, threads: usize, iters: u64) -> (Duration, u64) {
+    let (wall, allowed) = on_threads(threads, |_| count_allowed(subject, iters));
+    (wall, allowed.into_iter().sum())
+}
+
+/// Runs `work(thread index)` on `threads` threads released together (one on this thread);
+/// returns the wall time from the earliest start to the latest end, and each one's result.
+pub fn on_threads<R: Send>(threads: usize, work: impl Fn(usize) -> R + Sync) -> (Duration, Vec<R>) {
+    if threads == 1 {
+        let start = Instant::now();
+        let result = work(0);
+        return (start.elapsed(), vec![result]);
+    }
     let barrier = Barrier::new(threads);
-    let runs: Vec<(Instant, Instant, u64)> = thread::scope(|scope| {
+    let runs: Vec<(Instant, Instant, R)> = thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
+            .map(|t| {
+                let (barrier, work) = (&barrier, &work);
+                scope.spawn(move || {
                     barrier.wait();
                     let start = Instant::now();
-                    let allowed = count_allowed(subject, iters);
-                    (start, Instant::now(), allowed)
+                    let result = work(t);
+                    (start, Instant::now(), result)
                 })
             })
             .collect();
@@ -88,6 +101,8 @@ fn time_threads<S: Spend>(subject: &S, threads: usize, iters: u64) -> (Duration,
     });
     let first_start = runs.iter().map(|r| r.0).min().expect("at least one thread");
     let last_end = runs.iter().map(|r| r.1).max().expect("at least one thread");
-    let allowed = runs.iter().map(|r| r.2).sum();
-    (last_end - first_start, allowed)
+    (
+        last_end - first_start,
+        runs.into_iter().map(|r| r.2).collect(),
+    )
 }

@@ -6,7 +6,7 @@
 //! clock refreshed every millisecond by a background thread (cellrate's `CachedClock`,
 //! governor's `QuantaUpkeepClock`).
 
-use crate::subjects::{
+use super::subjects::{
     time_spends, CellrateAt, CellrateClock, FloorCas, FloorClockRead, FloorLoad, GovernorClock,
     GovernorFake, MutexAt, MutexClock, Path, Spend,
 };
@@ -46,7 +46,7 @@ pub fn allowed_clock(c: &mut Criterion) {
     bench_cached(&mut group, path);
     #[cfg(feature = "quanta")]
     {
-        use crate::subjects::{CellrateQuanta, FloorQuantaRead};
+        use super::subjects::{CellrateQuanta, FloorQuantaRead};
         bench_spends(&mut group, "cellrate_quanta", path, || {
             CellrateQuanta::new(path)
         });
@@ -65,7 +65,7 @@ pub fn denied_clock(c: &mut Criterion) {
     bench_cached(&mut group, path);
     #[cfg(feature = "quanta")]
     {
-        use crate::subjects::CellrateQuanta;
+        use super::subjects::CellrateQuanta;
         bench_spends(&mut group, "cellrate_quanta", path, || {
             CellrateQuanta::new(path)
         });
@@ -75,7 +75,7 @@ pub fn denied_clock(c: &mut Criterion) {
 
 /// cellrate and governor on their clocks refreshed by a background thread.
 fn bench_cached(group: &mut BenchmarkGroup<'_, WallTime>, path: Path) {
-    use crate::cached::{CellrateCached, GovernorCached};
+    use super::cached::{CellrateCached, GovernorCached};
     bench_spends(group, "cellrate_cached", path, || CellrateCached::new(path));
     bench_spends(group, "governor_cached", path, || GovernorCached::new(path));
 }

@@ -109,7 +109,7 @@ pub fn count_allowed<S: Spend>(subject: &S, iters: u64) -> u64 {
 /// cellrate, time passed in.
 pub struct CellrateAt(Limiter<ManualClock>);
 
-/// cellrate on its default [`MonotonicClock`](cellrate::MonotonicClock).
+/// cellrate on its default [`TickClock`](cellrate::TickClock).
 pub struct CellrateClock(Limiter);
 
 /// The mutex token bucket, time passed in.

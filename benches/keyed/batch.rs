@@ -1,7 +1,7 @@
 //! `keyed_batch`: cellrate's `check_many_n` against single checks of the same keys.
 
-use crate::{cellrate_limiter, governor_limiter, u64_workload};
-use cellrate::{KeyedLimiter, MonotonicClock};
+use super::subjects::{cellrate_limiter, governor_limiter, u64_workload};
+use cellrate::{KeyedLimiter, TickClock};
 use criterion::{Bencher, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 
@@ -24,7 +24,7 @@ pub fn batches(c: &mut Criterion) {
             })
         };
 
-        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, MonotonicClock::new());
+        let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, TickClock::new());
         let mut decisions = Vec::with_capacity(BATCH);
         group.bench_function(id("cellrate_batch"), |b| {
             batch_walk(b, &mut |batch| {

@@ -1,6 +1,7 @@
 //! `keyed_parts` and `keyed_floor`: what a keyed check is made of, and the floor beneath it.
 
-use crate::{cached_clock, u64_workload, walk, xorshift, SipCasFloor, ORDER_LEN, U64_SEED};
+use super::subjects::{cached_clock, u64_workload, xorshift, SipCasFloor, ORDER_LEN, U64_SEED};
+use super::walk;
 use cellrate::{Clock, MonotonicClock};
 use criterion::{BenchmarkId, Criterion};
 use std::hash::BuildHasher;

@@ -13,13 +13,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 /// A rate no benchmark can exhaust, so every check takes the "allowed" path in every subject.
-pub(crate) const RATE: u32 = 1_000_000_000;
+pub const RATE: u32 = 1_000_000_000;
 
 /// Length of every visiting order: a power of two, long enough that it does not sit in cache.
-pub(crate) const ORDER_LEN: usize = 1 << 20;
+pub const ORDER_LEN: usize = 1 << 20;
 
 /// cellrate's keyed limiter on `clock`, sized for `keys` and holding every one of them.
-pub(crate) fn cellrate_limiter<K, Q, C>(keys: &[&Q], clock: C) -> KeyedLimiter<K, C>
+pub fn cellrate_limiter<K, Q, C>(keys: &[&Q], clock: C) -> KeyedLimiter<K, C>
 where
     K: Hash + Eq + Borrow<Q>,
     Q: Hash + ?Sized,
@@ -30,13 +30,13 @@ where
 }
 
 /// [`cellrate_limiter`] with its table advised to huge pages.
-pub(crate) fn huge_page_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
+pub fn huge_page_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
     let builder = KeyedLimiter::builder(Quota::per_second(RATE)).max_keys(keys.len());
     holding(builder.huge_pages(true).build(), keys)
 }
 
 /// [`cellrate_limiter`] with SipHash-1-3 fingerprints instead of the default AES-CMAC.
-pub(crate) fn siphash_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
+pub fn siphash_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
     let builder = KeyedLimiter::builder(Quota::per_second(RATE)).max_keys(keys.len());
     holding(
         builder.fingerprint_hash(FingerprintHash::SipHash13).build(),
@@ -58,9 +58,7 @@ where
 }
 
 /// governor's default keyed limiter holding every one of `keys`.
-pub(crate) fn governor_limiter<K: Hash + Eq + Clone>(
-    keys: &[K],
-) -> governor::DefaultKeyedRateLimiter<K> {
+pub fn governor_limiter<K: Hash + Eq + Clone>(keys: &[K]) -> governor::DefaultKeyedRateLimiter<K> {
     let quota = governor::Quota::per_second(NonZeroU32::new(RATE).expect("RATE > 0"));
     let limiter = governor::RateLimiter::keyed(quota);
     for k in keys {
@@ -70,16 +68,16 @@ pub(crate) fn governor_limiter<K: Hash + Eq + Clone>(
 }
 
 /// How often the `_cached` clocks are refreshed.
-pub(crate) const CACHED_RESOLUTION: Duration = Duration::from_millis(1);
+pub const CACHED_RESOLUTION: Duration = Duration::from_millis(1);
 
 /// cellrate's clock refreshed by a background thread.
-pub(crate) fn cached_clock() -> CachedClock {
+pub fn cached_clock() -> CachedClock {
     CachedClock::new(CACHED_RESOLUTION).expect("a refresh thread starts")
 }
 
 /// governor's keyed limiter (DashMap, SipHash) on its upkeep clock, holding every one of
 /// `keys`. quanta runs one upkeep thread per process, so every such limiter shares one clock.
-pub(crate) fn governor_cached_limiter<K: Hash + Eq + Clone>(
+pub fn governor_cached_limiter<K: Hash + Eq + Clone>(
     keys: &[K],
 ) -> governor::RateLimiter<
     K,
@@ -102,7 +100,7 @@ pub(crate) fn governor_cached_limiter<K: Hash + Eq + Clone>(
 
 /// An xorshift64 generator: distinct outputs until its period (2^64 - 1), so keys drawn from
 /// it are distinct.
-pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+pub fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
     move || {
         x ^= x << 13;
         x ^= x >> 7;
@@ -112,7 +110,7 @@ pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
 }
 
 /// A random sequence of [`ORDER_LEN`] visits over `keys`.
-pub(crate) fn visiting_order<T: Copy>(keys: &[T], next: &mut impl FnMut() -> u64) -> Vec<T> {
+pub fn visiting_order<T: Copy>(keys: &[T], next: &mut impl FnMut() -> u64) -> Vec<T> {
     (0..ORDER_LEN)
         .map(|_| keys[next() as usize % keys.len()])
         .collect()
@@ -120,10 +118,10 @@ pub(crate) fn visiting_order<T: Copy>(keys: &[T], next: &mut impl FnMut() -> u64
 
 /// The seed of the u64 keys and visiting order of `keyed_check_*_keys` (and of the floor beneath
 /// them).
-pub(crate) const U64_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+pub const U64_SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// `n` distinct random u64 keys, and a random visiting order over them.
-pub(crate) fn u64_workload(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
+pub fn u64_workload(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
     let mut next = xorshift(seed);
     let keys: Vec<u64> = (0..n).map(|_| next()).collect();
     let order = visiting_order(&keys, &mut next);
@@ -131,7 +129,7 @@ pub(crate) fn u64_workload(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
 }
 
 /// `n` distinct random 16-character keys (16 hex digits of distinct xorshift outputs).
-pub(crate) fn string_keys(n: usize, seed: u64) -> Vec<String> {
+pub fn string_keys(n: usize, seed: u64) -> Vec<String> {
     let mut next = xorshift(seed);
     (0..n).map(|_| format!("{:016x}", next())).collect()
 }
@@ -141,14 +139,14 @@ pub(crate) fn string_keys(n: usize, seed: u64) -> Vec<String> {
 /// governor both use by default), the slot it picks in an array of `keys * 5 / 4` pairs of
 /// 8-byte words (cellrate's table), then a load and a CAS of one word of it. No tag, no
 /// search, no decision.
-pub(crate) struct SipCasFloor {
+pub struct SipCasFloor {
     hasher: RandomState,
     words: Vec<AtomicU64>,
 }
 
 impl SipCasFloor {
     /// The array for `keys` keys.
-    pub(crate) fn new(keys: usize) -> SipCasFloor {
+    pub fn new(keys: usize) -> SipCasFloor {
         let slots = keys * 5 / 4;
         SipCasFloor {
             hasher: RandomState::new(),
@@ -158,7 +156,7 @@ impl SipCasFloor {
 
     /// One "check" of `key`.
     #[inline]
-    pub(crate) fn check(&self, key: &u64) -> bool {
+    pub fn check(&self, key: &u64) -> bool {
         let slots = self.words.len() / 2;
         let fp = self.hasher.hash_one(key);
         let j = ((u128::from(fp) * slots as u128) >> 64) as usize;

@@ -1,5 +1,6 @@
 //! Models of the keyed table: concurrent inserts of one new key, eviction racing a check, slot
-//! reuse after eviction (ABA), and a refund racing the eviction of its key.
+//! reuse after eviction (ABA), a refund racing the eviction of its key, and a refund or a
+//! rollback racing a duplicate insert of its key.
 //!
 //! Each model runs the real protocol on a tiny table (one or two slots, every key's window
 //! covering all of them) and has a twin with one step deliberately broken, which must fail. The
@@ -8,7 +9,7 @@
 //! consistency.
 #![cfg(loom)]
 
-use cellrate::{Broken, KeyedLimiter, ManualClock, Nanos, Quota};
+use cellrate::{all_of, Broken, KeyedLimiter, Limit, Limiter, ManualClock, Nanos, Quota};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -239,6 +240,83 @@ fn a_refund_racing_an_eviction_never_reaches_another_key() {
 #[should_panic(expected = "a refund of x was given to y")]
 fn an_unmasked_tat_gives_a_refund_to_another_key() {
     bounded(TWO_THREADS).check(|| refund_model(Broken::UnmaskedTat));
+}
+
+/// How the first thread of [`duplicate_model`] gives its token back.
+#[derive(Clone, Copy)]
+enum GiveBack {
+    /// `refund_n` after an admitted check.
+    Refund,
+    /// The rollback of an `all_of` check that another limit refuses.
+    Rollback,
+}
+
+/// Two slots: `z` in slot 0, full again at 8, and `w` in slot 1, full again at 3. Key `x`
+/// (burst 2) is absent. One thread checks `x` at 5, when only `w` is idle, so it takes slot 1,
+/// and gives the token back (`how`). The other checks `x` at 10, when both are idle, so it
+/// takes slot 0 if it scanned before the first thread's claim: until its rescan retracts that
+/// claim, slot 0 holds a claim of `x` in front of `x`'s bucket. The give-back must reach the
+/// bucket whatever the order: `x` ends with exactly the second thread's token spent.
+///
+/// Both run on threads of their own while the main thread waits, so that which starts first
+/// costs no preemption: the schedule that loses the give-back needs 3.
+fn duplicate_model(how: GiveBack, broken: Broken) {
+    let limiter = keyed(2, 2, broken);
+    let [z, w, x] = keys_at_home_zero(&limiter);
+    fill(&limiter, z, 8);
+    fill(&limiter, w, 3);
+    let at_5 = Nanos::new(5);
+    let giver = {
+        let limiter = limiter.clone();
+        thread::spawn(move || match how {
+            GiveBack::Refund => {
+                if limiter.check_key_n_at(&x, 1, at_5).is_ok() {
+                    limiter.key(&x).refund_n_at(1, at_5);
+                }
+            }
+            GiveBack::Rollback => {
+                let quota = Quota::try_new(Duration::from_nanos(T), 1).unwrap();
+                let spent = Limiter::with_clock(quota, ManualClock::new());
+                spent.check_n_at(1, at_5).unwrap();
+                let key = limiter.key(&x);
+                let limits: [&dyn Limit; 2] = [&key, &spent];
+                assert!(all_of(&limits).check_n_at(1, at_5).is_err());
+            }
+        })
+    };
+    let spender = {
+        let limiter = limiter.clone();
+        thread::spawn(move || limiter.check_key_n_at(&x, 1, Nanos::new(10)).is_ok())
+    };
+    giver.join().unwrap();
+    let spent = u32::from(spender.join().unwrap());
+    let tokens = limiter.key(&x).available_at(Nanos::new(10));
+    assert_eq!(tokens, 2 - spent, "the give-back of x was lost");
+}
+
+/// The preemption bound of the duplicate-insert models (see [`duplicate_model`]).
+const DUPLICATE: usize = 3;
+
+#[test]
+fn a_refund_racing_a_duplicate_insert_reaches_the_bucket() {
+    bounded(DUPLICATE).check(|| duplicate_model(GiveBack::Refund, Broken::Nothing));
+}
+
+#[test]
+#[should_panic(expected = "the give-back of x was lost")]
+fn a_claim_that_hides_the_bucket_loses_a_refund() {
+    bounded(DUPLICATE).check(|| duplicate_model(GiveBack::Refund, Broken::ClaimHidesBucket));
+}
+
+#[test]
+fn a_rollback_racing_a_duplicate_insert_reaches_the_bucket() {
+    bounded(DUPLICATE).check(|| duplicate_model(GiveBack::Rollback, Broken::Nothing));
+}
+
+#[test]
+#[should_panic(expected = "the give-back of x was lost")]
+fn a_claim_that_hides_the_bucket_loses_a_rollback() {
+    bounded(DUPLICATE).check(|| duplicate_model(GiveBack::Rollback, Broken::ClaimHidesBucket));
 }
 
 /// A model runner with a preemption bound.

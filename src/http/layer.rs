@@ -139,17 +139,19 @@ impl<B: Backend> RateLimitBuilder<B> {
     /// server errors (`|r| r.status.is_server_error()`). An error from the inner service
     /// (rather than a response) is not refunded.
     ///
-    /// # Panics
-    /// If the backend cannot refund exactly (a per-request quota).
+    ///
+    /// # Errors
+    /// [`RefundUnsupported`] if the backend cannot refund exactly: Redis policies with a quota
+    /// chosen per request (a Redis refund uses the limiter's quota).
     pub fn refund_if(
         mut self,
         predicate: impl Fn(&response::Parts) -> bool + Send + Sync + 'static,
-    ) -> Self {
+    ) -> Result<Self, RefundUnsupported> {
         if let Some(why) = self.backend.refund_unsupported() {
-            panic!("RateLimitBuilder::refund_if: {why}");
+            return Err(RefundUnsupported(why));
         }
         self.options.refund_if = Some(Box::new(predicate));
-        self
+        Ok(self)
     }
 
     /// Whether admitted responses carry `RateLimit-Policy` and `RateLimit` (default yes).
@@ -225,3 +227,15 @@ impl<S, B> Layer<S> for RateLimitLayer<B> {
         }
     }
 }
+
+/// [`RateLimitBuilder::refund_if`] with a backend that cannot give tokens back exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefundUnsupported(&'static str);
+
+impl core::fmt::Display for RefundUnsupported {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "refunds are not supported here: {}", self.0)
+    }
+}
+
+impl std::error::Error for RefundUnsupported {}

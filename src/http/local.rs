@@ -84,13 +84,14 @@ where
     C: Clock + Send + Sync + 'static,
     F: Fn(&RequestHead<'_>, &E::Key) -> Quota + Send + Sync + 'static,
 {
-    type Ticket = ();
+    // The key and the quota it was charged under: the refund goes through the same quota.
+    type Ticket = (E::Key, Quota);
 
     fn policies(&self) -> Vec<PolicyInfo> {
         sealed::Backend::policies(&self.keyed)
     }
 
-    fn decide(&self, head: &RequestHead<'_>, cost: u32, how: &How<'_>) -> Decision<()> {
+    fn decide(&self, head: &RequestHead<'_>, cost: u32, how: &How<'_>) -> Decision<Self::Ticket> {
         let key = match self.keyed.keys(head, how.skip_missing) {
             Ok(Some(key)) => key,
             Ok(None) => return Decision::Ready(Verdict::bare(Outcome::Allowed)),
@@ -107,13 +108,14 @@ where
         state.partition = how.partition.map(|h| h.hash_one((0usize, &key)));
         verdict.states[0] = Some(state);
         verdict.quotas[0] = Some(quota);
+        if answer.is_ok() && how.ticket {
+            verdict.ticket = Some((key, quota));
+        }
         Decision::Ready(verdict)
     }
 
-    fn refund(&self, _: (), _: u32) {}
-
-    fn refund_unsupported(&self) -> Option<&'static str> {
-        Some("a refund would use the limiter's quota, not the one chosen per request")
+    fn refund(&self, (key, quota): (E::Key, Quota), cost: u32) {
+        self.keyed.limiter().key(&key).with_quota(&quota).refund_n(cost);
     }
 
     fn start_upkeep(&self) {

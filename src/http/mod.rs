@@ -114,7 +114,7 @@ pub use future::ResponseFuture;
 pub use key::{
     from_fn, FnKey, HeaderKey, KeyError, KeyExtractor, MissingKey, RequestHead, SameKey,
 };
-pub use layer::{RateLimitBuilder, RateLimitLayer};
+pub use layer::{RateLimitBuilder, RateLimitLayer, RefundUnsupported};
 pub use policy::{Both, Global, Keyed, Tiered};
 pub use refusal::{Refusal, QUOTA_EXCEEDED};
 #[cfg(feature = "redis")]

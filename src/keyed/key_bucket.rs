@@ -6,12 +6,13 @@ use super::KeyedLimiter;
 use crate::all_of::{sealed, Limit};
 use crate::bucket::Change;
 use crate::bucket_ref::{BucketRef, TatStore};
-use crate::clock::Clock;
+use crate::clock::{now_for, Clock};
 use crate::gcra::Booking;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-use crate::reservation::Reservation;
+use crate::quota_change::QuotaChange;
+use crate::reservation::{owner, BucketOwner, Reservation};
 use core::borrow::Borrow;
 use core::hash::Hash;
 use core::time::Duration;
@@ -57,6 +58,46 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 }
 
 impl<'a, C: Clock> KeyedBucket<'a, C> {
+    /// The same key under `quota` instead of the limiter's default: a tier (free, paid) for
+    /// every operation of this handle, checks, refunds, reservations, waits and
+    /// [`all_of`](crate::all_of) alike. The key's bucket is the same whatever its quota; see
+    /// [`rebase_from`](Self::rebase_from) for a key that changes tier.
+    ///
+    /// ```
+    /// use cellrate::{KeyedLimiter, ManualClock, Quota};
+    ///
+    /// let free = Quota::per_second(1).with_burst(5);
+    /// let pro = Quota::per_second(10).with_burst(50);
+    /// let limiter = KeyedLimiter::<&str, _>::with_clock(free, ManualClock::new());
+    /// let alice = limiter.key("alice").with_quota(&pro);
+    /// assert!(alice.check_n(20).is_ok());
+    /// assert_eq!(alice.available(), 30);
+    /// ```
+    pub fn with_quota(mut self, quota: &Quota) -> Self {
+        self.quota = *quota;
+        self
+    }
+
+    /// Carries the key's bucket over from quota `old` to this handle's quota by the rule `how`,
+    /// now: for a key that changes tier. Without it, a key checked under another quota keeps
+    /// its TAT ([`QuotaChange::KeepTime`]). A key the limiter does not hold is full, and stays
+    /// so. One compare-and-swap: checks racing it lose no spend.
+    pub fn rebase_from(&self, old: &Quota, how: QuotaChange) {
+        self.rebase_from_at(old, how, self.clock.now())
+    }
+
+    /// [`rebase_from`](Self::rebase_from) at a time passed in.
+    pub fn rebase_from_at(&self, old: &Quota, how: QuotaChange, now: Nanos) {
+        let (now, new) = (now.as_u64(), &self.quota);
+        self.table
+            .rewrite(self.fp, |tat| Some(how.rebase(tat, now, old, new)));
+    }
+
+    /// The quota this handle's operations use.
+    pub fn quota(&self) -> &Quota {
+        &self.quota
+    }
+
     /// Spends one token now if there is one.
     pub fn check(&self) -> Result<Allowed, Denied> {
         self.check_n(1)
@@ -70,7 +111,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// Spends `cost` tokens now if all are there; the rules of
     /// [`Limiter::check_n`](crate::Limiter::check_n).
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        self.check_n_at(cost, self.clock.now())
+        self.check_n_at(cost, now_for(self.clock, &self.quota))
     }
 
     /// Spends `cost` tokens at `now` if all are there.
@@ -80,7 +121,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
 
     /// Whole tokens in the bucket now. Spends nothing and creates nothing.
     pub fn available(&self) -> u32 {
-        self.available_at(self.clock.now())
+        self.available_at(now_for(self.clock, &self.quota))
     }
 
     /// [`available`](Self::available) at a time passed in.
@@ -118,6 +159,19 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
         now: Nanos,
     ) -> Result<Reservation<'a, C>, Denied> {
         Reservation::book(self.bucket_ref(), cost, max_wait, now)
+    }
+
+    /// Blocks the thread until one token is there, however long that takes; the rules of
+    /// [`Limiter::wait`](crate::Limiter::wait).
+    pub fn wait(&self) -> Result<Allowed, Denied> {
+        self.wait_n(1, Duration::MAX)
+    }
+
+    /// Waits asynchronously until one token is there, however long that takes; the rules of
+    /// [`Limiter::until_ready`](crate::Limiter::until_ready).
+    #[cfg(feature = "async")]
+    pub async fn until_ready(&self) -> Result<Allowed, Denied> {
+        self.until_ready_n(1, Duration::MAX).await
     }
 
     /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`; the
@@ -170,6 +224,18 @@ impl<C: Clock> sealed::Sealed for KeyedBucket<'_, C> {
 }
 
 impl<C: Clock> Limit for KeyedBucket<'_, C> {}
+
+impl<K, C: Clock> owner::Owner<C> for KeyedLimiter<K, C> {
+    fn store(&self) -> &dyn TatStore {
+        &self.table
+    }
+
+    fn clock(&self) -> &C {
+        &self.clock
+    }
+}
+
+impl<K, C: Clock> BucketOwner<C> for KeyedLimiter<K, C> {}
 
 /// A keyed table holds one TAT per fingerprint.
 impl TatStore for Table {

@@ -9,6 +9,8 @@ mod builder;
 mod fingerprint;
 mod key_bucket;
 mod stats;
+#[cfg(all(test, not(loom)))]
+mod stress_tests;
 mod table;
 
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
@@ -18,10 +20,11 @@ pub use stats::KeyedStats;
 #[cfg(loom)]
 pub use table::loom_hooks::Broken;
 
-use crate::clock::{Clock, MonotonicClock};
+use crate::clock::{now_for, Clock};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
+use crate::tick_clock::TickClock;
 use core::borrow::Borrow;
 use core::fmt;
 use core::hash::Hash;
@@ -76,10 +79,10 @@ pub enum OverflowPolicy {
 /// - **Fingerprints**: a key is stored as a 64-bit fingerprint, not as itself: the first 64
 ///   bits of a pseudorandom function of the bytes its `Hash` writes, under a random key chosen
 ///   per limiter (AES-128-CMAC on x86_64 with AES-NI, else SipHash-1-3; see
-///   [`FingerprintHash`]). Its high bits choose the home slot and its low 51 bits (the tag)
+///   [`FingerprintHash`]). Its high bits choose the home slot and its low 38 bits (the tag)
 ///   are kept. Two distinct keys share a bucket only if their tags are equal and one lies in
 ///   the other's window: a given key collides with probability at most
-///   `511 x 2^-50 = 4.5e-13` at any load (README, *Fingerprints and collisions*), and since
+///   `511 x 2^-37 = 3.7e-9` at any load (docs/design.md, *Fingerprints and collisions*), and since
 ///   the key of the function is secret, clients cannot choose colliding keys.
 ///
 /// # Design
@@ -92,7 +95,7 @@ pub enum OverflowPolicy {
 /// loom (`loom-tests/tests/keyed.rs`).
 ///
 /// [`evict_idle`]: Self::evict_idle
-pub struct KeyedLimiter<K, C = MonotonicClock> {
+pub struct KeyedLimiter<K, C = TickClock> {
     table: Table,
     quota: Quota,
     clock: C,
@@ -101,14 +104,15 @@ pub struct KeyedLimiter<K, C = MonotonicClock> {
     _keys: PhantomData<fn(&K)>,
 }
 
-impl<K: Hash + Eq> KeyedLimiter<K, MonotonicClock> {
-    /// A limiter of [`DEFAULT_MAX_KEYS`] keys, each starting full, on a new [`MonotonicClock`].
-    pub fn new(quota: Quota) -> KeyedLimiter<K, MonotonicClock> {
+impl<K: Hash + Eq> KeyedLimiter<K, TickClock> {
+    /// A limiter of [`DEFAULT_MAX_KEYS`] keys, each starting full, on a new [`TickClock`]:
+    /// exact for quotas shallower than 16 ms, in steps of 1 ms above (see [`TickClock`]).
+    pub fn new(quota: Quota) -> KeyedLimiter<K, TickClock> {
         KeyedLimiter::builder(quota).build()
     }
 
     /// A builder to set the capacity, clock, start state and overflow policy.
-    pub fn builder(quota: Quota) -> KeyedLimiterBuilder<K, MonotonicClock> {
+    pub fn builder(quota: Quota) -> KeyedLimiterBuilder<K, TickClock> {
         KeyedLimiterBuilder::new(quota)
     }
 }
@@ -147,7 +151,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized,
     {
         let fp = self.fingerprint(key);
-        self.check_fp(fp, 1, &self.quota, self.clock.now())
+        self.check_fp(fp, 1, &self.quota, now_for(&self.clock, &self.quota))
     }
 
     /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
@@ -159,7 +163,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized,
     {
         let fp = self.fingerprint(key);
-        self.check_fp(fp, cost, &self.quota, self.clock.now())
+        self.check_fp(fp, cost, &self.quota, now_for(&self.clock, &self.quota))
     }
 
     /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
@@ -188,7 +192,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized,
     {
         let fp = self.fingerprint(key);
-        self.check_fp(fp, cost, quota, self.clock.now())
+        self.check_fp(fp, cost, quota, now_for(&self.clock, quota))
     }
 
     /// [`check_key_n_with_quota`](Self::check_key_n_with_quota) at a time passed in.

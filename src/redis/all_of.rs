@@ -6,65 +6,67 @@
 //! needs no rollback. On a Redis Cluster every key must share one slot: give them one hash
 //! tag, such as `{acme}:user7` and `{acme}:org`.
 
-use super::script::{self, MicroQuota};
+use super::local::Ask;
+use super::script::{self, lua_ceil_ms, lua_now, lua_read_tat, MicroQuota};
 use super::{Error, RedisLimiter};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 use redis::{Script, Value};
 
-/// KEYS: the buckets. ARGV: cost, now µs (-1: TIME), start empty (1/0), keep ms, then interval
-/// µs and burst per key. Admitted: {1, reset_after µs per key}. Refused: {0, index of the
-/// refusing key, its reset_after, its retry (-1: never)}, then for every key, judged alone on
-/// the state before this call, {reset_after, retry (-1: never, -2: would admit)}.
-const ALL_OF_LUA: &str = r#"
-local cost = tonumber(ARGV[1])
-local now = tonumber(ARGV[2])
-local start_empty = ARGV[3] == '1'
+/// KEYS: the buckets. ARGV: cost, now µs (-1: TIME), start empty (1/0), keep ms, 1 if the
+/// caller's time had a fraction of a µs, then interval µs and burst per key. Admitted: {1,
+/// reset_after µs per key}. Refused: {0, index of the refusing key, its reset_after, its retry
+/// (-1: never)}, then for every key, judged alone on the state before this call, {reset_after,
+/// retry (-1: never, -2: would admit)}. A key that holds no TAT: {-2, index} or {-1, index,
+/// value}. Rounding as in the decision script: decided at `now` rounded down, TATs that
+/// start from `now` written from it rounded up.
+const ALL_OF_LUA: &str = concat!(
+    "local cost = tonumber(ARGV[1])\n",
+    lua_now!("2"),
+    r#"local start_empty = ARGV[3] == '1'
 local keep_ms = tonumber(ARGV[4])
-if now < 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local up = tonumber(ARGV[5])
 local function expire_ms(us)
-  local ms = math.floor(us / 1000)
-  while ms * 1000 > us do ms = ms - 1 end
-  while ms * 1000 < us do ms = ms + 1 end
-  return ms + keep_ms
+"#,
+    lua_ceil_ms!("us"),
+    r#"  return ms + keep_ms
 end
 local n = #KEYS
-local interval, burst, before, tat, fresh = {}, {}, {}, {}, {}
+local interval, burst, before, tats, fresh = {}, {}, {}, {}, {}
 for i = 1, n do
-  interval[i] = tonumber(ARGV[3 + 2 * i])
-  burst[i] = tonumber(ARGV[4 + 2 * i])
+  interval[i] = tonumber(ARGV[4 + 2 * i])
+  burst[i] = tonumber(ARGV[5 + 2 * i])
   local key = KEYS[i]
   if before[key] == nil then
-    local stored = redis.call('GET', key)
-    if stored then
-      before[key] = tonumber(stored)
-      if not before[key] then return redis.error_reply('cellrate: key does not hold an integer TAT') end
+"#,
+    lua_read_tat!("key", ", i"),
+    r#"    if tat then
+      before[key] = tat
     elseif start_empty then
-      before[key] = now + burst[i] * interval[i]
+      before[key] = now + up + burst[i] * interval[i]
       fresh[key] = true
     else
       before[key] = now
     end
-    tat[key] = before[key]
+    tats[key] = before[key]
   end
 end
 local function ahead_of(t) if t > now then return t - now end return 0 end
 local resets, refused = {}, nil
 for i = 1, n do
-  local ahead = ahead_of(tat[KEYS[i]])
+  local ahead = ahead_of(tats[KEYS[i]])
   local need = ahead + cost * interval[i]
   if cost > burst[i] then refused = {0, i, ahead, -1} break end
   if need > burst[i] * interval[i] then refused = {0, i, ahead, need - burst[i] * interval[i]} break end
   resets[i] = need
-  if cost > 0 then tat[KEYS[i]] = now + need end
+  if cost > 0 then
+    if ahead == 0 then tats[KEYS[i]] = now + up + need else tats[KEYS[i]] = now + need end
+  end
 end
 if not refused then
   if cost > 0 then
-    for key, t in pairs(tat) do
+    for key, t in pairs(tats) do
       redis.call('SET', key, string.format('%d', t), 'PX', expire_ms(t - now))
     end
   end
@@ -87,7 +89,8 @@ for i = 1, n do
   end
 end
 return refused
-"#;
+"#
+);
 
 /// The all-of script.
 pub(crate) fn all_of_script() -> Script {
@@ -106,12 +109,7 @@ impl RedisLimiter {
         cost: u32,
     ) -> Result<Allowed, Denied> {
         let outcome = self.all_of_n(limits, cost, None).await;
-        let burst = limits
-            .iter()
-            .map(|(_, q)| q.burst())
-            .min()
-            .unwrap_or(u32::MAX);
-        self.settle(outcome, cost, burst)
+        self.settle(outcome, Ask::AllOf { limits, cost })
     }
 
     /// [`RedisLimiter::check_all_of_n`] without a failure policy: Redis's answer or why
@@ -144,41 +142,44 @@ impl RedisLimiter {
         if limits.is_empty() {
             return Ok(Ok(Allowed::unlimited()));
         }
-        let now_us = now.map(script::micros_since_epoch).transpose()?;
+        let time = now.map(script::micros_since_epoch).transpose()?;
         let quotas = limits
             .iter()
             .map(|(_, q)| MicroQuota::new(q))
             .collect::<Result<Vec<_>, _>>()?;
         let keys: Vec<String> = limits.iter().map(|(k, _)| self.redis_key(k)).collect();
-        // [interval, burst, cost, now, start empty, keep]: the last four, then each quota.
-        let common = self.args(&quotas[0], cost, now_us);
+        // [interval, burst, cost, now, start empty, keep, fraction]: from the third on, then
+        // each quota.
+        let common = self.args(&quotas[0], cost, time);
         let mut args = common[2..].to_vec();
         for q in &quotas {
             args.extend([q.interval_us as i64, i64::from(q.burst)]);
         }
         let reply = self
-            .deadline(self.conn.invoke_keys(&self.all_of, &keys, &args))
+            .conn
+            .invoke(&self.all_of, &keys, &args, self.options.deadline)
             .await?;
-        decode(&reply, &quotas)
+        decode(&reply, &quotas, &keys)
     }
 }
 
-/// The combined answer a reply of the all-of script stands for.
-fn decode(reply: &Value, quotas: &[MicroQuota]) -> Result<Result<Allowed, Denied>, Error> {
+/// The combined answer a reply of the all-of script about Redis keys `keys` stands for.
+fn decode(
+    reply: &Value,
+    quotas: &[MicroQuota],
+    keys: &[String],
+) -> Result<Result<Allowed, Denied>, Error> {
     let bad = || Error::UnexpectedReply(format!("{reply:?}"));
-    let ints: Vec<i64> = match reply {
-        Value::Array(items) => items
-            .iter()
-            .map(|v| {
-                if let Value::Int(i) = v {
-                    Ok(*i)
-                } else {
-                    Err(bad())
-                }
-            })
-            .collect::<Result<_, _>>()?,
-        _ => return Err(bad()),
-    };
+    if let Value::Array(items) = reply {
+        if let [Value::Int(code @ (-1 | -2)), Value::Int(index), rest @ ..] = items.as_slice() {
+            let key = usize::try_from(*index)
+                .ok()
+                .and_then(|i| keys.get(i.wrapping_sub(1)))
+                .ok_or_else(bad)?;
+            return Err(script::stored_error(*code, rest, key).unwrap_or_else(bad));
+        }
+    }
+    let ints = script::ints(reply).ok_or_else(bad)?;
     let us = |i: i64| u64::try_from(i).map_err(|_| bad());
     let retry = |i: i64| {
         if i == -1 {

@@ -1,43 +1,108 @@
-//! `Error`: why the Redis backend could not answer, and whether the call may have been applied.
+//! `Error`: why the Redis backend gave no decision, whether the call may have been applied, and
+//! whether the fault is the caller's or the deployment's rather than the server's availability.
 
 use crate::nanos::Nanos;
 use crate::quota::Quota;
 use core::fmt;
 use core::time::Duration;
+use redis::{ErrorKind, ServerErrorKind};
 
-/// Why a [`RedisLimiter`](super::RedisLimiter) call has no answer from Redis.
+/// Why a [`RedisLimiter`](super::RedisLimiter) call has no decision from Redis.
 ///
-/// [`Error::outcome_unknown`] tells apart the failures after which the decision may still have
-/// been applied on the server (a deadline hit, a connection lost mid-call) from those where it
-/// certainly was not (refused connection, error reply). Neither kind is ever retried blindly.
-#[derive(Debug)]
+/// Two questions sort every error. [`Error::outcome_unknown`]: may the call have been applied on
+/// the server although no answer came back (a deadline hit after sending, a connection lost
+/// mid-call)? [`Error::is_usage`]: is it a mistake of the caller or of the deployment (keys of
+/// different Cluster slots, a key holding something else, a quota the script cannot hold)
+/// rather than Redis being unreachable or slow? Usage errors are never answered by the
+/// [`FailurePolicy`](super::FailurePolicy): a `check_*` call refuses them.
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// The client or the server reported an error (connection refused or lost, error reply).
     Redis(redis::RedisError),
-    /// The per-call deadline passed before the reply came. The script may have run.
+    /// The per-call deadline passed after the call was sent and before the reply came. The
+    /// script may have run.
     Timeout(Duration),
+    /// The connection to the server named was lost while the call was out: it may have run.
+    ConnectionLost(String),
+    /// The call was not sent: the server (named in the message) is known to be down, no
+    /// connection came up within the deadline, or an earlier part of the same batch failed.
+    Unavailable(String),
     /// The quota's depth (`burst * emission_interval`, in whole microseconds) exceeds 2^51 µs,
     /// about 71 years: the server-side arithmetic would no longer be exact.
     QuotaTooLarge(Quota),
     /// A time past 2^52 µs since the Unix epoch (the year 2112): beyond exact Lua arithmetic.
     TimeOutOfRange(Nanos),
-    /// The server answered something the scripts never return (for example a key that holds
-    /// something other than a TAT).
+    /// Keys of one all-or-nothing check hash to different Cluster slots (the Redis keys, prefix
+    /// included). Give them one `{hash tag}`.
+    CrossSlot(Vec<String>),
+    /// The Redis key holds a value of another type (a list, a hash...), not a TAT.
+    WrongType(String),
+    /// The Redis key holds a string that is not a TAT the scripts wrote (a positive integer
+    /// of microseconds, no sign, no leading zero, at most 2^52 + 2^51). At most 64 bytes of
+    /// the value are kept.
+    CorruptValue {
+        /// The Redis key.
+        key: String,
+        /// The start of the value found.
+        value: String,
+    },
+    /// The server answered something the scripts never return.
     UnexpectedReply(String),
 }
 
 impl Error {
     /// `true` when the call may have been applied on the server although no answer came back:
-    /// the deadline passed, or the connection was lost or timed out after the call was sent.
+    /// the deadline passed after sending, or the connection was lost after the call was sent.
     pub fn outcome_unknown(&self) -> bool {
         match self {
-            Error::Timeout(_) => true,
+            Error::Timeout(_) | Error::ConnectionLost(_) => true,
             Error::Redis(e) => {
                 e.is_timeout() || (e.is_connection_dropped() && !e.is_connection_refusal())
             }
             _ => false,
         }
+    }
+
+    /// `true` for a mistake of the caller or the deployment, which no retry and no failure
+    /// policy mends: a quota or time out of range, keys of different slots, a key of another
+    /// type or with a corrupt value, and server error replies that are not about availability
+    /// (a command refused by the server or its ACL, a script error). Replies that are about
+    /// availability (`LOADING`, `BUSY`, `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY`,
+    /// `MOVED`, `ASK`, out of memory) are not usage errors.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Error::QuotaTooLarge(_)
+            | Error::TimeOutOfRange(_)
+            | Error::CrossSlot(_)
+            | Error::WrongType(_)
+            | Error::CorruptValue { .. } => true,
+            Error::Redis(e) => is_usage_reply(e),
+            Error::Timeout(_)
+            | Error::ConnectionLost(_)
+            | Error::Unavailable(_)
+            | Error::UnexpectedReply(_) => false,
+        }
+    }
+}
+
+/// Whether an error reply says the request itself is wrong (rather than that the server is
+/// busy, loading, read-only, out of memory or moving slots).
+fn is_usage_reply(e: &redis::RedisError) -> bool {
+    match e.kind() {
+        ErrorKind::Server(kind) => matches!(
+            kind,
+            ServerErrorKind::ResponseError
+                | ServerErrorKind::ExecAbort
+                | ServerErrorKind::CrossSlot
+                | ServerErrorKind::NoPerm
+        ),
+        ErrorKind::Extension => matches!(
+            e.code().unwrap_or_default(),
+            "WRONGTYPE" | "NOAUTH" | "WRONGPASS" | "NOPROTO"
+        ),
+        ErrorKind::AuthenticationFailed | ErrorKind::InvalidClientConfig => true,
+        _ => false,
     }
 }
 
@@ -46,6 +111,11 @@ impl fmt::Display for Error {
         match self {
             Error::Redis(e) => write!(f, "redis: {e}"),
             Error::Timeout(d) => write!(f, "no reply from redis within {d:?} (outcome unknown)"),
+            Error::ConnectionLost(why) => write!(
+                f,
+                "connection to redis lost with the call out (outcome unknown): {why}"
+            ),
+            Error::Unavailable(why) => write!(f, "redis unavailable: {why}"),
             Error::QuotaTooLarge(q) => write!(
                 f,
                 "{q:?}: a bucket depth above 2^51 microseconds cannot be kept exactly in redis"
@@ -53,6 +123,19 @@ impl fmt::Display for Error {
             Error::TimeOutOfRange(now) => write!(
                 f,
                 "time {now} is past 2^52 microseconds since the Unix epoch (about 2112)"
+            ),
+            Error::CrossSlot(keys) => write!(
+                f,
+                "keys {keys:?} hash to different cluster slots; give them one {{hash tag}}"
+            ),
+            Error::WrongType(key) => write!(
+                f,
+                "redis key {key:?} holds a value of another type, not a rate limit TAT"
+            ),
+            Error::CorruptValue { key, value } => write!(
+                f,
+                "redis key {key:?} holds {value:?}, not a TAT (a positive integer of \
+                 microseconds without sign or leading zero)"
             ),
             Error::UnexpectedReply(r) => write!(f, "unexpected reply from redis: {r}"),
         }
@@ -70,6 +153,10 @@ impl std::error::Error for Error {
 
 impl From<redis::RedisError> for Error {
     fn from(e: redis::RedisError) -> Error {
+        if e.is_timeout() {
+            // The client's own timeouts are turned off; any left are deadlines all the same.
+            return Error::Timeout(Duration::ZERO);
+        }
         Error::Redis(e)
     }
 }

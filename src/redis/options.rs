@@ -1,7 +1,15 @@
 //! `RedisOptions`: everything about a [`RedisLimiter`](super::RedisLimiter) besides its quota.
 
+use super::error::Error;
 use super::policy::FailurePolicy;
+use crate::quota::Quota;
+use core::fmt;
 use core::time::Duration;
+use std::sync::Arc;
+
+/// A function told of every error a `check_*` call answered by policy or refused (see
+/// [`RedisOptions::on_error`]).
+pub type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
 
 /// Settings of a [`RedisLimiter`](super::RedisLimiter), built from [`RedisOptions::default`].
 ///
@@ -17,7 +25,7 @@ use core::time::Duration;
 /// ```
 ///
 /// The fields are public to read; each is set by the builder method of the same name.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct RedisOptions {
     /// Prepended to every key; see [`RedisOptions::key_prefix`](Self::key_prefix()).
@@ -28,33 +36,81 @@ pub struct RedisOptions {
     pub deadline: Duration,
     /// The longest one connection attempt may take.
     pub connection_timeout: Duration,
-    /// How many times a lost connection is retried before calls fail.
+    /// Connection attempts after the first, made at once, before a server is taken for down.
     pub reconnect_retries: usize,
+    /// Calls in a row that time out on a silent connection before it is replaced.
+    pub silent_timeouts: u32,
+    /// How often a server taken for down is probed (and a Cluster's slot map refreshed).
+    pub probe_interval: Duration,
+    /// The most calls of a batch sent in one pipeline.
+    pub batch_chunk: usize,
     /// The `retry_after` of a refusal by [`FailurePolicy::FailClosed`].
     pub failure_retry_after: Duration,
     /// Whether a key Redis does not hold starts empty rather than full.
     pub start_empty: bool,
     /// How long a start-empty key outlives its full bucket before it is forgotten.
     pub forget_after: Duration,
-    /// How much longer than the time until full a key lives.
+    /// How much longer than the time until full a key written at a caller's time lives.
     pub expiry_margin: Duration,
+    /// The most keys the local limiter of [`FailurePolicy::Local`] holds.
+    pub local_max_keys: usize,
+    /// The local quota of [`FailurePolicy::Local`] for the limiter's own quota, if not its
+    /// share.
+    pub local_quota: Option<Quota>,
+    /// The most keys the local deny cache holds; 0 (the default) turns it off.
+    pub deny_cache: usize,
+    /// Told of every error a `check_*` call answered by policy or refused.
+    pub on_error: Option<ErrorHook>,
+}
+
+impl fmt::Debug for RedisOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisOptions")
+            .field("key_prefix", &self.key_prefix)
+            .field("failure_policy", &self.failure_policy)
+            .field("deadline", &self.deadline)
+            .field("connection_timeout", &self.connection_timeout)
+            .field("reconnect_retries", &self.reconnect_retries)
+            .field("silent_timeouts", &self.silent_timeouts)
+            .field("probe_interval", &self.probe_interval)
+            .field("batch_chunk", &self.batch_chunk)
+            .field("failure_retry_after", &self.failure_retry_after)
+            .field("start_empty", &self.start_empty)
+            .field("forget_after", &self.forget_after)
+            .field("expiry_margin", &self.expiry_margin)
+            .field("local_max_keys", &self.local_max_keys)
+            .field("local_quota", &self.local_quota)
+            .field("deny_cache", &self.deny_cache)
+            .field("on_error", &self.on_error.as_ref().map(|_| "set"))
+            .finish()
+    }
 }
 
 impl Default for RedisOptions {
     /// Prefix `"cellrate:"`, [`FailurePolicy::FailOpen`], a 100 ms deadline per call, a 250 ms
-    /// connection timeout with 2 reconnection retries, 1 s `retry_after` when failing closed,
-    /// buckets that start full, keys that expire exactly when their bucket is full.
+    /// connection timeout with 1 retry, a connection replaced after 2 silent timeouts in a
+    /// row, a down server probed every 100 ms, batches in chunks of 1,000, 1 s `retry_after`
+    /// when failing closed, buckets that start full, keys that expire when their bucket is full
+    /// (plus a 1 s margin when written at a caller's time), a local fallback of 100,000 keys
+    /// (used only under [`FailurePolicy::Local`]), no deny cache, no error hook.
     fn default() -> RedisOptions {
         RedisOptions {
             key_prefix: "cellrate:".to_owned(),
             failure_policy: FailurePolicy::FailOpen,
             deadline: Duration::from_millis(100),
             connection_timeout: Duration::from_millis(250),
-            reconnect_retries: 2,
+            reconnect_retries: 1,
+            silent_timeouts: 2,
+            probe_interval: Duration::from_millis(100),
+            batch_chunk: 1000,
             failure_retry_after: Duration::from_secs(1),
             start_empty: false,
             forget_after: Duration::ZERO,
-            expiry_margin: Duration::ZERO,
+            expiry_margin: Duration::from_secs(1),
+            local_max_keys: 100_000,
+            local_quota: None,
+            deny_cache: 0,
+            on_error: None,
         }
     }
 }
@@ -75,8 +131,10 @@ impl RedisOptions {
         self
     }
 
-    /// The longest a call waits for Redis, connection included; after it the call has an
-    /// unknown outcome ([`Error::Timeout`](super::Error::Timeout)) and the policy applies.
+    /// The longest a call waits for Redis, connection included. A call that passed it after
+    /// being sent has an unknown outcome ([`Error::Timeout`]); one that was still waiting
+    /// for a connection was not sent ([`Error::Unavailable`]). Either way the policy applies.
+    /// A batch gets this deadline per chunk of [`batch_chunk`](Self::batch_chunk()) calls.
     pub fn deadline(mut self, deadline: Duration) -> RedisOptions {
         self.deadline = deadline;
         self
@@ -88,13 +146,43 @@ impl RedisOptions {
         self
     }
 
-    /// How many times a lost connection is retried (with a short exponential backoff) before
-    /// calls fail; the next call after that starts a new attempt. Reconnection runs in the
-    /// background: calls meanwhile wait at most their deadline. A call itself is never sent
-    /// twice, on a single server or a Cluster (where a redirect during resharding therefore
-    /// fails that one call, which did not run).
+    /// Connection attempts after the first, made one after another, when a connection is lost
+    /// (default 1). Callers wait for them within their deadline. When they all fail the
+    /// server is taken for down: calls fail at once, unsent ([`Error::Unavailable`], answered
+    /// by the policy), and the server is probed every [`probe_interval`](Self::probe_interval())
+    /// until it answers. A call itself is never sent twice.
     pub fn reconnect_retries(mut self, retries: usize) -> RedisOptions {
         self.reconnect_retries = retries;
+        self
+    }
+
+    /// A connection is replaced after this many calls in a row time out with no reply at all
+    /// on it since they were sent (default 2; at least 1). A connection frozen without being
+    /// closed (a failover behind a virtual IP, a NAT dropping state, a host that stopped) is
+    /// told apart from a slow server by this silence: a slow server still answers the calls
+    /// sent before.
+    pub fn silent_timeouts(mut self, n: u32) -> RedisOptions {
+        self.silent_timeouts = n;
+        self
+    }
+
+    /// How often a server taken for down is probed with a new connection and a `PING`
+    /// (default 100 ms); on a Cluster, also how often the slot map is read again while a node
+    /// is down or a reply said a slot moved.
+    pub fn probe_interval(mut self, interval: Duration) -> RedisOptions {
+        self.probe_interval = interval;
+        self
+    }
+
+    /// The most calls of one batch ([`check_many`](super::RedisLimiter::check_many)) sent in
+    /// one pipeline (default 1,000; at least 1). Chunks go one after another, each with the
+    /// whole [`deadline`](Self::deadline()), so a batch of `n` calls takes at most
+    /// `ceil(n / chunk)` deadlines; size the chunk so that one takes well under the deadline
+    /// (the script costs a few µs of server time). When a chunk fails, its calls get its error
+    /// (a timed-out chunk is outcome unknown), the chunks before keep their answers and the
+    /// later ones are not sent.
+    pub fn batch_chunk(mut self, calls: usize) -> RedisOptions {
+        self.batch_chunk = calls;
         self
     }
 
@@ -125,24 +213,69 @@ impl RedisOptions {
         self
     }
 
-    /// Keys live `margin` longer than the time until their bucket is full (default zero).
-    /// Expiry runs on the server's clock; when times come from the callers (the `_at` forms)
-    /// and their clocks may lag the server's, a margin of at least that lag keeps a key from
-    /// vanishing (reading as a full bucket) before the callers' time says it is full.
+    /// Keys written at a caller's time (the `_at` forms) live `margin` longer than the time
+    /// until their bucket is full (default 1 s). Expiry runs on the server's clock: a caller
+    /// whose clock lags the one that wrote the key (another server, or the server itself)
+    /// would otherwise find it gone, a full bucket, before its own time says so. Set it to at
+    /// least the worst lag between the clocks. Keys written at the server's time need no
+    /// margin (decision and expiry read one clock) and get none.
     pub fn expiry_margin(mut self, margin: Duration) -> RedisOptions {
         self.expiry_margin = margin;
         self
     }
 
-    /// Milliseconds a key lives beyond the time its bucket is full: the margin, plus the
-    /// forget-after time of start-empty buckets. Capped at 2^50 to keep the script exact.
-    pub(crate) fn keep_ms(&self) -> u64 {
+    /// The most keys the local limiter of [`FailurePolicy::Local`] holds (default 100,000;
+    /// one table per quota, allocated at the first fallback and resident only as touched).
+    pub fn local_max_keys(mut self, n: usize) -> RedisOptions {
+        self.local_max_keys = n;
+        self
+    }
+
+    /// The quota [`FailurePolicy::Local`] applies, while Redis is unreachable, to checks under
+    /// the limiter's own quota, instead of its share `quota.split(servers)`.
+    pub fn local_quota(mut self, quota: Quota) -> RedisOptions {
+        self.local_quota = Some(quota);
+        self
+    }
+
+    /// A local cache of refusals, of at most `max_keys` keys (default 0: off). After Redis
+    /// refuses a key, the key's bucket state is remembered here until it could pass again,
+    /// and checks of it on the server's clock that it could not pass are refused locally,
+    /// without a round trip: an abusive client then costs nothing on the server. The cache
+    /// never admits (what it does not refuse goes to Redis), so it never turns a refusal into
+    /// an admission. The other way, it can refuse what Redis would admit: a cached state is
+    /// dated from the reply's arrival, after Redis decided, so a cached refusal can outlast
+    /// Redis's by the reply's latency, or longer when tokens came back in another way (a
+    /// refund from another process, a deleted key). Refunds through this limiter forget the
+    /// key. Only calls on the server's clock use it, not the `_at` forms.
+    pub fn deny_cache(mut self, max_keys: usize) -> RedisOptions {
+        self.deny_cache = max_keys;
+        self
+    }
+
+    /// Calls `hook` with every error a `check_*` call answered by the failure policy or, for
+    /// [usage errors](Error::is_usage), refused: where to log them. It runs on the
+    /// caller's task; keep it short.
+    pub fn on_error(mut self, hook: impl Fn(&Error) + Send + Sync + 'static) -> RedisOptions {
+        self.on_error = Some(Arc::new(hook));
+        self
+    }
+
+    /// Milliseconds a key lives beyond the time its bucket is full: the forget-after time of
+    /// start-empty buckets, plus the margin when the time is the caller's. Capped at 2^50 to
+    /// keep the script exact.
+    pub(crate) fn keep_ms(&self, caller_time: bool) -> u64 {
         let forget = if self.start_empty {
             self.forget_after
         } else {
             Duration::ZERO
         };
-        let extra = self.expiry_margin.saturating_add(forget);
+        let margin = if caller_time {
+            self.expiry_margin
+        } else {
+            Duration::ZERO
+        };
+        let extra = margin.saturating_add(forget);
         u64::try_from(extra.as_millis())
             .unwrap_or(u64::MAX)
             .min(1 << 50)

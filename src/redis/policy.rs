@@ -2,18 +2,23 @@
 //! answer given ([`Stats`]).
 
 use super::error::Error;
+use super::local::{Ask, Local};
+use super::options::RedisOptions;
 use crate::outcome::{Allowed, Denied, Level};
 use crate::sync::counter::{AtomicU64, Ordering};
-use core::time::Duration;
 
 /// What [`check_key_n`](super::RedisLimiter::check_key_n) answers when Redis gives no decision
-/// (unreachable, an error reply, or no reply within the deadline).
+/// (unreachable, known to be down, or no reply within the deadline).
 ///
 /// Either way the failure is counted in [`Stats`], and a call whose outcome is unknown (the
 /// deadline passed after the script was sent) is counted in [`Stats::unknown`] as well: it may
 /// have spent tokens on the server, and it is never retried. A request that costs more than
-/// the burst is denied whatever the policy, since it could never pass.
+/// the burst is denied whatever the policy, since it could never pass. No policy answers a
+/// [usage error](Error::is_usage) (keys of different slots, a key of another type or holding
+/// a corrupt value, a quota the script cannot hold): those are refused and counted in
+/// [`Stats::errors`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FailurePolicy {
     /// Admit the request: availability over precision. The answer is an [`Allowed`] with
     /// `remaining` 0 and `reset_after` 0 (nothing is known about the bucket).
@@ -23,28 +28,53 @@ pub enum FailurePolicy {
     /// `remaining` 0, `reset_after` 0 and `retry_after` the limiter's
     /// [`failure_retry_after`](super::RedisOptions::failure_retry_after).
     FailClosed,
+    /// Decide with a local [`KeyedLimiter`](crate::KeyedLimiter) while Redis gives no
+    /// decision: each quota becomes this process's share of it, `quota.split(servers)` (or
+    /// [`RedisOptions::local_quota`](super::RedisOptions::local_quota) for the limiter's own
+    /// quota), so that `servers` processes falling back together admit about what the shared
+    /// limit would. Local buckets start as the Redis ones do (full, or empty) and are not
+    /// synchronised with Redis in either direction. Counted in [`Stats::local_allowed`] and
+    /// [`Stats::local_denied`]. A quota that cannot be split, or more than 64 distinct quotas,
+    /// fail closed.
+    Local {
+        /// How many processes share the limit.
+        servers: u32,
+    },
 }
 
 /// Counts of the answers a limiter gave through its policy-applying calls (`check_*`).
 ///
-/// `allowed` and `denied` are Redis's decisions. `failed_open` and `failed_closed` count every
-/// call answered by the [`FailurePolicy`] instead; `unknown` counts those of them whose outcome
-/// is unknown (timed out or cut off after sending: the tokens may have been spent), so
-/// `unknown <= failed_open + failed_closed`.
+/// `allowed` and `denied` are Redis's decisions, `peeks` its answers to a cost of 0, and
+/// `cached_denied` the refusals of the local deny cache. `failed_open`, `failed_closed`,
+/// `local_allowed` and `local_denied` count the calls answered by the [`FailurePolicy`]
+/// instead; `unknown` counts those of them whose outcome is unknown (sent, then timed out or
+/// cut off: the tokens may have been spent), so it is at most their sum. `errors` counts
+/// usage errors, refused under every policy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
-    /// Requests Redis admitted.
+    /// Requests Redis admitted (peeks excluded).
     pub allowed: u64,
     /// Requests Redis refused.
     pub denied: u64,
+    /// Requests of cost 0 Redis answered (they spend nothing).
+    pub peeks: u64,
+    /// Requests refused by the local deny cache, without a round trip.
+    pub cached_denied: u64,
     /// Requests admitted by [`FailurePolicy::FailOpen`] because Redis gave no decision.
     pub failed_open: u64,
     /// Requests refused by [`FailurePolicy::FailClosed`] (or because their cost exceeds the
     /// burst) because Redis gave no decision.
     pub failed_closed: u64,
+    /// Requests admitted by the local limiter of [`FailurePolicy::Local`].
+    pub local_allowed: u64,
+    /// Requests refused by the local limiter of [`FailurePolicy::Local`].
+    pub local_denied: u64,
     /// Of the failures, those whose outcome is unknown: the deadline passed or the connection
     /// was lost after the call was sent.
     pub unknown: u64,
+    /// Requests refused because of a usage error ([`Error::is_usage`]).
+    pub errors: u64,
 }
 
 /// The live counters behind [`Stats`]. `Relaxed` throughout: each is an independent tally
@@ -53,74 +83,106 @@ pub struct Stats {
 pub(crate) struct Counters {
     allowed: AtomicU64,
     denied: AtomicU64,
+    peeks: AtomicU64,
+    cached_denied: AtomicU64,
     failed_open: AtomicU64,
     failed_closed: AtomicU64,
+    local_allowed: AtomicU64,
+    local_denied: AtomicU64,
     unknown: AtomicU64,
+    errors: AtomicU64,
 }
 
 impl Counters {
     pub(crate) fn snapshot(&self) -> Stats {
         // Relaxed throughout: independent counters that publish nothing; a snapshot taken
         // while calls are in flight may be off by those calls.
+        let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Stats {
-            allowed: self.allowed.load(Ordering::Relaxed),
-            denied: self.denied.load(Ordering::Relaxed),
-            failed_open: self.failed_open.load(Ordering::Relaxed),
-            failed_closed: self.failed_closed.load(Ordering::Relaxed),
-            unknown: self.unknown.load(Ordering::Relaxed),
+            allowed: read(&self.allowed),
+            denied: read(&self.denied),
+            peeks: read(&self.peeks),
+            cached_denied: read(&self.cached_denied),
+            failed_open: read(&self.failed_open),
+            failed_closed: read(&self.failed_closed),
+            local_allowed: read(&self.local_allowed),
+            local_denied: read(&self.local_denied),
+            unknown: read(&self.unknown),
+            errors: read(&self.errors),
         }
     }
 
-    /// Counts a decision Redis made.
-    pub(crate) fn record(&self, decision: &Result<Allowed, Denied>) {
-        let counter = match decision {
-            Ok(_) => &self.allowed,
-            Err(_) => &self.denied,
-        };
+    fn bump(counter: &AtomicU64) {
+        // Relaxed: see `snapshot`.
         counter.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// Counts a decision Redis made for a request of `cost` tokens.
+    pub(crate) fn record(&self, decision: &Result<Allowed, Denied>, cost: u32) {
+        Counters::bump(match decision {
+            Ok(_) if cost == 0 => &self.peeks,
+            Ok(_) => &self.allowed,
+            Err(_) => &self.denied,
+        });
+    }
+
+    /// Counts a refusal of the deny cache.
+    pub(crate) fn record_cached(&self) {
+        Counters::bump(&self.cached_denied);
+    }
 }
 
-/// How a limiter answers for Redis when Redis does not.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Fallback {
-    pub(crate) policy: FailurePolicy,
-    pub(crate) retry_after: Duration,
-}
-
-impl Fallback {
-    /// The answer for a request of `cost` tokens (burst `burst`) that failed with `error`,
-    /// counted in `counters`.
-    pub(crate) fn answer(
-        &self,
-        error: &Error,
-        cost: u32,
-        burst: u32,
-        counters: &Counters,
-    ) -> Result<Allowed, Denied> {
-        // Relaxed on every counter below: see `Counters::snapshot`.
-        if error.outcome_unknown() {
-            counters.unknown.fetch_add(1, Ordering::Relaxed);
+/// The answer to a request Redis gave no decision for: `error` says why, `ask` what was asked.
+/// Counted in `counters`; the options' error hook is told.
+pub(crate) fn answer(
+    error: &Error,
+    ask: Ask<'_>,
+    options: &RedisOptions,
+    local: &Local,
+    counters: &Counters,
+) -> Result<Allowed, Denied> {
+    if let Some(hook) = &options.on_error {
+        hook(error);
+    }
+    let nothing_known = Level {
+        reset_after_ns: 0,
+        depth_ns: 0,
+        interval_ns: 1,
+    };
+    if error.is_usage() {
+        Counters::bump(&counters.errors);
+        return Err(Denied::new(nothing_known, None));
+    }
+    if error.outcome_unknown() {
+        Counters::bump(&counters.unknown);
+    }
+    if ask.cost() > ask.burst() {
+        Counters::bump(&counters.failed_closed);
+        return Err(Denied::new(nothing_known, None));
+    }
+    let fail_closed = || {
+        Counters::bump(&counters.failed_closed);
+        let retry = options.failure_retry_after.as_nanos();
+        Err(Denied::new(
+            nothing_known,
+            Some(u64::try_from(retry).unwrap_or(u64::MAX)),
+        ))
+    };
+    match options.failure_policy {
+        FailurePolicy::FailOpen => {
+            Counters::bump(&counters.failed_open);
+            Ok(Allowed::new(nothing_known))
         }
-        let nothing_known = Level {
-            reset_after_ns: 0,
-            depth_ns: 0,
-            interval_ns: 1,
-        };
-        if cost > burst {
-            counters.failed_closed.fetch_add(1, Ordering::Relaxed);
-            return Err(Denied::new(nothing_known, None));
-        }
-        match self.policy {
-            FailurePolicy::FailOpen => {
-                counters.failed_open.fetch_add(1, Ordering::Relaxed);
-                Ok(Allowed::new(nothing_known))
+        FailurePolicy::FailClosed => fail_closed(),
+        FailurePolicy::Local { .. } => match local.check(&ask) {
+            Some(decision) => {
+                Counters::bump(match decision {
+                    Ok(_) => &counters.local_allowed,
+                    Err(_) => &counters.local_denied,
+                });
+                decision
             }
-            FailurePolicy::FailClosed => {
-                counters.failed_closed.fetch_add(1, Ordering::Relaxed);
-                let retry_ns = u64::try_from(self.retry_after.as_nanos()).unwrap_or(u64::MAX);
-                Err(Denied::new(nothing_known, Some(retry_ns)))
-            }
-        }
+            None => fail_closed(),
+        },
     }
 }

@@ -2,6 +2,9 @@
 //! persistence, killed when dropped.
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod cluster;
+pub mod proxy;
+
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -152,4 +155,42 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
+}
+
+/// A new server, a runtime and a limiter connected to the server, or `None` (with a skip
+/// notice) if no `redis-server` is installed.
+pub fn connected(
+    test: &str,
+    quota: cellrate::Quota,
+    options: cellrate::redis::RedisOptions,
+) -> Option<(
+    RedisServer,
+    tokio::runtime::Runtime,
+    cellrate::redis::RedisLimiter,
+)> {
+    let server = RedisServer::start(test)?;
+    let rt = runtime();
+    let limiter = rt
+        .block_on(cellrate::redis::RedisLimiter::connect_with(
+            &server.url(),
+            quota,
+            options,
+        ))
+        .expect("connect to the test's redis-server");
+    Some((server, rt, limiter))
+}
+
+impl RedisServer {
+    /// Field `field` of command `command` in `INFO commandstats` (such as `calls` or
+    /// `usec_per_call` of `evalsha`), since the last `CONFIG RESETSTAT`.
+    pub fn commandstat(&self, command: &str, field: &str) -> f64 {
+        let info: String = self.query(redis::cmd("INFO").arg("commandstats")).unwrap();
+        let prefix = format!("cmdstat_{command}:");
+        let entry = format!("{field}=");
+        info.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|l| l.split(',').find_map(|f| f.strip_prefix(entry.as_str())))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    }
 }

@@ -21,10 +21,11 @@
 
 use super::super::stats::Counters;
 use super::request::{decide, Outcome, Request};
-use crate::gcra::level;
 use super::slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
+use super::test_hooks;
 use super::upkeep;
 use super::window::Slots;
+use crate::gcra::level;
 use crate::outcome::Denied;
 
 /// What a new key does when its window has no room: the table's own copy of
@@ -147,6 +148,7 @@ impl Insert<'_> {
                     room.nearest_full = Some((i, k, w));
                 }
             }
+            test_hooks::pause(); // between the scan and the claim
             return Found::Absent(room);
         }
     }
@@ -191,6 +193,7 @@ impl Insert<'_> {
         if slot.key.compare_exchange(k, claim).is_err() {
             return Ok(Step::Restart);
         }
+        test_hooks::pause(); // between the claim and its rescan
         Ok(self.resolve(home, i, claim))
     }
 
@@ -202,10 +205,16 @@ impl Insert<'_> {
                 return step;
             }
         }
+        test_hooks::pause(); // between the rescan and making the claim LIVE
+        self.initialise(self.slots.at(home, p), claim);
+        self.make_live(home, p, claim)
+    }
+
+    /// Step 4: the claim `claim` at window position `p`, initialised, made LIVE.
+    pub(super) fn make_live(&self, home: usize, p: usize, claim: KeyWord) -> Step {
         let slot = self.slots.at(home, p);
         let live = claim.live();
         let unpublished = UNPUBLISHED ^ self.slots.mask(live);
-        self.initialise(slot, claim);
         // While K is the claim, W stays UNPUBLISHED once initialised; anything else means K
         // moved (see `upkeep`, *A stalled thread*).
         if slot.tat.load() != unpublished && !self.slots.faults.skips_init_recheck() {

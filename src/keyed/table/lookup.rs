@@ -3,6 +3,7 @@
 //! invariants it relies on).
 
 use super::slot::{KeyWord, Slot, FROZEN};
+use super::test_hooks;
 use super::window::{Slots, LINE};
 
 /// Slots a look-up reads before it tests any: home's cache line and the next (see
@@ -18,20 +19,61 @@ const GROUP: usize = LINE;
 enum Settled {
     /// The key's bucket: K, and W read in the same tenure.
     Live(KeyWord, u64),
-    /// The key is not LIVE here or further on (EMPTY), or this look-up cannot tell (a claim,
-    /// or K moved): the slow path decides.
-    NotHere,
-    /// A frozen bucket of the key: go on.
+    /// An EMPTY slot: the key is not LIVE here or further on (invariant 2).
+    Absent,
+    /// K moved between the reads of W and K: the slot's tenure ended while it was read, and the
+    /// key may now be LIVE anywhere in its window. Scan again.
+    Moved,
+    /// A claim of the key (it holds no tokens) or a frozen bucket of it: go on, the key may be
+    /// LIVE further on.
     PassOver,
 }
 
-/// The hot path: the LIVE bucket of `tag` (its slot, K, and W read in K's tenure), if the
-/// scan (to the first EMPTY slot) meets one. `None` when the key is absent, being inserted
-/// or being removed.
+/// What a scan of a key's window found.
+pub(super) enum Scan<'a> {
+    /// The key's LIVE bucket: its slot, K, and W read in K's tenure.
+    Live(&'a Slot, KeyWord, u64),
+    /// No LIVE bucket of the key: it is absent, or only claimed, or being removed.
+    Absent,
+    /// A slot of the key changed while it was read: the answer is unknown, scan again.
+    Moved,
+}
+
+/// The hot path: the LIVE bucket of `tag`, if the scan meets one. `None` when the key is
+/// absent, only claimed, being removed, or moved while it was read: the slow path of a spend
+/// ([`claim`](super::claim)) scans again and sorts all of these out.
 #[inline(always)]
 pub(super) fn lookup(slots: &Slots, home: usize, tag: u64) -> Option<(&Slot, KeyWord, u64)> {
-    // The first slot that settles it: the key's LIVE bucket, its claim, or an EMPTY slot.
-    // A frozen bucket of the key is passed over (the key may be live further on).
+    match scan(slots, home, tag) {
+        Scan::Live(slot, k, w) => Some((slot, k, w)),
+        Scan::Absent | Scan::Moved => None,
+    }
+}
+
+/// The LIVE bucket of `tag`, scanning again whenever a slot of the key moved while it was
+/// read, so that `None` means the key had no LIVE bucket at some moment of the scan. For the
+/// operations that have no slow path of their own (reading a TAT, rewriting it).
+#[inline]
+pub(super) fn lookup_settled(
+    slots: &Slots,
+    home: usize,
+    tag: u64,
+) -> Option<(&Slot, KeyWord, u64)> {
+    loop {
+        match scan(slots, home, tag) {
+            Scan::Live(slot, k, w) => return Some((slot, k, w)),
+            Scan::Absent => return None,
+            Scan::Moved => {}
+        }
+    }
+}
+
+/// The scan of the window of `tag` to the first EMPTY slot: the first LIVE, unfrozen bucket of
+/// the key settles it. A claim of the key holds no tokens and a frozen bucket is being
+/// removed, so both are passed over: the key may be LIVE further on (a claim in front of the
+/// key's bucket is a duplicate insert that its resolver is about to retract).
+#[inline(always)]
+fn scan(slots: &Slots, home: usize, tag: u64) -> Scan<'_> {
     let mut start = 0;
     // Home first, alone: at full load 60% of keys are there. A check at 1,000,000 keys is
     // bound by how many cache misses of successive checks the processor overlaps, and that
@@ -43,8 +85,9 @@ pub(super) fn lookup(slots: &Slots, home: usize, tag: u64) -> Option<(&Slot, Key
         let k = slot.key.load();
         if k.tag() == tag {
             match settle(slots, slot, k) {
-                Settled::Live(k, w) => return Some((slot, k, w)),
-                Settled::NotHere => return None,
+                Settled::Live(k, w) => return Scan::Live(slot, k, w),
+                Settled::Absent => return Scan::Absent,
+                Settled::Moved => return Scan::Moved,
                 Settled::PassOver => {} // scan the window again, from home
             }
         }
@@ -80,12 +123,13 @@ pub(super) fn lookup(slots: &Slots, home: usize, tag: u64) -> Option<(&Slot, Key
         if tags != 0 {
             let i = tags.trailing_zeros() as usize;
             match settle(slots, &line[off + i], keys[off + i]) {
-                Settled::Live(k, w) => return Some((&line[off + i], k, w)),
-                Settled::NotHere => return None,
+                Settled::Live(k, w) => return Scan::Live(&line[off + i], k, w),
+                Settled::Absent => return Scan::Absent,
+                Settled::Moved => return Scan::Moved,
                 Settled::PassOver => start = i + 1,
             }
         } else if keys[off..].contains(&KeyWord::EMPTY) {
-            return None; // an EMPTY slot, and no slot of the key before it
+            return Scan::Absent; // an EMPTY slot, and no slot of the key before it
         }
     }
     // The rest of the window, slot by slot.
@@ -98,27 +142,37 @@ pub(super) fn lookup(slots: &Slots, home: usize, tag: u64) -> Option<(&Slot, Key
         let k = slot.key.load();
         if k.tag() == tag || k == KeyWord::EMPTY {
             match settle(slots, slot, k) {
-                Settled::Live(k, w) => return Some((slot, k, w)),
-                Settled::NotHere => return None,
+                Settled::Live(k, w) => return Scan::Live(slot, k, w),
+                Settled::Absent => return Scan::Absent,
+                Settled::Moved => return Scan::Moved,
                 Settled::PassOver => {}
             }
         }
         j += 1;
     }
-    None
+    Scan::Absent
 }
 
 /// What the slot whose K was read as `k` (EMPTY, or of the key looked up) says about the
 /// key.
 #[inline(always)]
 fn settle(slots: &Slots, slot: &Slot, k: KeyWord) -> Settled {
-    if k == KeyWord::EMPTY || k.is_pending() {
-        return Settled::NotHere; // absent, or being inserted: the slow path helps
+    if k == KeyWord::EMPTY {
+        return Settled::Absent;
+    }
+    if k.is_pending() {
+        // A claim holds no tokens; the key's bucket, if it has one, is further on.
+        return if slots.faults.claim_hides_bucket() {
+            Settled::Absent
+        } else {
+            Settled::PassOver
+        };
     }
     // K unchanged after W was read means that W was read in K's tenure.
     let w = slot.tat.load();
+    test_hooks::between_reads(slot);
     if !slots.faults.skips_lookup_recheck() && slot.key.load() != k {
-        return Settled::NotHere; // moved meanwhile: the slow path sorts it out
+        return Settled::Moved;
     }
     if w ^ slots.mask(k) == FROZEN {
         Settled::PassOver

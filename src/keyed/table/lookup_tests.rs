@@ -14,7 +14,7 @@ const TAG: u64 = 5;
 const OTHER: u64 = 6;
 
 /// The window scan as the module docs of the table state it: the first slot holding TAG that is
-/// PENDING (not here) or LIVE and not frozen (found), or the first EMPTY slot (not here).
+/// LIVE and not frozen (found), passing over claims of TAG, or the first EMPTY slot (not here).
 fn reference(table: &Slots, home: usize) -> Option<(*const Slot, KeyWord, u64)> {
     scan(table, home, true)
 }
@@ -27,8 +27,8 @@ fn tag_scan(table: &Slots, home: usize) -> Option<(*const Slot, KeyWord, u64)> {
     scan(table, home, false)
 }
 
-/// The first slot of `home`'s window holding TAG that is PENDING (`None`) or LIVE and not
-/// frozen (found); `None` at the first EMPTY slot too if `stop_at_empty`.
+/// The first slot of `home`'s window holding TAG that is LIVE and not frozen (found); `None`
+/// at the first EMPTY slot if `stop_at_empty`.
 fn scan(table: &Slots, home: usize, stop_at_empty: bool) -> Option<(*const Slot, KeyWord, u64)> {
     let n = table.slots.len();
     for i in 0..table.window {
@@ -36,10 +36,7 @@ fn scan(table: &Slots, home: usize, stop_at_empty: bool) -> Option<(*const Slot,
         let k = s.key.load();
         let w = s.tat.load();
         if k.tag() == TAG {
-            if k.is_pending() {
-                return None;
-            }
-            if w ^ k.mask() != FROZEN {
+            if !k.is_pending() && w ^ k.mask() != FROZEN {
                 return Some((s as *const Slot, k, w));
             }
         } else if k == EMPTY && stop_at_empty {

@@ -22,6 +22,9 @@ pub enum Broken {
     /// Look a key up by reading W without reading K again after it, so that W may be of
     /// another tenure than the K read before it.
     LookupWithoutRecheck,
+    /// Let a look-up that meets a claim of the key take the key for absent, instead of passing
+    /// over the claim to the key's bucket further on.
+    ClaimHidesBucket,
 }
 
 /// The broken step of one table, if any: none outside loom (a zero-sized value).
@@ -74,4 +77,6 @@ questions! {
     unmasked_tat => UnmaskedTat,
     /// Whether a look-up decodes W without reading K again after it.
     skips_lookup_recheck => LookupWithoutRecheck,
+    /// Whether a look-up takes a claim of the key for the key's absence.
+    claim_hides_bucket => ClaimHidesBucket,
 }

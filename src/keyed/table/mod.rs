@@ -38,7 +38,10 @@ mod lookup_tests;
 pub(crate) mod loom_hooks;
 mod prefetch;
 mod request;
+#[cfg(all(test, not(loom)))]
+mod rewrite_tests;
 pub(crate) mod slot;
+pub(crate) mod test_hooks;
 mod upkeep;
 #[cfg(all(test, not(loom)))]
 mod upkeep_tests;
@@ -48,9 +51,10 @@ pub(crate) use claim::Overflow;
 pub(crate) use request::{initial_tat, Outcome, Request};
 
 use super::stats::Counters;
+use crate::gcra::IMPOSSIBLE_AHEAD;
 use alloc::boxed::Box;
 use claim::{Insert, Step};
-use lookup::lookup;
+use lookup::{lookup, lookup_settled};
 use loom_hooks::Faults;
 use request::decide;
 use slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
@@ -154,6 +158,7 @@ impl Table {
             if new == tat {
                 return Some(outcome); // a denial or a peek: nothing to store
             }
+            test_hooks::pause();
             match slot.tat.spend(w, new ^ mask) {
                 Ok(_) => {
                     if publish {
@@ -169,7 +174,7 @@ impl Table {
 
     /// The TAT of the bucket of `fp`, if it has a published one. Creates and helps nothing.
     pub(crate) fn tat_of(&self, fp: u64) -> Option<u64> {
-        let (_, k, w) = lookup(&self.slots, self.home(fp), tag_of(fp))?;
+        let (_, k, w) = lookup_settled(&self.slots, self.home(fp), tag_of(fp))?;
         let tat = w ^ self.slots.mask(k);
         (tat != UNPUBLISHED).then_some(tat)
     }
@@ -180,7 +185,7 @@ impl Table {
     /// happened.
     pub(crate) fn rewrite(&self, fp: u64, mut f: impl FnMut(u64) -> Option<u64>) -> bool {
         let home = self.home(fp);
-        while let Some((slot, k, mut w)) = lookup(&self.slots, home, tag_of(fp)) {
+        while let Some((slot, k, mut w)) = lookup_settled(&self.slots, home, tag_of(fp)) {
             let mask = self.slots.mask(k);
             loop {
                 let tat = w ^ mask;
@@ -193,6 +198,7 @@ impl Table {
                 let Some(new) = f(tat).filter(|&new| new < FROZEN && new != tat) else {
                     return false;
                 };
+                test_hooks::pause();
                 match slot.tat.spend(w, new ^ mask) {
                     Ok(_) => return true,
                     Err(actual) if slot.key.load() == k => w = actual,
@@ -204,7 +210,11 @@ impl Table {
     }
 
     /// Removes every bucket that is full at `now` (`TAT <= now`); returns how many. A removal
-    /// freezes W, then retires K (see [`upkeep`]).
+    /// freezes W, then retires K (see [`upkeep`]). A bucket not yet published holds nothing to
+    /// remove, whatever `now`. A bucket whose TAT no operation could have written by `now`
+    /// (more than [`IMPOSSIBLE_AHEAD`] ahead) is the junk of a tenure made LIVE by a thread
+    /// stalled through a whole cycle of generations (see [`upkeep`], *A stalled thread*): it
+    /// is removed too, uncounted, as it was never published.
     pub(crate) fn evict_idle(&self, now: u64) -> usize {
         let mut removed = 0;
         for slot in self.slots.as_slice() {
@@ -218,10 +228,17 @@ impl Table {
             let tat = w ^ self.slots.mask(k);
             if tat == FROZEN {
                 upkeep::retire(&self.slots, slot, k); // a removal that stopped after its first step
-            } else if tat <= now && upkeep::freeze(&self.slots, slot, k, w) {
-                self.counters.key_removed();
+                continue;
+            }
+            let idle = tat <= now && tat != UNPUBLISHED;
+            let junk = tat > now.saturating_add(IMPOSSIBLE_AHEAD) && tat != UNPUBLISHED;
+            if (idle || junk) && upkeep::freeze(&self.slots, slot, k, w) {
+                if idle {
+                    self.counters.key_removed();
+                    removed += 1;
+                }
+                test_hooks::pause(); // between the freeze and the retirement
                 upkeep::retire(&self.slots, slot, k);
-                removed += 1;
             }
         }
         removed

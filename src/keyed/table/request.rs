@@ -25,7 +25,21 @@ pub(crate) struct Request<'q> {
 /// cancellations) and the booking (its `allowed`, and when the tokens are there).
 pub(crate) type Outcome = Result<(Change, Booking), Denied>;
 
-impl Request<'_> {
+impl<'q> Request<'q> {
+    /// One token of the key of fingerprint `fp` at 0, ready now: the request of the table's
+    /// unit tests.
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn one_at_zero(fp: u64, quota: &'q Quota) -> Request<'q> {
+        Request {
+            fp,
+            now: 0,
+            cost: 1,
+            quota,
+            start_empty: false,
+            max_wait_ns: 0,
+        }
+    }
+
     /// The TAT a new bucket of the key starts from. Only an insert needs it, so it is computed
     /// there, not on the hot path of a key already held: by [`initial_cold`], out of line, so
     /// that the compiler does not hoist it into every check (5 instructions per check at 1,000
@@ -60,8 +74,7 @@ pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
 pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
     match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
         Ok((new, _)) if new >= FROZEN => {
-            let ahead = tat.saturating_sub(req.now);
-            (tat, Err(Denied::new(gcra::level(ahead, req.quota), None)))
+            (tat, Err(gcra::unrepresentable_at(tat, req.now, req.quota)))
         }
         Ok((new, booking)) => {
             let change = Change {

@@ -7,9 +7,16 @@
 //! # The key word K
 //! | bits    | field                                                                  |
 //! |---------|------------------------------------------------------------------------|
-//! | 63..13  | tag: the low 51 bits of the key's fingerprint; 0 EMPTY, 1 TOMBSTONE     |
-//! | 12..1   | generation: one more at each claim of the slot, so K never repeats soon |
+//! | 63..26  | tag: the low 38 bits of the key's fingerprint; 0 EMPTY, 1 TOMBSTONE     |
+//! | 25..1   | generation: one more at each claim of the slot, so K never repeats soon |
 //! | 0       | PENDING: claimed for the tag, not yet live                              |
+//!
+//! The generation repeats after 2^25 claims of one slot: at the fastest churn (two keys
+//! evicting each other in a one-slot table, a claim every 35 ns or so) that takes more than a
+//! second, so only a thread stalled that long at one of a few steps could meet its K again
+//! (docs/design.md, *Generations and the known limit*). The tag's 38 bits bound the chance that
+//! a key is confused with another at `511 x 2^-37` (docs/design.md, *Fingerprints and
+//! collisions*).
 //!
 //! | K                        | meaning                                                   |
 //! |--------------------------|-----------------------------------------------------------|
@@ -47,12 +54,17 @@ const TOMBSTONE_TAG: u64 = 1;
 /// The PENDING bit of K.
 const PENDING: u64 = 1;
 /// Where the tag starts in K.
-const TAG_SHIFT: u32 = 13;
-/// The generation field of K, in place: 12 bits, so K repeats only after 4,096 claims of one
-/// slot (see [`upkeep`](super::upkeep) for what a thread stalled that long could do).
-const GENERATION: u64 = ((1 << 12) - 1) << 1;
-/// Bits of a fingerprint kept in K: 51, so a key is confused with another with probability
-/// at most `511 x 2^-50` (README, *Fingerprints and collisions*).
+const TAG_SHIFT: u32 = 26;
+/// Bits of the generation (module docs). The crate's own tests build with 12, so that they
+/// can drive a slot through a whole cycle of generations in a few thousand claims and show
+/// the guards against a stalled thread at work; the bits above them are then unused.
+#[cfg(not(test))]
+pub(crate) const GENERATION_BITS: u32 = TAG_SHIFT - 1;
+#[cfg(test)]
+pub(crate) const GENERATION_BITS: u32 = 12;
+/// The generation field of K, in place.
+const GENERATION: u64 = ((1 << GENERATION_BITS) - 1) << 1;
+/// Bits of a fingerprint kept in K: 38 (module docs).
 pub(crate) const TAG_BITS: u32 = 64 - TAG_SHIFT;
 
 /// The TAT of a LIVE bucket whose first spend is not applied yet. A spend never stores it.
@@ -61,7 +73,7 @@ pub(crate) const UNPUBLISHED: u64 = u64::MAX;
 /// clock, 584 years after its origin, are given up for these markers.)
 pub(crate) const FROZEN: u64 = u64::MAX - 1;
 
-/// The tag of a fingerprint: its low 51 bits, moved off the two reserved tags. The home slot
+/// The tag of a fingerprint: its low 38 bits, moved off the two reserved tags. The home slot
 /// comes from the high bits, so keys in one window rarely share high bits and the tag's bits
 /// are the ones that tell them apart.
 #[inline(always)]

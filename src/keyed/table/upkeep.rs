@@ -12,14 +12,15 @@
 //!    free for claims and as absent for look-ups.
 //!
 //! # A stalled thread
-//! A CAS of K compares K alone, and K repeats after 4,096 claims of one slot (the generation
-//! is 12 bits). So each CAS of K that matters is preceded by a read of W that shows the state
-//! it expects: still frozen under that K before step 2 (and before an insert claims a frozen
-//! bucket), still UNPUBLISHED before a claim is made LIVE. A thread that stalls before that
-//! read finds the slot's current state, however many claims happened meanwhile. What a thread
-//! preempted between such a read and its CAS, for as long as the slot takes to come back to
-//! the same K, can still do (all to that one key), and why a 128-bit CAS of K and W is not used
-//! to rule it out, is in docs/design.md.
+//! A CAS of K compares K alone, and K repeats after 2^25 claims of one slot (the generation is
+//! 25 bits: more than a second of the fastest churn). So each CAS of K that matters is preceded
+//! by a read of W that shows the state it expects: still frozen under that K before step 2
+//! (and before an insert claims a frozen bucket), still UNPUBLISHED before a claim is made
+//! LIVE. A thread that stalls before that read finds the slot's current state, however many
+//! claims happened meanwhile. What a thread preempted between such a read and its CAS, for as
+//! long as the slot takes to come back to the same K, can still do (all to that one key), how
+//! `evict_idle` removes a bucket made LIVE on a TAT no operation wrote, and why a 128-bit CAS of
+//! K and W is not used to rule it out, are in docs/design.md (6.7).
 
 use super::slot::{KeyWord, Slot, FROZEN};
 use super::window::Slots;

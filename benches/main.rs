@@ -1,0 +1,55 @@
+//! cellrate's benchmarks, one binary. From the workspace root:
+//!
+//! ```text
+//! cargo bench -p cellrate-benches                       # every criterion group (core, keyed)
+//! cargo bench -p cellrate-benches -- contention/        # criterion groups matching a regex
+//! cargo bench -p cellrate-benches -- paired             # the headline rows, defaults paired
+//! cargo bench -p cellrate-benches -- keyed_paired       # keyed ratios, paired
+//! cargo bench -p cellrate-benches -- keyed_memory       # bytes per key
+//! cargo bench -p cellrate-benches --features redis -- redis
+//! cargo bench -p cellrate-benches --features http -- http    # the HTTP layer, paired
+//! ```
+//!
+//! Add `--features quanta` for cellrate on QuantaClock beside governor. A first argument that
+//! names a plain suite runs it; anything else goes to criterion (flags and a filter).
+
+mod core;
+#[cfg(feature = "http")]
+mod http;
+mod keyed;
+mod keyed_memory;
+mod keyed_paired;
+mod paired;
+#[cfg(feature = "redis")]
+mod redis;
+
+use criterion::Criterion;
+use std::time::Duration;
+
+fn main() {
+    // `cargo bench` passes `--bench`; the first other argument may name a plain suite.
+    let suite = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    match suite.as_deref() {
+        Some("paired") => paired::main(),
+        Some("keyed_paired") => keyed_paired::main(),
+        Some("keyed_memory") => keyed_memory::main(),
+        #[cfg(feature = "redis")]
+        Some("redis") => redis::main(),
+        #[cfg(feature = "http")]
+        Some("http") => http::main(),
+        _ => criterion_suites(),
+    }
+}
+
+/// The criterion groups, with short runs: a first look, not a publication run (override with
+/// criterion's `--warm-up-time` and `--measurement-time`).
+fn criterion_suites() {
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(30)
+        .configure_from_args();
+    core::benches(&mut c);
+    keyed::benches(&mut c);
+    c.final_summary();
+}

@@ -1,0 +1,205 @@
+//! Decisions and refunds of one key.
+
+use super::local::Ask;
+use super::script::{self, MicroQuota};
+use super::{Error, RedisLimiter};
+use crate::nanos::Nanos;
+use crate::outcome::{Allowed, Denied};
+use crate::quota::Quota;
+use redis::{Script, Value};
+
+impl RedisLimiter {
+    /// Spends one token of `key`'s bucket, on the server's clock; the failure policy applies.
+    pub async fn check_key(&self, key: &str) -> Result<Allowed, Denied> {
+        self.check_key_n(key, 1).await
+    }
+
+    /// Spends `cost` tokens of `key`'s bucket if all are there, on the server's clock. When
+    /// Redis gives no decision the [`FailurePolicy`](super::FailurePolicy) answers, except for
+    /// a [usage error](Error::is_usage), which is refused; either way the answer is counted
+    /// in [`Stats`](super::Stats). `cost == 0` is a peek; `cost > burst` is denied with no
+    /// retry time.
+    pub async fn check_key_n(&self, key: &str, cost: u32) -> Result<Allowed, Denied> {
+        let quota = self.quota;
+        self.check_one(key, cost, Ok(quota), quota.effective())
+            .await
+    }
+
+    /// [`RedisLimiter::check_key_n`] under another quota for this call only (for example a
+    /// per-plan limit); the bucket is the same key.
+    pub async fn check_key_n_with_quota(
+        &self,
+        key: &str,
+        cost: u32,
+        quota: &Quota,
+    ) -> Result<Allowed, Denied> {
+        self.check_one(key, cost, MicroQuota::new(quota), *quota)
+            .await
+    }
+
+    async fn check_one(
+        &self,
+        key: &str,
+        cost: u32,
+        micro: Result<MicroQuota, Error>,
+        quota: Quota,
+    ) -> Result<Allowed, Denied> {
+        let outcome = match micro {
+            Ok(micro) => {
+                if let Some(denied) = self.cached_refusal(key, cost, &micro) {
+                    self.counters.record_cached();
+                    return Err(denied);
+                }
+                self.decide_one(key, cost, &micro, None).await
+            }
+            Err(e) => Err(e),
+        };
+        self.settle(outcome, Ask::One { key, cost, quota })
+    }
+
+    /// The decision for `cost` tokens of `key` at `now` (nanoseconds since the Unix epoch),
+    /// without a failure policy: Redis's answer or why there is none. On the microsecond grid
+    /// it equals [`Limiter::check_n_at`](crate::Limiter::check_n_at) on the same schedule; off
+    /// it, the decision is made at `now` rounded down and the bucket charged from `now`
+    /// rounded up, so it never admits what the exact limiter would refuse.
+    pub async fn try_check_key_n_at(
+        &self,
+        key: &str,
+        cost: u32,
+        now: Nanos,
+    ) -> Result<Result<Allowed, Denied>, Error> {
+        self.decide_one(key, cost, &self.quota, Some(now)).await
+    }
+
+    /// [`RedisLimiter::try_check_key_n_at`] on the server's clock.
+    pub async fn try_check_key_n(
+        &self,
+        key: &str,
+        cost: u32,
+    ) -> Result<Result<Allowed, Denied>, Error> {
+        if let Some(denied) = self.cached_refusal(key, cost, &self.quota) {
+            return Ok(Err(denied));
+        }
+        self.decide_one(key, cost, &self.quota, None).await
+    }
+
+    /// The decision under `quota` for this call only, on the server's clock.
+    pub async fn try_check_key_n_with_quota(
+        &self,
+        key: &str,
+        cost: u32,
+        quota: &Quota,
+    ) -> Result<Result<Allowed, Denied>, Error> {
+        let quota = MicroQuota::new(quota)?;
+        if let Some(denied) = self.cached_refusal(key, cost, &quota) {
+            return Ok(Err(denied));
+        }
+        self.decide_one(key, cost, &quota, None).await
+    }
+
+    /// [`RedisLimiter::try_check_key_n_with_quota`] at `now` (ns since the Unix epoch).
+    pub async fn try_check_key_n_with_quota_at(
+        &self,
+        key: &str,
+        cost: u32,
+        quota: &Quota,
+        now: Nanos,
+    ) -> Result<Result<Allowed, Denied>, Error> {
+        self.decide_one(key, cost, &MicroQuota::new(quota)?, Some(now))
+            .await
+    }
+
+    /// Gives back `n` tokens of `key` on the server's clock: a request admitted but not
+    /// carried out. As in the core, the level never rises above the capacity and a full
+    /// bucket stays as it is. A refund that times out is not retried.
+    pub async fn try_refund_key_n(&self, key: &str, n: u32) -> Result<(), Error> {
+        self.refund_key_n(key, n, None).await
+    }
+
+    /// [`RedisLimiter::try_refund_key_n`] at `now` (ns since the Unix epoch).
+    pub async fn try_refund_key_n_at(&self, key: &str, n: u32, now: Nanos) -> Result<(), Error> {
+        self.refund_key_n(key, n, Some(now)).await
+    }
+
+    async fn refund_key_n(&self, key: &str, n: u32, now: Option<Nanos>) -> Result<(), Error> {
+        let now = now.map(script::micros_since_epoch).transpose()?;
+        if let Some(cache) = &self.deny {
+            cache.forget(key);
+        }
+        let (reply, redis_key) = self
+            .invoke_one(&self.refund, key, &self.quota, n, now)
+            .await?;
+        script::decode_refund(&reply, &redis_key)
+    }
+
+    /// The deny cache's refusal of `cost` tokens of `key`, if it has one.
+    pub(crate) fn cached_refusal(
+        &self,
+        key: &str,
+        cost: u32,
+        quota: &MicroQuota,
+    ) -> Option<Denied> {
+        self.deny.as_ref()?.refuse(key, cost, quota)
+    }
+
+    /// Remembers a refusal by Redis on the server's clock in the deny cache.
+    pub(crate) fn remember(
+        &self,
+        key: &str,
+        decision: &Result<Allowed, Denied>,
+        quota: &MicroQuota,
+    ) {
+        if let (Some(cache), Err(denied)) = (&self.deny, decision) {
+            cache.remember(key, denied, quota);
+        }
+    }
+
+    async fn decide_one(
+        &self,
+        key: &str,
+        cost: u32,
+        quota: &MicroQuota,
+        now: Option<Nanos>,
+    ) -> Result<Result<Allowed, Denied>, Error> {
+        let time = now.map(script::micros_since_epoch).transpose()?;
+        let (reply, redis_key) = self
+            .invoke_one(&self.decide, key, quota, cost, time)
+            .await?;
+        let decision = script::decode_decision(&reply, quota, &redis_key)?;
+        if now.is_none() {
+            self.remember(key, &decision, quota);
+        }
+        Ok(decision)
+    }
+
+    /// Runs `script` on `key` for `n` tokens under `quota` at `now`; the reply and the Redis key.
+    async fn invoke_one(
+        &self,
+        script: &Script,
+        key: &str,
+        quota: &MicroQuota,
+        n: u32,
+        now: Option<script::MicroTime>,
+    ) -> Result<(Value, String), Error> {
+        let redis_key = self.redis_key(key);
+        let args = self.args(quota, n, now);
+        let keys = std::slice::from_ref(&redis_key);
+        let reply = self
+            .conn
+            .invoke(script, keys, &args, self.options.deadline)
+            .await?;
+        Ok((reply, redis_key))
+    }
+
+    /// The script arguments for `n` tokens under `quota` at `now` (the server's clock if
+    /// `None`).
+    pub(crate) fn args(
+        &self,
+        quota: &MicroQuota,
+        n: u32,
+        now: Option<script::MicroTime>,
+    ) -> [i64; 7] {
+        let keep = self.options.keep_ms(now.is_some());
+        script::args(quota, n, now, self.options.start_empty, keep)
+    }
+}

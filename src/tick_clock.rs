@@ -1,0 +1,328 @@
+//! `TickClock`: the default clock. One process-wide time that a lazily started thread refreshes
+//! every millisecond, read with one relaxed load by quotas coarse enough for it; an exact
+//! [`MonotonicClock`] reading for the others.
+
+use crate::clock::{Clock, MonotonicClock};
+use crate::nanos::Nanos;
+use crate::sync::{AtomicU64, Ordering};
+use core::fmt;
+use core::time::Duration;
+use crossbeam_utils::CachePadded;
+use std::thread;
+
+/// The default clock of [`Limiter::new`](crate::Limiter::new) and
+/// [`KeyedLimiter::new`](crate::KeyedLimiter::new): exact where a quota needs it, a cached
+/// time where a quota cannot tell the difference.
+///
+/// - **Precision.** A check under a quota whose depth (`burst * emission_interval`) is at least
+///   16 [`TICK`](Self::TICK)s (16 ms) reads a process-wide time that one background thread
+///   refreshes every tick (1 ms): one relaxed load, no system call, no timestamp-counter read.
+///   Its decisions move in steps of a tick, and a reading lags the true time by up to a tick
+///   plus however late the thread is scheduled. A check under a shallower quota reads
+///   [`MonotonicClock`] and is exact to the nanosecond. [`now`](Clock::now) is always exact;
+///   waits and reservations read it. A `retry_after` is counted from the cached reading, so it
+///   is never too short, but a retry made right at it may still be denied by up to a tick.
+/// - **Why 16 ticks.** A lag never grants tokens (the bucket is judged as it was a moment
+///   earlier), and a lag of a tick holds back at most a sixteenth of a full bucket, so a coarse
+///   reading costs a quota none of its rate. A quota shallower than a tick on a cached time would
+///   admit only its burst per tick (1,000,000/s with burst 1 would pass 1,000/s).
+/// - **Monotonic, one origin.** Readings never go backwards: the thread only raises the time
+///   (`fetch_max`), and after a restart readers wait for its first reading, which is later than
+///   every earlier one. Cached and exact readings share [`MonotonicClock`]'s origin, so they mix
+///   in the `_at` forms; a cached reading can be up to a tick behind an exact one taken at the
+///   same moment, and like any stale reading it can only deny.
+/// - **The thread.** It starts at the first cached read (the first check pays for starting
+///   it, tens of microseconds), wakes once a millisecond (1,000 wakeups a second, a
+///   `clock_gettime` and a store each) while any `TickClock` exists, and stops within a tick
+///   after the last one is dropped. A process whose quotas are all shallow never starts it.
+/// - **fork.** A child process has no copy of the thread: a handler registered with
+///   `pthread_atfork` clears the cached time in the child, whose next cached read starts a
+///   thread of its own. The child's time never freezes.
+/// - **Machines.** Both readings come from the operating system's monotonic clock (`Instant`),
+///   never from the processor's timestamp counter directly: on machines without an invariant
+///   counter and in virtual machines whose counter drifts, the kernel picks a sound clock
+///   source and both readings follow it.
+///
+/// For the nanosecond on every quota, name the exact clock: `Limiter::with_clock(quota,
+/// MonotonicClock::new())`.
+///
+/// ```
+/// use cellrate::{Clock, Limiter, MonotonicClock, Quota, TickClock};
+///
+/// let coarse_enough = Limiter::new(Quota::per_second(1_000).with_burst(100)); // 100 ms deep
+/// assert!(coarse_enough.check().is_ok());
+/// let exact = Limiter::with_clock(Quota::per_second(1_000), MonotonicClock::new());
+/// assert!(exact.check().is_ok());
+/// // One origin: a TickClock reading is valid for a limiter on MonotonicClock.
+/// assert!(exact.check_at(TickClock::new().now()).is_ok());
+/// ```
+pub struct TickClock {
+    exact: MonotonicClock,
+}
+
+impl TickClock {
+    /// How often the cached time is refreshed: 1 ms.
+    pub const TICK: Duration = Duration::from_millis(1);
+
+    /// The process-wide tick clock. Cheap: the thread starts at the first cached read.
+    pub fn new() -> TickClock {
+        ticker().add_handle();
+        TickClock {
+            exact: MonotonicClock::new(),
+        }
+    }
+}
+
+impl Default for TickClock {
+    fn default() -> Self {
+        TickClock::new()
+    }
+}
+
+impl Clone for TickClock {
+    fn clone(&self) -> Self {
+        TickClock::new()
+    }
+}
+
+impl Drop for TickClock {
+    fn drop(&mut self) {
+        ticker().drop_handle();
+    }
+}
+
+impl Clock for TickClock {
+    /// The exact time ([`MonotonicClock`]).
+    #[inline]
+    fn now(&self) -> Nanos {
+        self.exact.now()
+    }
+
+    /// The cached time if `tolerance` is at least a tick, else the exact time.
+    #[inline]
+    fn now_within(&self, tolerance: Nanos) -> Nanos {
+        if tolerance.as_u64() < TICK_NS {
+            return self.exact.now();
+        }
+        // Relaxed: the time publishes no other memory; the refresher only raises it, and
+        // coherence keeps each reader's successive loads from going backwards.
+        match ticker().now.load(Ordering::Relaxed) {
+            0 => ticker().read_cold(|| self.exact.now().as_u64(), start_refresher),
+            t => Nanos::new(t),
+        }
+    }
+}
+
+impl fmt::Debug for TickClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TickClock")
+            .field("tick", &Self::TICK)
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`TickClock::TICK`] in nanoseconds.
+const TICK_NS: u64 = 1_000_000;
+
+/// What every `TickClock` and the refresher share.
+#[doc(hidden)]
+pub struct Ticker {
+    /// The latest refreshed reading, in ns since [`MonotonicClock`]'s origin; 0 while no
+    /// refresher runs (no reading is 0: the refresher stores at least 1).
+    now: CachePadded<AtomicU64>,
+    /// 1 while a refresher runs or is being started, else 0.
+    running: AtomicU64,
+    /// Live `TickClock`s: the refresher stops when there are none.
+    handles: AtomicU64,
+}
+
+impl Ticker {
+    /// A ticker with no refresher and no handles.
+    #[cfg(not(loom))]
+    const fn new() -> Ticker {
+        Ticker {
+            now: CachePadded::new(AtomicU64::new(0)),
+            running: AtomicU64::new(0),
+            handles: AtomicU64::new(0),
+        }
+    }
+
+    /// A ticker with no refresher and no handles (for the loom models).
+    #[cfg(loom)]
+    pub fn new() -> Ticker {
+        Ticker {
+            now: CachePadded::new(AtomicU64::new(0)),
+            running: AtomicU64::new(0),
+            handles: AtomicU64::new(0),
+        }
+    }
+
+    /// A read that found no cached time: makes sure one refresher runs (the reader that flips
+    /// `running` starts it with `start`), then waits for its first reading, so that no reader
+    /// returns a time later than a cached one that follows. If `start` fails, the reading is
+    /// `exact`'s and the next cold read tries again.
+    #[cold]
+    #[inline(never)]
+    #[doc(hidden)]
+    pub fn read_cold(&self, exact: impl Fn() -> u64, start: impl FnOnce() -> bool) -> Nanos {
+        let mut start = Some(start);
+        loop {
+            // SeqCst, here and in the stop path of `tick`: the clear of `now` follows the clear
+            // of `running` in one total order, so a reader that saw `now == 0` from a stopping
+            // refresher also sees `running == 0` and starts the next one.
+            let t = self.now.load(Ordering::SeqCst);
+            if t != 0 {
+                return Nanos::new(t);
+            }
+            if let Some(start) = start.take_if(|_| self.claim_start()) {
+                if !start() {
+                    // SeqCst: as above.
+                    self.running.store(0, Ordering::SeqCst);
+                    return Nanos::new(exact());
+                }
+            }
+            crate::sync::yield_now();
+        }
+    }
+
+    /// A broken twin of [`read_cold`](Self::read_cold) for the loom models: it answers a cold
+    /// read with `exact` at once instead of waiting for the refresher's first reading, so a
+    /// reader can see a later time than the cached one that follows.
+    #[cfg(loom)]
+    pub fn read_cold_without_waiting(
+        &self,
+        exact: impl Fn() -> u64,
+        start: impl FnOnce() -> bool,
+    ) -> Nanos {
+        // SeqCst: as in `read_cold`.
+        let t = self.now.load(Ordering::SeqCst);
+        if t != 0 {
+            return Nanos::new(t);
+        }
+        if self.claim_start() {
+            start();
+        }
+        Nanos::new(exact())
+    }
+
+    /// Whether this caller flips `running` from 0 to 1, and so must start the refresher.
+    fn claim_start(&self) -> bool {
+        // SeqCst: as in `read_cold`.
+        self.running
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// One step of the refresher: stores `now` (ns since the origin) and returns true, or, if
+    /// no `TickClock` is left, clears the time and returns false (the refresher then exits).
+    #[doc(hidden)]
+    pub fn tick(&self, now: u64) -> bool {
+        // SeqCst: a handle made before this load keeps the refresher going; one made after it
+        // may meet a stopped refresher, which clears `running` before `now` (see `read_cold`),
+        // so that handle's next read finds `now == 0` and starts another.
+        if self.handles.load(Ordering::SeqCst) == 0 {
+            self.running.store(0, Ordering::SeqCst);
+            self.now.store(0, Ordering::SeqCst);
+            return false;
+        }
+        // Relaxed: the reading publishes no other memory; fetch_max keeps the time from going
+        // backwards whatever the order of stores.
+        self.now.fetch_max(now.max(1), Ordering::Relaxed);
+        true
+    }
+
+    /// In a child process after `fork`: no refresher runs there, so the time is cleared and
+    /// the child's next cached read starts one.
+    #[doc(hidden)]
+    pub fn forget_refresher(&self) {
+        // SeqCst: as in `tick`'s stop path.
+        self.running.store(0, Ordering::SeqCst);
+        self.now.store(0, Ordering::SeqCst);
+    }
+
+    /// Adds a handle (what [`TickClock::new`] does).
+    #[doc(hidden)]
+    pub fn add_handle(&self) {
+        // SeqCst: the refresher's stop decision is ordered against it (see `tick`).
+        self.handles.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Drops a handle (what dropping a [`TickClock`] does).
+    #[doc(hidden)]
+    pub fn drop_handle(&self) {
+        // SeqCst: as in `add_handle`.
+        self.handles.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// The cached time, 0 if none.
+    #[cfg(loom)]
+    pub fn cached(&self) -> u64 {
+        // SeqCst: a model's final check, after joins.
+        self.now.load(Ordering::SeqCst)
+    }
+
+    /// Whether a refresher runs or is being started.
+    #[cfg(loom)]
+    pub fn is_running(&self) -> bool {
+        // SeqCst: as in `cached`.
+        self.running.load(Ordering::SeqCst) != 0
+    }
+}
+
+/// The process's ticker.
+#[cfg(not(loom))]
+fn ticker() -> &'static Ticker {
+    static TICKER: Ticker = Ticker::new();
+    &TICKER
+}
+
+/// Under loom the models drive their own [`Ticker`]s; this one is never refreshed.
+#[cfg(loom)]
+fn ticker() -> &'static Ticker {
+    loom::lazy_static! {
+        static ref TICKER: Ticker = Ticker::new();
+    }
+    &TICKER
+}
+
+/// Starts the refresher thread; false if the operating system would not, or if a child
+/// process could not be told to forget it (a child's time would then freeze).
+fn start_refresher() -> bool {
+    #[cfg(all(unix, not(loom)))]
+    if !fork::child_handler_registered() {
+        return false;
+    }
+    thread::Builder::new()
+        .name("cellrate-tick".into())
+        .spawn(|| {
+            let exact = MonotonicClock::new();
+            while ticker().tick(exact.now().as_u64()) {
+                thread::sleep(TickClock::TICK);
+            }
+        })
+        .is_ok()
+}
+
+/// The `fork` handler: the child clears the cached time, since the refresher is not copied.
+#[cfg(all(unix, not(loom)))]
+mod fork {
+    use std::sync::OnceLock;
+
+    /// Registers [`child`] once per process (a child inherits the registration); whether that
+    /// succeeded.
+    pub(super) fn child_handler_registered() -> bool {
+        static REGISTERED: OnceLock<bool> = OnceLock::new();
+        *REGISTERED.get_or_init(|| {
+            // SAFETY:
+            // - `child` is an `extern "C" fn()` with no arguments, as pthread_atfork expects.
+            // - It only stores to two atomics, which is async-signal-safe, as a child handler
+            //   of a multi-threaded parent must be.
+            unsafe { libc::pthread_atfork(None, None, Some(child)) == 0 }
+        })
+    }
+
+    /// Runs in the child right after `fork`.
+    extern "C" fn child() {
+        super::ticker().forget_refresher();
+    }
+}

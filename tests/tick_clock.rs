@@ -1,0 +1,117 @@
+//! TickClock, the default clock: quotas shallower than 16 ticks are decided on the exact time,
+//! deeper ones on the cached time, which never runs ahead, never goes backwards and moves.
+
+use cellrate::{Clock, KeyedLimiter, Limiter, MonotonicClock, Nanos, Quota, TickClock};
+use std::time::{Duration, Instant};
+
+/// A tolerance the cached time satisfies: one tick.
+const TICK: Nanos = Nanos::new(1_000_000);
+
+/// 1,000,000 tokens a second, burst 1: 1 µs deep. On a time cached every millisecond it would
+/// admit about one check a millisecond.
+fn shallow() -> Quota {
+    Quota::try_new(Duration::from_micros(1), 1).expect("1 µs x 1 fits")
+}
+
+/// How many of the checks `check` makes during 20 ms are admitted.
+fn admitted_in_20_ms(check: impl Fn() -> bool) -> u64 {
+    let start = Instant::now();
+    let mut admitted = 0;
+    while start.elapsed() < Duration::from_millis(20) {
+        admitted += u64::from(check());
+    }
+    admitted
+}
+
+#[test]
+fn a_shallow_quota_is_decided_on_the_exact_time() {
+    // Exact: one admission per microsecond the loop spends (thousands); cached: about 21.
+    let limiter = Limiter::new(shallow());
+    let admitted = admitted_in_20_ms(|| limiter.check().is_ok());
+    assert!(admitted > 200, "{admitted} admitted in 20 ms at 1/µs");
+
+    let keyed = KeyedLimiter::<u64>::new(shallow());
+    let admitted = admitted_in_20_ms(|| keyed.check_key(&1).is_ok());
+    assert!(
+        admitted > 200,
+        "{admitted} admitted in 20 ms at 1/µs (keyed)"
+    );
+}
+
+#[test]
+fn a_shallow_quota_per_call_is_decided_on_the_exact_time() {
+    // The limiter's own quota (1 s deep) would read the cached time; the call's must not.
+    let keyed = KeyedLimiter::<u64>::new(Quota::per_second(1_000));
+    let quota = shallow();
+    let admitted = admitted_in_20_ms(|| keyed.check_key_n_with_quota(&1, 1, &quota).is_ok());
+    assert!(admitted > 200, "{admitted} admitted in 20 ms at 1/µs");
+}
+
+#[test]
+fn a_tolerance_of_a_tick_reads_the_cached_time() {
+    let clock = TickClock::new();
+    clock.now_within(TICK); // starts the refresher
+    let readings: Vec<Nanos> = (0..1_000).map(|_| clock.now_within(TICK)).collect();
+    let mut distinct = readings.clone();
+    distinct.dedup();
+    assert!(
+        distinct.len() < 100,
+        "{} distinct readings of 1,000 back to back: not a cached time",
+        distinct.len()
+    );
+    let exact: Vec<Nanos> = (0..1_000)
+        .map(|_| clock.now_within(Nanos::new(999_999)))
+        .collect();
+    let mut distinct = exact.clone();
+    distinct.dedup();
+    assert!(
+        distinct.len() > 100,
+        "a tolerance below a tick must read the exact time"
+    );
+}
+
+#[test]
+fn cached_readings_never_run_ahead_never_go_backwards_and_move() {
+    let clock = TickClock::new();
+    let exact = MonotonicClock::new();
+    let first = clock.now_within(TICK);
+    assert!(
+        first <= exact.now(),
+        "a cached reading ahead of the exact time"
+    );
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(|| {
+                let (clock, exact) = (TickClock::new(), MonotonicClock::new());
+                let mut last = clock.now_within(TICK);
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_millis(30) {
+                    let now = clock.now_within(TICK);
+                    assert!(now >= last, "{now:?} after {last:?}");
+                    assert!(
+                        now <= exact.now(),
+                        "a cached reading ahead of the exact time"
+                    );
+                    last = now;
+                }
+            })
+        })
+        .collect();
+    threads
+        .into_iter()
+        .for_each(|t| t.join().expect("a reader failed"));
+    std::thread::sleep(Duration::from_millis(20));
+    let later = clock.now_within(TICK);
+    assert!(
+        later.saturating_duration_since(first) >= Duration::from_millis(20),
+        "{first:?} -> {later:?}: the cached time did not move"
+    );
+}
+
+#[test]
+fn now_is_exact_and_shares_the_monotonic_origin() {
+    let (clock, exact) = (TickClock::new(), MonotonicClock::new());
+    let before = exact.now();
+    let reading = clock.now();
+    assert!(before <= reading && reading <= exact.now());
+}

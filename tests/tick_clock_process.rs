@@ -1,0 +1,124 @@
+//! TickClock's refresher in a whole process: it starts at the first cached read and not before,
+//! stops after the last clock is dropped and starts again, and a forked child's time keeps
+//! moving (while a CachedClock made before the fork freezes in the child, as documented).
+//!
+//! Its own binary with its own `main` (harness = false): it counts the process's threads by
+//! name and forks, which a multi-threaded test harness would disturb.
+
+#[cfg(target_os = "linux")]
+fn main() {
+    linux::refresher_starts_lazily_and_stops_with_the_last_clock();
+    linux::a_forked_child_keeps_a_moving_time();
+    println!("tick_clock_process: ok");
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    println!("tick_clock_process: needs Linux (/proc and fork): skipped");
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use cellrate::{CachedClock, Clock, Nanos, TickClock};
+    use std::time::{Duration, Instant};
+
+    const TICK: Nanos = Nanos::new(1_000_000);
+
+    /// The threads of this process named `name`.
+    fn threads_named(name: &str) -> usize {
+        let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+        let named = |entry: &std::fs::DirEntry| {
+            let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            comm.trim() == name
+        };
+        tasks.filter_map(Result::ok).filter(named).count()
+    }
+
+    /// Polls until `threads_named("cellrate-tick")` is `count`, failing after 5 s.
+    fn wait_for_refreshers(count: usize, failure: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while threads_named("cellrate-tick") != count {
+            assert!(Instant::now() < deadline, "{failure}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    pub fn refresher_starts_lazily_and_stops_with_the_last_clock() {
+        let clock = TickClock::new();
+        clock.now();
+        clock.now_within(Nanos::new(999_999));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            threads_named("cellrate-tick"),
+            0,
+            "started before a cached read"
+        );
+
+        clock.now_within(TICK);
+        wait_for_refreshers(1, "a cached read did not start the refresher");
+        let clone = clock.clone();
+        drop(clock);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            threads_named("cellrate-tick"),
+            1,
+            "stopped while a clone lives"
+        );
+        drop(clone);
+        wait_for_refreshers(0, "the refresher outlived the last clock");
+
+        let again = TickClock::new();
+        let before = again.now_within(TICK);
+        wait_for_refreshers(
+            1,
+            "a cached read after a stop did not restart the refresher",
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            again.now_within(TICK) > before,
+            "the restarted time does not move"
+        );
+    }
+
+    pub fn a_forked_child_keeps_a_moving_time() {
+        let clock = TickClock::new();
+        clock.now_within(TICK);
+        wait_for_refreshers(1, "a cached read did not start the refresher");
+        let cached = CachedClock::new(Duration::from_millis(1)).expect("a thread starts");
+        // SAFETY:
+        // - The child only reads clocks, sleeps, starts a thread and leaves with `_exit`; glibc
+        //   makes its allocator usable in the child of a multi-threaded parent.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let code = child(&clock, &cached);
+            // SAFETY: ends the child without running the parent's exit handlers twice.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: `pid` is our child; `status` is a valid place to write its status.
+        let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(waited, pid, "waitpid failed");
+        assert!(libc::WIFEXITED(status), "the child died: status {status}");
+        match libc::WEXITSTATUS(status) {
+            0 => {}
+            1 => panic!("the child's TickClock time froze after fork"),
+            2 => panic!("the child's CachedClock moved: update its fork documentation"),
+            other => panic!("the child exited with {other}"),
+        }
+    }
+
+    /// In the child: 0 if the TickClock's time moves over 30 ms and the CachedClock's does not.
+    fn child(clock: &TickClock, cached: &CachedClock) -> i32 {
+        let (tick_before, cached_before) = (clock.now_within(TICK), cached.now());
+        std::thread::sleep(Duration::from_millis(30));
+        let (tick_after, cached_after) = (clock.now_within(TICK), cached.now());
+        if tick_after.saturating_duration_since(tick_before) < Duration::from_millis(20) {
+            1
+        } else if cached_after != cached_before {
+            2
+        } else {
+            0
+        }
+    }
+}
