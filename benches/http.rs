@@ -13,10 +13,10 @@
 //!
 //! Run: `cargo bench -p cellrate-benches --features http -- http` (about 30 s).
 
+use crate::keyed_paired::quantile;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::{routing::get, Router};
-use crate::keyed_paired::quantile;
 use cellrate::http::{ClientIp, Keyed, RateLimitLayer};
 use cellrate::{KeyedLimiter, Quota};
 use http::Request;

@@ -217,5 +217,8 @@ async fn a_tier_refund_gives_back_under_the_quota_charged() {
     ];
     let refused = StatusCode::TOO_MANY_REQUESTS;
     let unauthorized = StatusCode::UNAUTHORIZED;
-    assert_eq!(statuses, [unauthorized, unauthorized, unauthorized, refused]);
+    assert_eq!(
+        statuses,
+        [unauthorized, unauthorized, unauthorized, refused]
+    );
 }

@@ -56,6 +56,8 @@ pub struct How<'a> {
     pub(crate) partition: Option<&'a RandomState>,
     /// Keep a ticket for a refund.
     pub(crate) ticket: bool,
+    /// An admitted request's headers need the policies' levels (a refusal always does).
+    pub(crate) figures: bool,
 }
 
 /// A decision, now or later.

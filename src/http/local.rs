@@ -30,7 +30,9 @@ impl<P: Local> sealed::Backend for P {
         let answer = if slots.len == 1 {
             let slot = slots.iter().next().expect("one slot");
             let answer = slot.check_n_at(cost, now);
-            verdict.states[slot.index] = Some(PolicyState::of_answer(&slot.quota, &answer));
+            if how.figures || answer.is_err() {
+                verdict.states[slot.index] = Some(PolicyState::of_answer(&slot.quota, &answer));
+            }
             answer
         } else {
             let first = match slots.iter().next() {
@@ -42,8 +44,9 @@ impl<P: Local> sealed::Backend for P {
                 limits[i] = slot.limit();
             }
             let answer = all_of(&limits[..slots.len]).check_n_at(cost, now);
-            // Each policy's own level, by a peek (cost 0 spends and creates nothing).
-            for slot in slots.iter() {
+            // Each policy's own level, by a peek (cost 0 spends and creates nothing), only when
+            // a header will show it.
+            for slot in slots.iter().filter(|_| how.figures || answer.is_err()) {
                 let level = slot.check_n_at(0, now);
                 verdict.states[slot.index] = Some(PolicyState::of_answer(&slot.quota, &level));
             }
@@ -104,9 +107,11 @@ where
             Ok(_) => Outcome::Allowed,
             Err(denied) => Outcome::Refused(denied.retry_after()),
         });
-        let mut state = PolicyState::of_answer(&quota, &answer);
-        state.partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        verdict.states[0] = Some(state);
+        if how.figures || answer.is_err() {
+            let mut state = PolicyState::of_answer(&quota, &answer);
+            state.partition = how.partition.map(|h| h.hash_one((0usize, &key)));
+            verdict.states[0] = Some(state);
+        }
         verdict.quotas[0] = Some(quota);
         if answer.is_ok() && how.ticket {
             verdict.ticket = Some((key, quota));
@@ -115,7 +120,11 @@ where
     }
 
     fn refund(&self, (key, quota): (E::Key, Quota), cost: u32) {
-        self.keyed.limiter().key(&key).with_quota(&quota).refund_n(cost);
+        self.keyed
+            .limiter()
+            .key(&key)
+            .with_quota(&quota)
+            .refund_n(cost);
     }
 
     fn start_upkeep(&self) {

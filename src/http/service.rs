@@ -61,6 +61,7 @@ where
             skip_missing: shared.options.missing_key == MissingKey::Skip,
             partition: shared.options.partition_key.then_some(&shared.hasher),
             ticket: shared.options.refund_if.is_some(),
+            figures: shared.options.on_allowed.ietf || shared.options.on_allowed.legacy,
         };
         match shared.backend.decide(&head, cost, &how) {
             Decision::Ready(verdict) => match admit(shared, verdict, cost, grpc) {
