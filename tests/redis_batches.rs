@@ -63,7 +63,8 @@ fn evalsha_calls(server: &RedisServer) -> u64 {
 
 #[test]
 fn redis_the_deny_cache_refuses_abusive_keys_without_a_round_trip() {
-    let quota = Quota::with_period(Duration::from_millis(300)).with_burst(2);
+    // Two tokens, then one a minute: no token comes back while the test runs.
+    let quota = Quota::per_minute(1).with_burst(2);
     let Some((server, rt, limiter)) = connected(
         "redis_the_deny_cache_refuses",
         quota,
@@ -81,12 +82,8 @@ fn redis_the_deny_cache_refuses_abusive_keys_without_a_round_trip() {
         let denied = rt.block_on(limiter.check_key("abuser")).unwrap_err();
         // Never sooner than Redis said, and what Redis says too.
         assert!(denied.retry_after() <= first.retry_after());
-        assert!(
-            rt.block_on(other.check_key_n("abuser", 0))
-                .unwrap()
-                .remaining()
-                == 0
-        );
+        let peek = rt.block_on(other.check_key_n("abuser", 0)).unwrap();
+        assert_eq!(peek.remaining(), 0);
     }
     let batch = rt.block_on(limiter.check_many(&[("abuser", 1), ("fresh", 1)]));
     assert!(batch[0].is_err() && batch[1].is_ok());
@@ -94,11 +91,25 @@ fn redis_the_deny_cache_refuses_abusive_keys_without_a_round_trip() {
     assert_eq!(evalsha_calls(&server) - before, 100 + 1);
     let stats = limiter.stats();
     assert_eq!((stats.denied, stats.cached_denied), (1, 101), "{stats:?}");
-    // Once a token is back, the request goes to Redis and passes.
-    std::thread::sleep(first.retry_after().unwrap() + Duration::from_millis(5));
-    assert!(rt.block_on(limiter.check_key("abuser")).is_ok());
-    // A refund through the limiter forgets the key.
-    assert!(rt.block_on(limiter.check_key("abuser")).is_err());
+    // A refund through the limiter forgets the key: the next request goes to Redis and passes.
     rt.block_on(limiter.try_refund_key_n("abuser", 1)).unwrap();
     assert!(rt.block_on(limiter.check_key("abuser")).is_ok());
+
+    // Once a token is back in time, the request goes to Redis and passes (a per-call quota of
+    // one token per 200 ms).
+    let brief = Quota::with_period(Duration::from_millis(200)).with_burst(1);
+    assert!(rt
+        .block_on(limiter.check_key_n_with_quota("brief", 1, &brief))
+        .is_ok());
+    let refused = rt
+        .block_on(limiter.check_key_n_with_quota("brief", 1, &brief))
+        .unwrap_err();
+    assert!(rt
+        .block_on(limiter.check_key_n_with_quota("brief", 1, &brief))
+        .is_err());
+    assert_eq!(limiter.stats().cached_denied, 102);
+    std::thread::sleep(refused.retry_after().unwrap() + Duration::from_millis(5));
+    assert!(rt
+        .block_on(limiter.check_key_n_with_quota("brief", 1, &brief))
+        .is_ok());
 }

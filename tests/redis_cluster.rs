@@ -3,11 +3,13 @@
 //! under every policy.
 #![cfg(feature = "redis")]
 
+#[path = "redis_support/cluster.rs"]
+mod cluster;
 mod redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;
-use redis_support::cluster::RedisCluster;
+use cluster::RedisCluster;
 use redis_support::runtime;
 use std::time::{Duration, Instant};
 

@@ -2,11 +2,13 @@
 //! slowed; a server that accepts and never answers. Deadlines are tens of milliseconds.
 #![cfg(feature = "redis")]
 
+#[path = "redis_support/proxy.rs"]
+mod proxy;
 mod redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::{Nanos, Quota};
-use redis_support::proxy::FaultProxy;
+use proxy::FaultProxy;
 use redis_support::{runtime, RedisServer};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};

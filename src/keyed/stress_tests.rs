@@ -26,17 +26,21 @@
 
 use super::table::test_hooks::pause_now_and_then;
 use crate::{all_of, KeyedLimiter, Limit, ManualClock, Nanos, OverflowPolicy, Quota};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Barrier, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const THREADS: usize = 8;
 const BURST: u32 = 4;
 /// The emission interval; the clock never moves, so its size only scales the TATs.
 const T: u64 = 1_000_000_000;
-/// Rounds per table size, and operations per thread per round.
-const ROUNDS: usize = 200;
+/// Rounds per key of `max_keys` (larger tables see more inserts per round, and the races
+/// between them), and operations per thread per round.
+const ROUNDS_PER_KEY: usize = 40;
 const OPS: usize = 120;
+/// The most time the rounds of one table size may take: a bound for a loaded machine, where
+/// the pauses (each a yield of the processor) make a round slow; not a measurement.
+const BUDGET: Duration = Duration::from_secs(3);
 
 type Keyed = KeyedLimiter<u64, ManualClock>;
 
@@ -200,7 +204,7 @@ fn check_round(world: &World) -> Result<(), String> {
     Ok(())
 }
 
-/// `ROUNDS` rounds on a table of `max_keys` keys (`ceil(max_keys * 5 / 4)` slots) shared by
+/// `ROUNDS_PER_KEY * max_keys` rounds on a table of `max_keys` keys (`ceil(max_keys * 5 / 4)` slots) shared by
 /// one more key than it has slots.
 fn stress(max_keys: usize) {
     let quota = Quota::try_new(Duration::from_nanos(T), BURST).unwrap();
@@ -218,10 +222,13 @@ fn stress(max_keys: usize) {
         limiter,
     };
     let barrier = Barrier::new(THREADS);
+    // Some(the first difference), or None; and whether to stop after this round.
     let failure = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    let deadline = Instant::now() + BUDGET;
     std::thread::scope(|s| {
         for t in 0..THREADS {
-            let (world, barrier, failure) = (&world, &barrier, &failure);
+            let (world, barrier, failure, stop) = (&world, &barrier, &failure, &stop);
             s.spawn(move || {
                 let seed = 0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1) << 32 ^ max_keys as u64;
                 let mut rng = Rng(seed);
@@ -230,17 +237,22 @@ fn stress(max_keys: usize) {
                     world,
                     held: vec![0; world.keys.len()],
                 };
-                for round in 0..ROUNDS {
+                for round in 0..ROUNDS_PER_KEY * max_keys {
                     for _ in 0..OPS {
                         hand.act(&mut rng, round % 4 == 3);
                     }
                     if barrier.wait().is_leader() {
                         if let Err(e) = check_round(world) {
                             *failure.lock().unwrap() = Some(format!("round {round}: {e}"));
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                        if Instant::now() > deadline {
+                            stop.store(true, Ordering::Relaxed);
                         }
                     }
+                    // The barrier orders the leader's store before these loads.
                     barrier.wait();
-                    if failure.lock().unwrap().is_some() {
+                    if stop.load(Ordering::Relaxed) {
                         break;
                     }
                 }

@@ -93,7 +93,8 @@ impl RedisLimiter {
                 answers.push(Err(Cached(denied)));
                 continue;
             }
-            answers.push(Ok(Ok(Err(Denied::new(self.quota.level(0), None)))));
+            // Replaced below by the reply; an error if there were none.
+            answers.push(Ok(Err(Error::UnexpectedReply("no reply".to_owned()))));
             sent.push(i);
             calls.push(Call {
                 key: self.redis_key(key),

@@ -1,7 +1,7 @@
 //! A throwaway 3-node Redis Cluster (3 primaries, no replicas) on loopback ports, made with
 //! `redis-cli --cluster create`; `None`, with a skip notice, where that is impossible.
 
-use super::RedisServer;
+use crate::redis_support::RedisServer;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

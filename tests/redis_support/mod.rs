@@ -2,8 +2,9 @@
 //! persistence, killed when dropped.
 #![allow(dead_code)] // each test file uses a different part of it
 
-pub mod cluster;
-pub mod proxy;
+// `cluster.rs` (a 3-node Cluster) and `proxy.rs` (the fault proxy) sit beside this file; the
+// tests that use them include them with `#[path]`, so that the redis bench, which includes this
+// file too, needs neither (nor the proxy's libc).
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
