@@ -7,12 +7,15 @@
 //! cargo bench -p cellrate-benches -- keyed_paired       # keyed ratios, paired
 //! cargo bench -p cellrate-benches -- keyed_memory       # bytes per key
 //! cargo bench -p cellrate-benches --features redis -- redis
+//! cargo bench -p cellrate-benches --features http -- http    # the HTTP layer, paired
 //! ```
 //!
 //! Add `--features quanta` for cellrate on QuantaClock beside governor. A first argument that
 //! names a plain suite runs it; anything else goes to criterion (flags and a filter).
 
 mod core;
+#[cfg(feature = "http")]
+mod http;
 mod keyed;
 mod keyed_memory;
 mod keyed_paired;
@@ -32,6 +35,8 @@ fn main() {
         Some("keyed_memory") => keyed_memory::main(),
         #[cfg(feature = "redis")]
         Some("redis") => redis::main(),
+        #[cfg(feature = "http")]
+        Some("http") => http::main(),
         _ => criterion_suites(),
     }
 }

@@ -73,6 +73,8 @@ mod wait;
 
 #[cfg(feature = "std")]
 pub mod baseline;
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "async")]
 pub mod pace;
 #[cfg(feature = "redis")]

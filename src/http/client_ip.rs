@@ -1,0 +1,184 @@
+//! `ClientIp`: the client's address as a key, behind trusted proxies or not, IPv6 by prefix.
+
+use super::forwarded::{hops_from_right, parse_node};
+use super::key::{KeyError, KeyExtractor, RequestHead};
+use http::header::{HeaderName, FORWARDED};
+use ipnet::IpNet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// The header a trusted proxy writes the client's address in. Name the one your proxies
+/// write: a client can send the others itself, and a proxy that does not know them passes
+/// them on unchanged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProxyHeader {
+    /// `X-Forwarded-For: client, proxy1, proxy2`: each proxy appends the address it received
+    /// the request from.
+    #[default]
+    XForwardedFor,
+    /// RFC 7239 `Forwarded: for=client, for=proxy1`: the `for=` node of each element.
+    Forwarded,
+    /// `X-Real-IP: client`: one address, set (not appended) by the proxy next to the server.
+    XRealIp,
+}
+
+/// The client's IP address, as the key of a per-client limit.
+///
+/// - **Peer address**: from axum's `ConnectInfo<SocketAddr>` (feature `axum`; serve with
+///   `into_make_service_with_connect_info::<SocketAddr>()`) or a `SocketAddr` request
+///   extension (what a hyper server loop inserts). Without either there is no key
+///   ([`KeyError::NoPeerAddress`]).
+/// - **Trusted proxies**: only when the peer is in one of [`trust_proxies`](Self::trust_proxies)'
+///   networks is the [`ProxyHeader`] read, from the right: each hop that is itself trusted is
+///   skipped and the first untrusted one is the client (if every hop is trusted, the leftmost).
+///   The leftmost entries are whatever the client wrote, so they count only past trusted hops;
+///   headers from an untrusted peer are ignored. A hop a trusted proxy wrote that names no
+///   address (`unknown`, an obfuscated `_id`, garbage) leaves the request without a key.
+/// - **Prefixes**: one IPv6 client usually owns a whole prefix (a /56 or /64 per customer is
+///   common) and can pick a new address per request, so IPv6 is keyed by its first 56 bits by
+///   default; IPv4 by the whole address. IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`, what a
+///   dual-stack socket reports) are keyed as the IPv4 address they carry.
+///
+/// The key is the address with its host bits zeroed.
+#[derive(Clone, Debug)]
+pub struct ClientIp {
+    trusted: Vec<IpNet>,
+    header: ProxyHeader,
+    v4_prefix: u8,
+    v6_prefix: u8,
+}
+
+impl Default for ClientIp {
+    fn default() -> Self {
+        ClientIp::new()
+    }
+}
+
+impl ClientIp {
+    /// The peer's address, no proxy trusted; IPv6 by /56, IPv4 by address.
+    pub fn new() -> ClientIp {
+        ClientIp {
+            trusted: Vec::new(),
+            header: ProxyHeader::default(),
+            v4_prefix: 32,
+            v6_prefix: 56,
+        }
+    }
+
+    /// Trusts the proxies in `networks` to write `header` truthfully.
+    pub fn trust_proxies(
+        mut self,
+        networks: impl IntoIterator<Item = IpNet>,
+        header: ProxyHeader,
+    ) -> ClientIp {
+        self.trusted.extend(networks);
+        self.header = header;
+        self
+    }
+
+    /// Keys IPv6 clients by their first `bits` bits (default 56; 128 keys each address).
+    ///
+    /// # Panics
+    /// If `bits` is 0 (every client in one bucket: use a global limit) or above 128.
+    pub fn ipv6_prefix(mut self, bits: u8) -> ClientIp {
+        assert!(
+            (1..=128).contains(&bits),
+            "ClientIp::ipv6_prefix({bits}): the prefix must be 1 to 128 bits"
+        );
+        self.v6_prefix = bits;
+        self
+    }
+
+    /// Keys IPv4 clients by their first `bits` bits (default 32: each address).
+    ///
+    /// # Panics
+    /// If `bits` is 0 or above 32.
+    pub fn ipv4_prefix(mut self, bits: u8) -> ClientIp {
+        assert!(
+            (1..=32).contains(&bits),
+            "ClientIp::ipv4_prefix({bits}): the prefix must be 1 to 32 bits"
+        );
+        self.v4_prefix = bits;
+        self
+    }
+
+    /// The client's address (before the prefix is applied) for a request from `peer`.
+    pub fn client_address(&self, peer: IpAddr, req: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
+        let peer = canonical(peer);
+        if !self.is_trusted(peer) {
+            return Ok(peer);
+        }
+        let (name, forwarded) = match self.header {
+            ProxyHeader::XRealIp => {
+                let name = HeaderName::from_static("x-real-ip");
+                return match req.headers.get(&name) {
+                    None => Ok(peer),
+                    Some(value) => value
+                        .to_str()
+                        .ok()
+                        .and_then(parse_node)
+                        .map(canonical)
+                        .ok_or(KeyError::InvalidHeader(name)),
+                };
+            }
+            ProxyHeader::XForwardedFor => (HeaderName::from_static("x-forwarded-for"), false),
+            ProxyHeader::Forwarded => (FORWARDED, true),
+        };
+        let mut client = peer;
+        for hop in hops_from_right(req.headers, &name, forwarded) {
+            client = canonical(hop.ok_or_else(|| KeyError::InvalidHeader(name.clone()))?);
+            if !self.is_trusted(client) {
+                break;
+            }
+        }
+        Ok(client)
+    }
+
+    fn is_trusted(&self, ip: IpAddr) -> bool {
+        self.trusted.iter().any(|net| net.contains(&ip))
+    }
+
+    /// `ip` with its host bits zeroed.
+    fn masked(&self, ip: IpAddr) -> IpAddr {
+        match ip {
+            IpAddr::V4(v4) => {
+                let mask = u32::MAX << (32 - u32::from(self.v4_prefix));
+                IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask))
+            }
+            IpAddr::V6(v6) => {
+                let mask = u128::MAX << (128 - u32::from(self.v6_prefix));
+                IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
+            }
+        }
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it carries; any other as it is.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The peer address the server recorded in the request.
+pub(crate) fn peer_address(req: &RequestHead<'_>) -> Option<SocketAddr> {
+    #[cfg(feature = "axum")]
+    if let Some(info) = req
+        .extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+    {
+        return Some(info.0);
+    }
+    req.extensions.get::<SocketAddr>().copied()
+}
+
+impl KeyExtractor for ClientIp {
+    type Key = IpAddr;
+
+    fn extract(&self, req: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
+        let peer = peer_address(req).ok_or(KeyError::NoPeerAddress)?;
+        self.client_address(peer.ip(), req)
+            .map(|ip| self.masked(ip))
+    }
+}

@@ -1,0 +1,224 @@
+//! The layer's options, over a real loopback server and client: shadow mode, refunds after the
+//! response, costs, problem+json, tiers, keys from a header.
+#![cfg(all(feature = "http", feature = "axum"))]
+
+mod http_support;
+
+use axum::{http::StatusCode as AxumStatus, routing::get, Router};
+use cellrate::http::{
+    ClientIp, Global, HeaderKey, Keyed, MissingKey, RateLimitLayer, QUOTA_EXCEEDED,
+};
+use cellrate::{KeyedLimiter, Limiter, ManualClock, Quota};
+use http::{HeaderName, HeaderValue, StatusCode};
+use http_support::{ratelimit, serve, HttpClient};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+fn limiter(quota: Quota) -> Arc<Limiter<ManualClock>> {
+    Arc::new(Limiter::with_clock(quota, ManualClock::new()))
+}
+
+#[tokio::test]
+async fn shadow_mode_never_refuses_but_counts_and_reports() {
+    let global = limiter(Quota::per_minute(1).with_burst(2));
+    let layer = RateLimitLayer::builder(Global::new("global", global))
+        .shadow(true)
+        .build();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer.clone());
+    let client = HttpClient::new(serve(app, true).await);
+    for _ in 0..5 {
+        let answer = client.get("/", &[]).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        assert!(answer.header("retry-after").is_none());
+    }
+    let last = client.get("/", &[]).await;
+    assert_eq!(ratelimit(&last), [("global".into(), 0, 60)]);
+    let stats = layer.stats();
+    assert_eq!(
+        (stats.allowed, stats.shadow_refused, stats.refused),
+        (2, 4, 0)
+    );
+}
+
+#[tokio::test]
+async fn the_refund_predicate_gives_the_token_back() {
+    // Count only failed logins: a 200 is refunded, a 401 is charged.
+    let global = limiter(Quota::per_minute(1).with_burst(2));
+    let layer = RateLimitLayer::builder(Global::new("logins", global.clone()))
+        .refund_if(|response| response.status.is_success())
+        .unwrap()
+        .build();
+    let app = Router::new()
+        .route("/ok", get(|| async { "welcome" }))
+        .route("/bad", get(|| async { (AxumStatus::UNAUTHORIZED, "no") }))
+        .layer(layer.clone());
+    let client = HttpClient::new(serve(app, true).await);
+    for _ in 0..5 {
+        assert_eq!(client.get("/ok", &[]).await.status, StatusCode::OK);
+    }
+    assert_eq!(global.available(), 2);
+    assert_eq!(
+        client.get("/bad", &[]).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        client.get("/bad", &[]).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    let locked = client.get("/ok", &[]).await;
+    assert_eq!(locked.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(layer.stats().refunded, 5);
+}
+
+#[tokio::test]
+async fn a_cost_above_the_burst_is_refused_without_retry_after() {
+    let global = limiter(Quota::per_second(10).with_burst(5));
+    let layer = RateLimitLayer::builder(Global::new("bytes", global))
+        .cost(|head| {
+            let path = head.uri.path().trim_start_matches('/');
+            path.parse().unwrap_or(1)
+        })
+        .problem_json(true)
+        .build();
+    let app = Router::new()
+        .route("/{n}", get(|| async { "ok" }))
+        .layer(layer);
+    let client = HttpClient::new(serve(app, true).await);
+    assert_eq!(client.get("/4", &[]).await.status, StatusCode::OK);
+    let short = client.get("/2", &[]).await;
+    assert_eq!(short.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(short.header("retry-after"), Some("1"));
+    assert_eq!(
+        short.header("content-type"),
+        Some("application/problem+json")
+    );
+    assert!(short.body.contains(QUOTA_EXCEEDED), "{}", short.body);
+    assert!(
+        short.body.contains(r#""violated-policies":["bytes"]"#),
+        "{}",
+        short.body
+    );
+    let never = client.get("/6", &[]).await;
+    assert_eq!(never.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(never.header("retry-after").is_none());
+}
+
+#[tokio::test]
+async fn tiers_and_header_keys() {
+    let clock = ManualClock::new();
+    let keys = Arc::new(
+        KeyedLimiter::<HeaderValue, _>::builder(Quota::per_minute(1).with_burst(1))
+            .max_keys(100)
+            .clock(clock)
+            .build(),
+    );
+    let tiered = Keyed::new(
+        "api-key",
+        keys,
+        HeaderKey::new(HeaderName::from_static("x-api-key")),
+    )
+    .quota_per_request(|_, key: &HeaderValue| {
+        if key.as_bytes().starts_with(b"paid-") {
+            Quota::per_minute(1).with_burst(3)
+        } else {
+            Quota::per_minute(1).with_burst(1)
+        }
+    });
+    let layer = RateLimitLayer::builder(tiered)
+        .missing_key(MissingKey::Reject(StatusCode::UNAUTHORIZED))
+        .build();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer);
+    let client = HttpClient::new(serve(app, true).await);
+    let admitted = |key: &'static str| {
+        let client = &client;
+        async move {
+            let mut n = 0;
+            for _ in 0..5 {
+                if client.get("/", &[("x-api-key", key)]).await.status == StatusCode::OK {
+                    n += 1;
+                }
+            }
+            n
+        }
+    };
+    assert_eq!(admitted("free-1").await, 1);
+    assert_eq!(admitted("paid-1").await, 3);
+    let paid = client.get("/", &[("x-api-key", "paid-1")]).await;
+    let policy = paid.header("ratelimit-policy").unwrap();
+    assert_eq!(policy, r#""api-key";q=3;w=180"#);
+    assert_eq!(client.get("/", &[]).await.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn skipping_a_missing_key_keeps_the_other_policies() {
+    use cellrate::http::policy::And;
+    let ips = Arc::new(KeyedLimiter::<IpAddr, _>::with_clock(
+        Quota::per_minute(1),
+        ManualClock::new(),
+    ));
+    let global = limiter(Quota::per_minute(1).with_burst(2));
+    let layer = RateLimitLayer::builder(
+        Keyed::new("ip", ips, ClientIp::new()).and(Global::new("global", global)),
+    )
+    .missing_key(MissingKey::Skip)
+    .build();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer.clone());
+    // No ConnectInfo: the per-IP policy has no key and is skipped; the global one holds.
+    let client = HttpClient::new(serve(app, false).await);
+    assert_eq!(client.get("/", &[]).await.status, StatusCode::OK);
+    let second = client.get("/", &[]).await;
+    assert_eq!(ratelimit(&second), [("global".into(), 0, 60)]);
+    assert_eq!(
+        client.get("/", &[]).await.status,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
+
+#[tokio::test]
+async fn a_tier_refund_gives_back_under_the_quota_charged() {
+    // Paid keys: burst 3. A refunded 200 leaves the key full; a 401 is charged under burst 3.
+    let keys = Arc::new(
+        KeyedLimiter::<HeaderValue, _>::builder(Quota::per_minute(1).with_burst(1))
+            .max_keys(100)
+            .clock(ManualClock::new())
+            .build(),
+    );
+    let tiered = Keyed::new(
+        "api-key",
+        keys.clone(),
+        HeaderKey::new(HeaderName::from_static("x-api-key")),
+    )
+    .quota_per_request(|_, _: &HeaderValue| Quota::per_minute(1).with_burst(3));
+    let layer = RateLimitLayer::builder(tiered)
+        .refund_if(|response| response.status.is_success())
+        .unwrap()
+        .build();
+    let app = Router::new()
+        .route("/ok", get(|| async { "ok" }))
+        .route("/bad", get(|| async { (AxumStatus::UNAUTHORIZED, "no") }))
+        .layer(layer.clone());
+    let client = HttpClient::new(serve(app, true).await);
+    let paid = [("x-api-key", "paid-1")];
+    for _ in 0..6 {
+        assert_eq!(client.get("/ok", &paid).await.status, StatusCode::OK);
+    }
+    assert_eq!(layer.stats().refunded, 6);
+    let statuses = [
+        client.get("/bad", &paid).await.status,
+        client.get("/bad", &paid).await.status,
+        client.get("/bad", &paid).await.status,
+        client.get("/bad", &paid).await.status,
+    ];
+    let refused = StatusCode::TOO_MANY_REQUESTS;
+    let unauthorized = StatusCode::UNAUTHORIZED;
+    assert_eq!(
+        statuses,
+        [unauthorized, unauthorized, unauthorized, refused]
+    );
+}
