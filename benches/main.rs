@@ -19,6 +19,7 @@ mod http;
 mod keyed;
 mod keyed_memory;
 mod keyed_paired;
+mod keyed_profile;
 mod paired;
 #[cfg(feature = "redis")]
 mod redis;
@@ -33,6 +34,7 @@ fn main() {
         Some("paired") => paired::main(),
         Some("keyed_paired") => keyed_paired::main(),
         Some("keyed_memory") => keyed_memory::main(),
+        Some("keyed_profile") => keyed_profile::main(),
         #[cfg(feature = "redis")]
         Some("redis") => redis::main(),
         #[cfg(feature = "http")]
