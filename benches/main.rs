@@ -6,6 +6,7 @@
 //! cargo bench -p cellrate-benches -- paired             # the headline rows, defaults paired
 //! cargo bench -p cellrate-benches -- keyed_paired       # keyed ratios, paired
 //! cargo bench -p cellrate-benches -- keyed_memory       # bytes per key
+//! cargo bench -p cellrate-benches -- keyed_profile default 1000 1000000   # for callgrind
 //! cargo bench -p cellrate-benches --features redis -- redis
 //! cargo bench -p cellrate-benches --features http -- http    # the HTTP layer, paired
 //! ```
