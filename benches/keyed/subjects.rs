@@ -29,6 +29,14 @@ where
     holding(builder.clock(clock).build(), keys)
 }
 
+/// `KeyedLimiter::new`, what a user gets by default (a table sized for
+/// [`DEFAULT_MAX_KEYS`](cellrate::DEFAULT_MAX_KEYS) keys on `TickClock`), holding every one of
+/// `keys`. Unlike [`cellrate_limiter`]'s table, sized for exactly `keys` (80% full, so that 40%
+/// of keys lie past their home slot), it holds 1,000 keys each at its home slot.
+pub fn default_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
+    holding(KeyedLimiter::new(Quota::per_second(RATE)), keys)
+}
+
 /// [`cellrate_limiter`] with its table advised to huge pages.
 pub fn huge_page_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
     let builder = KeyedLimiter::builder(Quota::per_second(RATE)).max_keys(keys.len());

@@ -144,7 +144,10 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     }
 
     /// Spends one token of `key`'s bucket now if there is one.
-    #[inline]
+    // The single checks are inlined into the caller (the insert path stays out of line):
+    // called, a check returns its 40-byte answer through memory, and a caller that reads only
+    // part of it (`is_ok()`) still pays for building all of it.
+    #[inline(always)]
     pub fn check_key<Q>(&self, key: &Q) -> Result<Allowed, Denied>
     where
         K: Borrow<Q>,
@@ -156,7 +159,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 
     /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
     /// [`Limiter::check_n`](crate::Limiter::check_n).
-    #[inline]
+    #[inline(always)]
     pub fn check_key_n<Q>(&self, key: &Q, cost: u32) -> Result<Allowed, Denied>
     where
         K: Borrow<Q>,
@@ -168,7 +171,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 
     /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
     /// [`Limiter::check_n_at`](crate::Limiter::check_n_at).
-    #[inline]
+    #[inline(always)]
     pub fn check_key_n_at<Q>(&self, key: &Q, cost: u32, now: Nanos) -> Result<Allowed, Denied>
     where
         K: Borrow<Q>,
@@ -180,7 +183,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     /// [`check_key_n`](Self::check_key_n) under `quota` instead of the limiter's, for tiers
     /// (free, paid) sharing one table. A TAT means "full at this time" under any quota, so a
     /// key may change tier between checks; keep one quota per key for exact per-key decisions.
-    #[inline]
+    #[inline(always)]
     pub fn check_key_n_with_quota<Q>(
         &self,
         key: &Q,
@@ -196,7 +199,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     }
 
     /// [`check_key_n_with_quota`](Self::check_key_n_with_quota) at a time passed in.
-    #[inline]
+    #[inline(always)]
     pub fn check_key_n_with_quota_at<Q>(
         &self,
         key: &Q,

@@ -105,8 +105,6 @@ fn scan(slots: &Slots, home: usize, tag: u64) -> Scan<'_> {
         .and_then(|base| slots.slots.get(base..base + GROUP))
         .filter(|_| slots.window >= GROUP - off);
     if let Some(line) = line {
-        // In slot order.
-        let keys: [KeyWord; GROUP] = core::array::from_fn(|i| line[i].key.load());
         start = GROUP - off;
         // Only the tag is matched first: by invariant 2 no EMPTY slot precedes the key's in
         // its window, so the first slot of the tag settles it whenever the key is in these
@@ -114,21 +112,30 @@ fn scan(slots: &Slots, home: usize, tag: u64) -> Scan<'_> {
         // but then the slot of the tag read after it is a slot the key really holds.) A
         // different key with the same tag and a later home may now be met past an EMPTY
         // slot of the group, where the slow path stops; that is a collision within the
-        // window, inside the bound of the README's *Fingerprints and collisions*.
-        let tags = keys
-            .iter()
-            .enumerate()
-            .fold(0u32, |mask, (i, &k)| mask | u32::from(k.tag() == tag) << i)
-            >> off;
+        // window, inside the bound of docs/design.md, *Fingerprints and collisions*. The
+        // words read are kept only as a bit mask, not as an array that the compiler would
+        // keep in memory (eight stores before the check's compare-and-swap, which waits for
+        // them): the slot of the first match is read again, and so are the slots searched for
+        // an EMPTY one when none matched (a slot never becomes EMPTY again, so one read EMPTY
+        // now was EMPTY at the first read too).
+        let tags = line.iter().enumerate().fold(0u32, |mask, (i, s)| {
+            mask | u32::from(s.key.load().tag() == tag) << i
+        }) >> off;
         if tags != 0 {
-            let i = tags.trailing_zeros() as usize;
-            match settle(slots, &line[off + i], keys[off + i]) {
-                Settled::Live(k, w) => return Scan::Live(&line[off + i], k, w),
+            let i = off + tags.trailing_zeros() as usize;
+            let k = line[i].key.load();
+            if k.tag() != tag {
+                // The slot went to another key since the read above: that key may have
+                // moved anywhere in its window meanwhile, so scan again.
+                return Scan::Moved;
+            }
+            match settle(slots, &line[i], k) {
+                Settled::Live(k, w) => return Scan::Live(&line[i], k, w),
                 Settled::Absent => return Scan::Absent,
                 Settled::Moved => return Scan::Moved,
-                Settled::PassOver => start = i + 1,
+                Settled::PassOver => start = i + 1 - off,
             }
-        } else if keys[off..].contains(&KeyWord::EMPTY) {
+        } else if line[off..].iter().any(|s| s.key.load() == KeyWord::EMPTY) {
             return Scan::Absent; // an EMPTY slot, and no slot of the key before it
         }
     }

@@ -144,8 +144,11 @@ impl Table {
 
     /// The CAS loop of one bucket, as in [`Bucket::spend`](crate::bucket), on W masked by K.
     /// An UNPUBLISHED bucket is published with this request applied to a new bucket's TAT.
-    /// `None` if the slot no longer holds the key's bucket: look it up again.
-    #[inline]
+    /// `None` if the slot no longer holds the key's bucket: look it up again. Inlined into
+    /// [`spend`](Self::spend): out of line, the request went to it through memory and its
+    /// outcome came back through memory, and a check's stores must all reach the cache before
+    /// its locked compare-and-swap runs.
+    #[inline(always)]
     fn spend_in(&self, slot: &Slot, k: KeyWord, mut w: u64, req: &Request<'_>) -> Option<Outcome> {
         let mask = self.slots.mask(k);
         loop {
