@@ -5,7 +5,7 @@
 //! a keyed default quota published without ordering its write first.
 #![cfg(loom)]
 
-use cellrate::{Broken, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, QuotaChange};
+use cellrate::{all_of, Broken, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, QuotaChange};
 use loom::sync::Arc;
 use loom::thread;
 use std::time::Duration;
@@ -107,6 +107,43 @@ fn cancel_races_change() {
     assert!(tat == 0 || tat == 10, "TAT {tat}");
 }
 
+/// An `all_of` over a limiter and a drained one races a change of the first (burst 2 to 3,
+/// spent tokens kept): it spends 1 there, is refused by the second, and rolls back. Rolled back
+/// before the change, or spent after it: TAT 0, and a check of 3 passes. The change between
+/// the spend and the rollback: the spent token is carried over and the rollback, meant for the
+/// old bucket, gives nothing back (TAT 10; a check of 3 must wait one token). Never a check
+/// decided under the old quota again.
+fn all_of_races_change(blind: bool) {
+    let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
+    let drained = Limiter::with_clock(quota(1), ManualClock::new());
+    drained.check_n_at(1, Nanos::ZERO).unwrap();
+    let changer = {
+        let limiter = limiter.clone();
+        thread::spawn(move || change(&limiter, quota(3), QuotaChange::KeepSpent, false))
+    };
+    let both = [&*limiter as &dyn cellrate::Limit, &drained];
+    let refused = if blind {
+        all_of(&both).check_n_at_with_blind_rollback(1, Nanos::ZERO)
+    } else {
+        all_of(&both).check_n_at(1, Nanos::ZERO)
+    };
+    assert!(refused.is_err());
+    changer.join().unwrap();
+    let tat = limiter.theoretical_arrival().as_u64();
+    assert!(tat == 0 || tat == 10, "TAT {tat}");
+    let check = limiter.check_n_at(3, Nanos::ZERO);
+    let expected = if tat == 0 {
+        None
+    } else {
+        Some(Duration::from_nanos(10))
+    };
+    assert_eq!(
+        check.err().map(|d| d.retry_after()),
+        expected.map(Some),
+        "decided under the quota of its TAT"
+    );
+}
+
 /// A keyed check reads the default quota while a second change sets it: the quota it decides
 /// with is the old one or the new one, whole. (The twin rewrites the quota of the first change
 /// in place.)
@@ -174,6 +211,17 @@ fn a_check_racing_a_racy_second_change_is_lost() {
 #[test]
 fn a_cancellation_racing_a_change_never_gives_back_new_tokens() {
     loom::model(cancel_races_change);
+}
+
+#[test]
+fn an_all_of_racing_a_change_rolls_back_in_the_bucket_it_spent_in() {
+    loom::model(|| all_of_races_change(false));
+}
+
+#[test]
+#[should_panic(expected = "decided under the quota of its TAT")]
+fn an_all_of_rolling_back_blindly_across_a_change_revives_the_old_quota() {
+    loom::model(|| all_of_races_change(true));
 }
 
 #[test]
