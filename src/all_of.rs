@@ -143,6 +143,27 @@ impl AllOf<'_> {
         }
         Ok(answer)
     }
+
+    /// Deliberately broken `check_n_at`: rolls back by storing each TAT from before the spend
+    /// blindly, wherever the bucket is now. Only for the loom models, which must catch it.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn check_n_at_with_blind_rollback(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
+        let mut spent = alloc::vec::Vec::new();
+        for limit in self.limits {
+            let bucket = limit.bucket_ref();
+            match bucket.book(cost, now.as_u64(), 0) {
+                Ok((change, _)) => spent.push((bucket, change)),
+                Err(denied) => {
+                    for (bucket, change) in spent {
+                        bucket.restore_racy(change);
+                    }
+                    return Err(denied);
+                }
+            }
+        }
+        Ok(Allowed::unlimited())
+    }
 }
 
 /// Spends in `limits[0]`, then the rest; when the rest refuses, rolls `limits[0]` back. The

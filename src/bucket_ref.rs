@@ -7,7 +7,7 @@
 //! never name the keyed ones. These are the cold paths (a cancellation, a rollback): the
 //! checks themselves call their bucket directly.
 
-use crate::bucket::{Bucket, Change};
+use crate::bucket::Change;
 use crate::clock::Clock;
 use crate::gcra::{self, Booking};
 use crate::nanos::Nanos;
@@ -15,7 +15,7 @@ use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 
 /// Where the TATs of buckets live, each found by an `id` (a keyed table's fingerprint; a
-/// [`Bucket`] has one TAT and ignores it).
+/// limiter's cell).
 pub trait TatStore: Sync {
     /// Books `cost` tokens at `now`, ready within `max_wait_ns`, creating the bucket if it is
     /// absent; returns the change made and the booking. The rules of [`gcra::reserve`].
@@ -42,37 +42,6 @@ pub trait TatStore: Sync {
     /// models' broken twins call it.
     #[cfg(loom)]
     fn store_racy(&self, id: u64, tat: u64);
-}
-
-impl TatStore for Bucket {
-    #[inline]
-    fn book(
-        &self,
-        _id: u64,
-        cost: u32,
-        now: u64,
-        max_wait_ns: u64,
-        quota: &Quota,
-        _start_empty: bool,
-    ) -> Result<(Change, Booking), Denied> {
-        self.update(|tat| gcra::reserve(tat, now, cost, max_wait_ns, quota))
-    }
-
-    #[inline]
-    fn rewrite(&self, _id: u64, f: &mut dyn FnMut(u64) -> Option<u64>) -> bool {
-        self.update(|tat| f(tat).map(|new| (new, ())).ok_or(()))
-            .is_ok()
-    }
-
-    #[inline]
-    fn tat(&self, _id: u64, _now: u64, _quota: &Quota, _start_empty: bool) -> u64 {
-        self.load()
-    }
-
-    #[cfg(loom)]
-    fn store_racy(&self, _id: u64, tat: u64) {
-        self.store_racy(tat)
-    }
 }
 
 /// One bucket and everything needed to act on it: its store and id, the quota it is booked

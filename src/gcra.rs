@@ -37,9 +37,9 @@ fn unrepresentable(ahead: u64, quota: &Quota) -> Denied {
     Denied::new(Level::unusable(ahead, quota.emission_interval_ns()), None)
 }
 
-/// [`unrepresentable`], for the keyed table, whose last two TATs are reserved markers.
+/// [`unrepresentable`], for the buckets that reserve their last TATs as markers (a keyed
+/// table's two, a limiter's one).
 #[inline]
-#[cfg_attr(not(feature = "std"), allow(dead_code))] // only the keyed table needs it
 pub(crate) fn unrepresentable_at(tat: u64, now: u64, quota: &Quota) -> Denied {
     unrepresentable(tat.saturating_sub(now), quota)
 }
@@ -55,6 +55,20 @@ pub(crate) fn spend(
     quota: &Quota,
 ) -> Result<(u64, Allowed), Denied> {
     reserve(tat, now, cost, 0, quota).map(|(new_tat, booking)| (new_tat, booking.allowed))
+}
+
+/// [`spend`] for a limiter's bucket, whose TAT may be the marker of a moved bucket
+/// (`bucket::MOVED`, the last nanosecond): a spend from it is beyond the clock, and its refusal
+/// is [`Denied::MOVED`], without figures, since the caller looks elsewhere instead.
+#[inline(always)]
+pub(crate) fn spend_marked(
+    tat: u64,
+    now: u64,
+    cost: u32,
+    quota: &Quota,
+) -> Result<(u64, Allowed), Denied> {
+    reserve_as::<true>(tat, now, cost, 0, quota)
+        .map(|(new_tat, booking)| (new_tat, booking.allowed))
 }
 
 /// The TAT after giving back `n` tokens at `now`: `max(TAT - n * T, now)`, so the level never
@@ -154,6 +168,19 @@ pub(crate) fn reserve(
     max_wait_ns: u64,
     quota: &Quota,
 ) -> Result<(u64, Booking), Denied> {
+    reserve_as::<false>(tat, now, cost, max_wait_ns, quota)
+}
+
+/// [`reserve`]; with `MARKED`, a TAT of `u64::MAX` (a moved limiter bucket) is refused with
+/// [`Denied::MOVED`] where it turns out beyond the clock ([`spend_marked`]).
+#[inline(always)]
+fn reserve_as<const MARKED: bool>(
+    tat: u64,
+    now: u64,
+    cost: u32,
+    max_wait_ns: u64,
+    quota: &Quota,
+) -> Result<(u64, Booking), Denied> {
     // How far the bucket is from full; `max(TAT, now) - now`. A stale `now` (earlier than one
     // already used) makes this larger, never smaller: a stale clock never grants tokens.
     let ahead = tat.saturating_sub(now);
@@ -178,6 +205,9 @@ pub(crate) fn reserve(
         .checked_add(cost_ns)
         .and_then(|need| Some((need, now.checked_add(need)?)))
     else {
+        if MARKED && tat == u64::MAX {
+            return Err(Denied::MOVED);
+        }
         return Err(unrepresentable(ahead, quota));
     };
     let wait = need.saturating_sub(quota.depth_ns());

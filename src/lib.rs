@@ -63,8 +63,10 @@ mod outcome;
 #[cfg(feature = "quanta")]
 mod quanta_clock;
 mod quota;
+mod quota_cells;
 mod quota_change;
 mod reservation;
+mod set_quota;
 mod sync;
 #[cfg(feature = "std")]
 mod tick_clock;

@@ -1,12 +1,12 @@
 //! `Limiter`: one bucket, one quota, one clock.
 
-use crate::bucket::Bucket;
 use crate::bucket_ref::BucketRef;
 use crate::clock::{now_for, Clock};
 use crate::gcra;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
+use crate::quota_cells::Cells;
 
 #[cfg(feature = "std")]
 use crate::tick_clock::TickClock;
@@ -40,8 +40,7 @@ type DefaultClock = crate::clock::ManualClock;
 /// ```
 #[derive(Debug)]
 pub struct Limiter<C: Clock = DefaultClock> {
-    bucket: Bucket,
-    quota: Quota,
+    cells: Cells,
     clock: C,
 }
 
@@ -58,8 +57,7 @@ impl<C: Clock> Limiter<C> {
     /// A full limiter reading time from `clock`.
     pub fn with_clock(quota: Quota, clock: C) -> Limiter<C> {
         Limiter {
-            bucket: Bucket::new(0),
-            quota,
+            cells: Cells::new(quota, 0),
             clock,
         }
     }
@@ -74,8 +72,9 @@ impl<C: Clock> Limiter<C> {
 
     /// [`Limiter::start_empty`] with the time passed in.
     pub fn start_empty_at(self, now: Nanos) -> Limiter<C> {
+        let quota = *self.quota();
         Limiter {
-            bucket: Bucket::new(gcra::empty_at(now.as_u64(), &self.quota)),
+            cells: Cells::new(quota, gcra::empty_at(now.as_u64(), &quota)),
             ..self
         }
     }
@@ -98,7 +97,7 @@ impl<C: Clock> Limiter<C> {
     /// is denied with [`Denied::retry_after`] `None`.
     #[inline]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        self.check_n_at(cost, now_for(&self.clock, &self.quota))
+        self.check_n_at(cost, now_for(&self.clock, self.quota()))
     }
 
     /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many
@@ -106,19 +105,19 @@ impl<C: Clock> Limiter<C> {
     /// be denied where a later time would pass, and is never granted more.
     #[inline]
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        self.bucket.spend(cost, now.as_u64(), &self.quota)
+        self.cells.spend(cost, now.as_u64())
     }
 
     /// Whole tokens available now. Spends nothing.
     #[inline]
     pub fn available(&self) -> u32 {
-        self.available_at(now_for(&self.clock, &self.quota))
+        self.available_at(now_for(&self.clock, self.quota()))
     }
 
     /// [`Limiter::available`] at a time passed in.
     #[inline]
     pub fn available_at(&self, now: Nanos) -> u32 {
-        self.bucket.available(now.as_u64(), &self.quota)
+        self.cells.available(now.as_u64())
     }
 
     /// Gives back one token; see [`Limiter::refund_n`].
@@ -138,13 +137,14 @@ impl<C: Clock> Limiter<C> {
     /// [`Limiter::refund_n`] at a time passed in.
     #[inline]
     pub fn refund_n_at(&self, n: u32, now: Nanos) {
-        self.bucket.refund(n, now.as_u64(), &self.quota)
+        self.cells.refund(n, now.as_u64())
     }
 
-    /// The quota this limiter enforces.
+    /// The quota this limiter enforces: the one it was made with, or the last one set by
+    /// [`Limiter::set_quota`].
     #[inline]
     pub fn quota(&self) -> &Quota {
-        &self.quota
+        self.cells.live().1.quota()
     }
 
     /// The clock this limiter reads.
@@ -153,13 +153,20 @@ impl<C: Clock> Limiter<C> {
         &self.clock
     }
 
+    /// This limiter's bucket and quota, and the ones quota changes made.
+    #[inline]
+    pub(crate) fn cells(&self) -> &Cells {
+        &self.cells
+    }
+
     /// This limiter's bucket, for reservations and [`all_of`](crate::all_of).
     #[inline]
     pub(crate) fn bucket_ref(&self) -> BucketRef<'_, C> {
+        let (id, cell) = self.cells.live();
         BucketRef {
-            store: &self.bucket,
-            id: 0,
-            quota: self.quota,
+            store: &self.cells,
+            id,
+            quota: *cell.quota(),
             clock: &self.clock,
             start_empty: false,
         }
@@ -169,20 +176,22 @@ impl<C: Clock> Limiter<C> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn theoretical_arrival(&self) -> Nanos {
-        Nanos::new(self.bucket.load())
+        Nanos::new(self.cells.live().1.bucket.load())
     }
 
     /// Deliberately broken `check_n_at` (load + store, no CAS). Only for the loom models.
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn check_n_at_racy(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        self.bucket.spend_racy(cost, now.as_u64(), &self.quota)
+        let head = self.cells.head();
+        head.bucket.spend_racy(cost, now.as_u64(), head.quota())
     }
 
     /// Deliberately broken `refund_n_at` (load + store, no CAS). Only for the loom models.
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn refund_n_at_racy(&self, n: u32, now: Nanos) {
-        self.bucket.refund_racy(n, now.as_u64(), &self.quota)
+        let head = self.cells.head();
+        head.bucket.refund_racy(n, now.as_u64(), head.quota())
     }
 }

@@ -106,6 +106,23 @@ pub struct Denied {
 }
 
 impl Denied {
+    /// The refusal of a spend from a moved limiter bucket, which the limiter never returns
+    /// (it decides on the bucket it moved to): no figures (`bucket.rs`).
+    pub(crate) const MOVED: Denied = Denied {
+        level: Level {
+            reset_after_ns: 0,
+            depth_ns: 0,
+            interval_ns: 0,
+        },
+        retry_after_ns: None,
+    };
+
+    /// Whether the request could pass later (it has a `retry_after`).
+    #[inline(always)]
+    pub(crate) fn can_pass(&self) -> bool {
+        self.retry_after_ns.is_some()
+    }
+
     #[inline]
     pub(crate) fn new(level: Level, retry_after_ns: Option<u64>) -> Denied {
         Denied {

@@ -18,7 +18,9 @@
 use crate::gcra;
 use crate::quota::Quota;
 
-/// How a bucket's state is carried over when its quota changes.
+/// How a bucket's state is carried over when its quota changes: by
+/// [`Limiter::set_quota`](crate::Limiter::set_quota), or for one key by
+/// [`KeyedBucket::rebase_from`](crate::KeyedBucket::rebase_from).
 ///
 /// The default, [`KeepSpent`](QuotaChange::KeepSpent), never turns a downgrade into a wait
 /// longer than the new quota's depth (tokens booked ahead aside, which keep their place), and
@@ -63,7 +65,6 @@ pub enum QuotaChange {
 impl QuotaChange {
     /// The TAT that a bucket at `tat` has at `now` after moving from quota `old` to `new`.
     /// At most [`gcra::MAX_AHEAD`] past `now`, like every write of a TAT.
-    #[cfg_attr(not(feature = "std"), allow(dead_code))] // the keyed handle is std-only
     pub(crate) fn rebase(self, tat: u64, now: u64, old: &Quota, new: &Quota) -> u64 {
         let used = tat.saturating_sub(now);
         if used == 0 && self != QuotaChange::Empty {

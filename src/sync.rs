@@ -10,13 +10,74 @@
 //! where they are a sequentially consistent stand-in (below).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
 
 #[cfg(all(not(loom), feature = "portable-atomic"))]
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
+// Pointer-sized atomics are native wherever there is an atomic pointer at all.
+#[cfg(all(not(loom), feature = "portable-atomic"))]
+pub(crate) use core::sync::atomic::{fence, AtomicPtr};
 
 #[cfg(all(not(loom), not(feature = "portable-atomic")))]
-pub(crate) use core::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
+
+/// A value written once by one thread before a `Release` store publishes it, and only read
+/// after: the quotas that changes publish (`quota_cells.rs`, `keyed/default_quota.rs`). Under
+/// loom it is loom's `UnsafeCell`, so that a model catches a read the write does not
+/// happen-before (a torn or stale quota); otherwise it is the plain value.
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct Published<T>(T);
+
+#[cfg(not(loom))]
+impl<T> Published<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Published(value)
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(&self) -> &T {
+        &self.0
+    }
+}
+
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct Published<T>(loom::cell::UnsafeCell<Option<T>>);
+
+// SAFETY:
+// - the value is written once, in `new`, before the cell is shared; later accesses only read
+//   it (`get`), and loom checks that each read happens after the write.
+#[cfg(loom)]
+unsafe impl<T: Send + Sync> Sync for Published<T> {}
+
+#[cfg(loom)]
+impl<T> Published<T> {
+    /// Under loom the value is written after the cell is made, so that the model sees the
+    /// write as a step of its own that every read must happen after.
+    pub(crate) fn new(value: T) -> Self {
+        let cell = Published(loom::cell::UnsafeCell::new(None));
+        // SAFETY:
+        // - the cell was made just above and nothing else refers to it yet.
+        cell.0.with_mut(|p| unsafe { *p = Some(value) });
+        cell
+    }
+
+    pub(crate) fn get(&self) -> &T {
+        // SAFETY:
+        // - the value is never written after `new` (no `&mut` to it exists); loom checks that
+        //   this read happens after that write, which is the property the models test.
+        let value = self.0.with(|p| unsafe { (*p).as_ref() });
+        value.expect("a published value is written before it is shared")
+    }
+
+    /// Deliberately broken: rewrites the value while it may be read. Only for the broken
+    /// twins, which loom must catch.
+    pub(crate) fn overwrite_racy(&self, value: T) {
+        // SAFETY: none; this is the bug the twins exist to show (loom reports the race).
+        self.0.with_mut(|p| unsafe { *p = Some(value) });
+    }
+}
 
 /// Gives up the processor in a wait loop (loom's, so that a model can schedule another thread).
 #[cfg(all(loom, feature = "std"))]

@@ -42,8 +42,9 @@ fn a_check_near_the_end_of_the_clock_is_denied_and_never_wraps() {
     let denied = l.check_n_at(1, Nanos::MAX).unwrap_err();
     assert_eq!((denied.retry_after(), denied.remaining()), (None, 0));
     assert_eq!(l.available_at(Nanos::MAX), 5);
-    // The last spend whose TAT is representable, then one more.
-    let end = u64::MAX - 10;
+    // The last spend whose TAT is representable (the clock's last nanosecond is the marker of
+    // a bucket moved by a quota change, never a TAT), then one more.
+    let end = u64::MAX - 11;
     assert_eq!(l.check_n_at(1, at(end)).unwrap().remaining(), 4);
     let denied = l.check_n_at(1, at(end)).unwrap_err();
     assert_eq!((denied.retry_after(), denied.remaining()), (None, 0));
@@ -54,7 +55,7 @@ fn a_check_near_the_end_of_the_clock_is_denied_and_never_wraps() {
     assert_eq!(l.available_at(at(0)), 0);
 
     let hourly = Quota::per_hour(1).with_burst(10);
-    let last_start = u64::MAX - hourly.depth_ns();
+    let last_start = u64::MAX - 1 - hourly.depth_ns();
     assert!(limiter(hourly).check_n_at(10, at(last_start)).is_ok());
     let denied = limiter(hourly)
         .check_n_at(10, at(last_start + 1))
@@ -66,7 +67,7 @@ fn a_check_near_the_end_of_the_clock_is_denied_and_never_wraps() {
 /// instant exists: near the end of the clock. At the deepest quota it is always kept.
 #[test]
 fn a_retry_after_near_the_end_of_the_clock_is_kept_or_none() {
-    for (q, start) in [(quota(10, 5), u64::MAX - 50), (quota(1 << 60, 4), 0)] {
+    for (q, start) in [(quota(10, 5), u64::MAX - 51), (quota(1 << 60, 4), 0)] {
         let l = spent_at(q, q.burst(), start);
         let denied = l.check_n_at(1, at(start)).unwrap_err();
         if let Some(wait) = denied.retry_after() {

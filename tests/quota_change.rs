@@ -1,7 +1,7 @@
 //! `QuotaChange`: what a bucket holds after its quota changes, strategy by strategy, on a key
-//! that changes tier (`KeyedBucket::rebase_from`).
+//! that changes tier (`KeyedBucket::rebase_from`) and on a limiter (`Limiter::set_quota`).
 
-use cellrate::{KeyedLimiter, ManualClock, Quota, QuotaChange};
+use cellrate::{KeyedLimiter, Limiter, ManualClock, Quota, QuotaChange};
 use std::time::Duration;
 
 fn free() -> Quota {
@@ -16,12 +16,18 @@ fn limiter() -> KeyedLimiter<u8, ManualClock> {
     KeyedLimiter::with_clock(free(), ManualClock::new())
 }
 
-/// Tokens available after spending `spent` under `from`, then moving to `to` by `how`.
+/// Tokens available after spending `spent` under `from`, then moving to `to` by `how`: the
+/// same on a key (`rebase_from`) and on a limiter (`set_quota`).
 fn after(spent: u32, from: Quota, to: Quota, how: QuotaChange) -> u32 {
     let limiter = limiter();
     limiter.key(&1).with_quota(&from).check_n(spent).unwrap();
     let moved = limiter.key(&1).with_quota(&to);
     moved.rebase_from(&from, how);
+    let single = Limiter::with_clock(from, ManualClock::new());
+    single.check_n(spent).unwrap();
+    single.set_quota(to, how);
+    assert_eq!(single.quota(), &to);
+    assert_eq!(single.available(), moved.available(), "{how:?}");
     moved.available()
 }
 

@@ -44,7 +44,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized + 'a,
     {
-        self.check_many_n_at(keys, cost, now_for(&self.clock, &self.quota), decisions)
+        self.check_many_n_at(keys, cost, now_for(&self.clock, self.quota()), decisions)
     }
 
     /// [`check_many_n`](Self::check_many_n) at a time passed in.
@@ -60,7 +60,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     {
         let now = now.as_u64();
         let decide = |fp: u64| {
-            let request = self.request(fp, cost, &self.quota, now, 0);
+            let request = self.request(fp, cost, self.quota(), now, 0);
             self.table
                 .spend(&request)
                 .map(|(_, booking)| booking.allowed)

@@ -6,6 +6,7 @@
 mod aes_cmac;
 mod batch;
 mod builder;
+mod default_quota;
 mod fingerprint;
 mod key_bucket;
 mod stats;
@@ -29,6 +30,7 @@ use core::borrow::Borrow;
 use core::fmt;
 use core::hash::Hash;
 use core::marker::PhantomData;
+use default_quota::DefaultQuota;
 use fingerprint::Fingerprinter;
 use table::{Request, Table};
 
@@ -97,7 +99,7 @@ pub enum OverflowPolicy {
 /// [`evict_idle`]: Self::evict_idle
 pub struct KeyedLimiter<K, C = TickClock> {
     table: Table,
-    quota: Quota,
+    quota: DefaultQuota,
     clock: C,
     start_empty: bool,
     fingerprinter: Fingerprinter,
@@ -128,7 +130,7 @@ impl<K, C> KeyedLimiter<K, C> {
     ) -> Self {
         KeyedLimiter {
             table,
-            quota,
+            quota: DefaultQuota::new(quota),
             clock,
             start_empty,
             fingerprinter,
@@ -154,7 +156,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized,
     {
         let fp = self.fingerprint(key);
-        self.check_fp(fp, 1, &self.quota, now_for(&self.clock, &self.quota))
+        self.check_fp(fp, 1, self.quota(), now_for(&self.clock, self.quota()))
     }
 
     /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
@@ -166,7 +168,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized,
     {
         let fp = self.fingerprint(key);
-        self.check_fp(fp, cost, &self.quota, now_for(&self.clock, &self.quota))
+        self.check_fp(fp, cost, self.quota(), now_for(&self.clock, self.quota()))
     }
 
     /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
@@ -177,7 +179,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        self.check_key_n_with_quota_at(key, cost, &self.quota, now)
+        self.check_key_n_with_quota_at(key, cost, self.quota(), now)
     }
 
     /// [`check_key_n`](Self::check_key_n) under `quota` instead of the limiter's, for tiers
@@ -258,9 +260,11 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         self.table.counters.snapshot()
     }
 
-    /// The default quota of this limiter.
+    /// The default quota of this limiter: the one it was built with, or the last one set by
+    /// [`set_default_quota`](Self::set_default_quota).
+    #[inline]
     pub fn quota(&self) -> &Quota {
-        &self.quota
+        self.quota.get()
     }
 
     /// Whether the kernel accepted the advice to back the table with huge pages
