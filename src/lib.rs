@@ -54,10 +54,14 @@ mod bucket_ref;
 #[cfg(feature = "std")]
 mod cached_clock;
 mod clock;
+#[cfg(feature = "metrics")]
+mod export;
 mod gcra;
 #[cfg(feature = "std")]
 mod keyed;
 mod limiter;
+#[cfg(feature = "std")]
+mod named;
 mod nanos;
 mod outcome;
 #[cfg(feature = "quanta")]
@@ -65,9 +69,14 @@ mod quanta_clock;
 mod quota;
 mod quota_change;
 mod reservation;
+mod stats;
 mod sync;
 #[cfg(feature = "std")]
+mod tally;
+#[cfg(feature = "std")]
 mod tick_clock;
+#[cfg(feature = "redis")]
+mod top_keys;
 #[cfg(feature = "std")]
 mod wait;
 
@@ -90,7 +99,7 @@ pub use clock::{Clock, ManualClock};
 pub use keyed::Broken;
 #[cfg(feature = "std")]
 pub use keyed::{
-    FingerprintHash, KeyedBucket, KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder, KeyedStats,
+    FingerprintHash, KeyedBucket, KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder,
     OverflowPolicy, DEFAULT_MAX_KEYS,
 };
 pub use limiter::Limiter;
@@ -101,6 +110,7 @@ pub use quanta_clock::QuantaClock;
 pub use quota::{Quota, QuotaError};
 pub use quota_change::QuotaChange;
 pub use reservation::{BucketOwner, Reservation};
+pub use stats::Stats;
 #[cfg(feature = "std")]
 pub use tick_clock::TickClock;
 #[cfg(all(feature = "std", loom))]

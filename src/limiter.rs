@@ -9,6 +9,8 @@ use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 
 #[cfg(feature = "std")]
+use crate::named::{self, Named};
+#[cfg(feature = "std")]
 use crate::tick_clock::TickClock;
 
 /// The clock a `Limiter` uses when none is named: [`TickClock`] with `std`; without `std`
@@ -43,6 +45,9 @@ pub struct Limiter<C: Clock = DefaultClock> {
     bucket: Bucket,
     quota: Quota,
     clock: C,
+    /// Set by [`Limiter::named`]: the opt-in to counting decisions (src/named.rs).
+    #[cfg(feature = "std")]
+    pub(crate) named: Option<Box<Named>>,
 }
 
 #[cfg(feature = "std")]
@@ -61,6 +66,8 @@ impl<C: Clock> Limiter<C> {
             bucket: Bucket::new(0),
             quota,
             clock,
+            #[cfg(feature = "std")]
+            named: None,
         }
     }
 
@@ -106,7 +113,10 @@ impl<C: Clock> Limiter<C> {
     /// be denied where a later time would pass, and is never granted more.
     #[inline]
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        self.bucket.spend(cost, now.as_u64(), &self.quota)
+        let decision = self.bucket.spend(cost, now.as_u64(), &self.quota);
+        #[cfg(feature = "std")]
+        named::count(&self.named, cost, &decision);
+        decision
     }
 
     /// Whole tokens available now. Spends nothing.
