@@ -5,7 +5,8 @@
 
 mod redis_support;
 
-use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions, Stats};
+use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
+use cellrate::Stats;
 use cellrate::Quota;
 use redis_support::{runtime, RedisServer};
 use std::time::{Duration, Instant};
