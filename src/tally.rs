@@ -11,6 +11,7 @@
 use crate::sync::counter::{AtomicU64, AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::cell::Cell;
 use crossbeam_utils::CachePadded;
 
 /// The most stripes a tally has: enough for as many threads as a machine has cores, up to 64.
@@ -91,15 +92,29 @@ impl Tally {
 /// The calling thread's stripe index: given out round-robin at its first counted check.
 #[inline]
 fn thread_index() -> usize {
+    std::thread_local! {
+        // Const-initialised and without a destructor, so that reading it is one load with no
+        // lazy-initialisation check; `usize::MAX` means not given out yet.
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|i| match i.get() {
+        usize::MAX => {
+            let given = next_index();
+            i.set(given);
+            given
+        }
+        given => given,
+    })
+}
+
+/// The next stripe index, for a thread counting for the first time.
+#[cold]
+fn next_index() -> usize {
     /// The next index to give out.
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    std::thread_local! {
-        static INDEX: usize = {
-            // Relaxed: only uniqueness matters, and fetch_add gives it in any ordering.
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        };
-    }
-    INDEX.with(|i| *i)
+    // Relaxed: only uniqueness matters, and fetch_add gives it in any ordering. The mask
+    // keeps it off `usize::MAX`.
+    NEXT.fetch_add(1, Ordering::Relaxed) & (MAX_STRIPES - 1)
 }
 
 #[cfg(test)]
