@@ -6,6 +6,7 @@
 //! cargo bench -p cellrate-benches -- paired             # the headline rows, defaults paired
 //! cargo bench -p cellrate-benches -- keyed_paired       # keyed ratios, paired
 //! cargo bench -p cellrate-benches -- keyed_memory       # bytes per key
+//! cargo bench -p cellrate-benches -- named_paired       # what naming a limiter costs
 //! cargo bench -p cellrate-benches --features redis -- redis
 //! cargo bench -p cellrate-benches --features http -- http    # the HTTP layer, paired
 //! ```
@@ -19,6 +20,7 @@ mod http;
 mod keyed;
 mod keyed_memory;
 mod keyed_paired;
+mod named_paired;
 mod paired;
 #[cfg(feature = "redis")]
 mod redis;
@@ -33,6 +35,7 @@ fn main() {
         Some("paired") => paired::main(),
         Some("keyed_paired") => keyed_paired::main(),
         Some("keyed_memory") => keyed_memory::main(),
+        Some("named_paired") => named_paired::main(),
         #[cfg(feature = "redis")]
         Some("redis") => redis::main(),
         #[cfg(feature = "http")]
