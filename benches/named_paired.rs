@@ -2,7 +2,9 @@
 //! its decisions) against the same limiter unnamed, on one thread and on one hot limiter or
 //! key shared by two threads; and the striped counters against one shared atomic counter, the
 //! design they replace. Paired as in `paired` (two subjects taking turns, median of the
-//! pairs' ratios).
+//! pairs' ratios). The bounds: one uncontended locked add per check may cost up to half a
+//! default check on one thread and a quarter of the rate on a hot limiter; the stripes must
+//! not lose to one shared counter.
 //!
 //! Run: `cargo bench -p cellrate-benches -- named_paired` (about 30 s).
 
@@ -77,13 +79,13 @@ pub fn main() {
     let mut rows = vec![
         Row::new(
             "check(), 1 thread, named / unnamed",
-            TimeAtMost(1.3),
+            TimeAtMost(1.5),
             ("named", spends(&named, allowed, 1)),
             ("unnamed", spends(&unnamed, allowed, 1)),
         ),
         Row::new(
             "one hot limiter, 2 threads, named / unnamed",
-            RateAtLeast(0.8),
+            RateAtLeast(0.75),
             ("named", spends(&named_2, allowed, 2)),
             ("unnamed", spends(&unnamed_2, allowed, 2)),
         ),
@@ -95,13 +97,13 @@ pub fn main() {
         ),
         Row::new(
             "check_key, one hot key, 1 thread, named / unnamed",
-            TimeAtMost(1.3),
+            TimeAtMost(1.5),
             ("named", spends(&key_named, allowed, 1)),
             ("unnamed", spends(&key_unnamed, allowed, 1)),
         ),
         Row::new(
             "check_key, one hot key, 2 threads, named / unnamed",
-            RateAtLeast(0.8),
+            RateAtLeast(0.75),
             ("named", spends(&key_named_2, allowed, 2)),
             ("unnamed", spends(&key_unnamed_2, allowed, 2)),
         ),

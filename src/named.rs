@@ -16,10 +16,16 @@ use alloc::borrow::Cow;
 use alloc::boxed::Box;
 
 /// What a named limiter keeps besides its bucket: its name and its counts.
-#[derive(Debug)]
 pub(crate) struct Named {
     pub(crate) name: Cow<'static, str>,
     pub(crate) tally: Tally,
+}
+
+/// The name only: the stripes are noise in a limiter's `Debug`.
+impl core::fmt::Debug for Named {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Named").field(&self.name).finish()
+    }
 }
 
 impl Named {

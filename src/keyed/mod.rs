@@ -318,6 +318,7 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiter<K, C> {
             .field("capacity", &self.table.slot_count())
             .field("huge_pages", &self.table.huge_pages)
             .field("fingerprint_hash", &self.fingerprinter.kind())
+            .field("name", &self.named.as_deref().map(|n| &n.name))
             .finish_non_exhaustive()
     }
 }

@@ -238,6 +238,7 @@ impl core::fmt::Debug for RedisLimiter {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RedisLimiter")
             .field("quota", &self.quota())
+            .field("name", &self.name)
             .field("options", &self.options)
             .field("stats", &self.stats())
             .finish()
