@@ -51,6 +51,18 @@ impl Named {
     }
 }
 
+/// The name of a limiter whose opt-in is `named`.
+pub(crate) fn name_of(named: &Option<Box<Named>>) -> Option<&str> {
+    named.as_deref().map(|n| &*n.name)
+}
+
+/// A limiter's counts of decisions, into `stats` (nothing if it is not named).
+pub(crate) fn fill(named: &Option<Box<Named>>, stats: &mut Stats) {
+    if let Some(named) = named {
+        named.fill(stats);
+    }
+}
+
 /// Counts `decision` if the limiter is named. The branch an unnamed limiter pays.
 #[inline(always)]
 pub(crate) fn count(named: &Option<Box<Named>>, cost: u32, decision: &Result<Allowed, Denied>) {
@@ -97,16 +109,14 @@ impl<C: Clock> Limiter<C> {
 
     /// The name given by [`named`](Self::named), if any.
     pub fn name(&self) -> Option<&str> {
-        self.named.as_deref().map(|n| &*n.name)
+        name_of(&self.named)
     }
 
     /// The counts of this limiter's decisions since it was named (all 0 if it is not): see
     /// [`Stats`] for what is counted.
     pub fn stats(&self) -> Stats {
         let mut stats = Stats::default();
-        if let Some(named) = &self.named {
-            named.fill(&mut stats);
-        }
+        fill(&self.named, &mut stats);
         stats
     }
 

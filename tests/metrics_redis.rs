@@ -13,9 +13,8 @@ use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;
 use metrics_support::{captured, counters, Value};
 use proxy::FaultProxy;
-use redis_support::{connected, runtime, RedisServer};
+use redis_support::{connected, free_port, runtime, RedisServer};
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::time::Duration;
 
 fn options() -> RedisOptions {
@@ -92,15 +91,6 @@ fn redis_decisions_are_published_under_the_name() {
     assert_eq!(unnamed.stats().allowed, 1);
 }
 
-/// A loopback port with nothing listening on it.
-fn dead_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn redis_failures_are_published_by_policy() {
     if !redis_support::redis_available("redis_failures_are_published_by_policy") {
@@ -108,7 +98,7 @@ fn redis_failures_are_published_by_policy() {
     }
     let rt = runtime();
     let _guard = rt.enter();
-    let url = format!("redis://127.0.0.1:{}", dead_port());
+    let url = format!("redis://127.0.0.1:{}", free_port());
     let lazy = |policy| {
         RedisLimiter::connect_lazy(&url, Quota::per_hour(4), options().failure_policy(policy))
             .unwrap()

@@ -6,8 +6,8 @@
 mod redis_support;
 
 use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
-use cellrate::Stats;
 use cellrate::Quota;
+use cellrate::Stats;
 use redis_support::{runtime, RedisServer};
 use std::time::{Duration, Instant};
 

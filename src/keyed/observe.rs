@@ -2,7 +2,7 @@
 //! `metrics` feature, [`KeyedLimiter::publish_metrics`]. See src/named.rs for the design.
 
 use super::KeyedLimiter;
-use crate::named::Named;
+use crate::named::{self, Named};
 use crate::stats::Stats;
 use alloc::borrow::Cow;
 
@@ -30,7 +30,7 @@ impl<K, C> KeyedLimiter<K, C> {
 
     /// The name given by [`named`](Self::named), if any.
     pub fn name(&self) -> Option<&str> {
-        self.named.as_deref().map(|n| &*n.name)
+        named::name_of(&self.named)
     }
 
     /// The counts since the limiter was built: keys held, idle and overflow evictions and
@@ -39,9 +39,7 @@ impl<K, C> KeyedLimiter<K, C> {
     pub fn stats(&self) -> Stats {
         let mut stats = Stats::default();
         self.table.counters.fill(&mut stats);
-        if let Some(named) = &self.named {
-            named.fill(&mut stats);
-        }
+        named::fill(&self.named, &mut stats);
         stats
     }
 
