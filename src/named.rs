@@ -126,7 +126,6 @@ impl<C: Clock> Limiter<C> {
     /// scrape or from a timer; the checks themselves never call the facade. Nothing is
     /// published for an unnamed limiter, and nothing happens when no recorder is installed.
     #[cfg(feature = "metrics")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn publish_metrics(&self) {
         if let Some(named) = &self.named {
             crate::export::publish_decisions(&named.name, &self.stats());

@@ -53,7 +53,6 @@ impl<K, C> KeyedLimiter<K, C> {
     /// `cellrate_keys`, `cellrate_evictions_total` (label `reason`: `idle` or `overflow`) and
     /// `cellrate_overflow_denials_total`, each labelled `limiter` = its name.
     #[cfg(feature = "metrics")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn publish_metrics(&self) {
         if let Some(named) = &self.named {
             let stats = self.stats();

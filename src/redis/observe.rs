@@ -3,14 +3,15 @@
 
 use super::RedisLimiter;
 use crate::top_keys::TopKeys;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 impl RedisLimiter {
     /// The same limiter, named: with the `metrics` feature,
     /// [`publish_metrics`](Self::publish_metrics) labels its series with this name. It counts
     /// its answers named or not ([`stats`](Self::stats)). Clones made after share the name.
-    pub fn named(mut self, name: impl Into<String>) -> RedisLimiter {
-        self.name = Some(Arc::from(name.into()));
+    pub fn named(mut self, name: impl Into<Cow<'static, str>>) -> RedisLimiter {
+        self.name = Some(Arc::from(&*name.into()));
         self
     }
 
@@ -56,7 +57,6 @@ impl RedisLimiter {
     /// `cellrate_usage_errors_total`, and the local fallback's `cellrate_keys`,
     /// `cellrate_evictions_total` and `cellrate_overflow_denials_total`.
     #[cfg(feature = "metrics")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn publish_metrics(&self) {
         if let Some(name) = &self.name {
             let stats = self.stats();
