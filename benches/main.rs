@@ -7,6 +7,7 @@
 //! cargo bench -p cellrate-benches -- keyed_paired       # keyed ratios, paired
 //! cargo bench -p cellrate-benches -- keyed_memory       # bytes per key
 //! cargo bench -p cellrate-benches -- keyed_profile default 1000 1000000   # for callgrind
+//! cargo bench -p cellrate-benches -- named_paired       # what naming a limiter costs
 //! cargo bench -p cellrate-benches --features redis -- redis
 //! cargo bench -p cellrate-benches --features http -- http    # the HTTP layer, paired
 //! ```
@@ -21,6 +22,7 @@ mod keyed;
 mod keyed_memory;
 mod keyed_paired;
 mod keyed_profile;
+mod named_paired;
 mod paired;
 #[cfg(feature = "redis")]
 mod redis;
@@ -36,6 +38,7 @@ fn main() {
         Some("keyed_paired") => keyed_paired::main(),
         Some("keyed_memory") => keyed_memory::main(),
         Some("keyed_profile") => keyed_profile::main(),
+        Some("named_paired") => named_paired::main(),
         #[cfg(feature = "redis")]
         Some("redis") => redis::main(),
         #[cfg(feature = "http")]

@@ -38,11 +38,11 @@ const BUDGET: Duration = Duration::from_secs(24);
 
 /// A subject's chunk: runs [`CHUNK`] checks per thread, returns ns per check (wall time over
 /// all threads' checks).
-type Chunk<'a> = Box<dyn FnMut() -> f64 + 'a>;
+pub(crate) type Chunk<'a> = Box<dyn FnMut() -> f64 + 'a>;
 
 /// What a row's median ratio is held to.
 #[derive(Clone, Copy)]
-enum Bound {
+pub(crate) enum Bound {
     /// Time per check, ours / theirs, at most this.
     TimeAtMost(f64),
     /// Checks per second, ours / theirs, at least this.
@@ -50,7 +50,7 @@ enum Bound {
 }
 
 /// A row: two subjects and the ns per check of each pair's chunks.
-struct Row<'a> {
+pub(crate) struct Row<'a> {
     name: &'static str,
     bound: Bound,
     ours: (&'static str, Chunk<'a>),
@@ -59,7 +59,7 @@ struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    fn new(
+    pub(crate) fn new(
         name: &'static str,
         bound: Bound,
         ours: (&'static str, Chunk<'a>),
@@ -118,7 +118,7 @@ impl<'a> Row<'a> {
 
 /// A chunk of `subject`'s checks on `threads` threads, each asserting that every check took
 /// `path`.
-fn spends<'a, S: Spend>(subject: &'a S, path: Path, threads: usize) -> Chunk<'a> {
+pub(crate) fn spends<'a, S: Spend>(subject: &'a S, path: Path, threads: usize) -> Chunk<'a> {
     Box::new(move || {
         ns_per_check(threads, |_| {
             let allowed = count_allowed(subject, CHUNK);
@@ -156,7 +156,7 @@ fn ns_per_check(threads: usize, work: impl Fn(usize) + Sync) -> f64 {
 }
 
 /// Warms every subject with a few chunks, then has the rows take turns for [`BUDGET`].
-fn measure(rows: &mut [Row]) {
+pub(crate) fn measure(rows: &mut [Row]) {
     for row in rows.iter_mut() {
         for _ in 0..3 {
             (row.ours.1)();

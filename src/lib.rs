@@ -30,6 +30,14 @@
 //! publishes no other memory. A limiter therefore orders nothing for its users: do not use an
 //! `Allowed` as a signal that another thread's writes are visible.
 //!
+//! # Counting
+//! `named("api")` (on [`Limiter`], [`KeyedLimiter`] and the Redis limiter) opts a limiter in to
+//! counting its decisions; `stats()` returns the one [`Stats`] snapshot on every limiter type.
+//! An unnamed limiter counts no decision, so its check pays one untaken branch; a named one
+//! counts in per-thread stripes, so that threads checking one hot limiter do not also contend
+//! on a counter. With the `metrics` feature, `publish_metrics()` hands the totals to the
+//! `metrics` facade, labelled by the name (never by a key); the checks never call the facade.
+//!
 //! # Features
 //! - `std` (default): [`TickClock`] (the default clock), [`MonotonicClock`], [`CachedClock`],
 //!   [`baseline::MutexBucket`] and `Limiter::new`.
@@ -40,6 +48,8 @@
 //!   `std::time::Instant` and exact (the default [`TickClock`] is cheaper still for most quotas).
 //! - `redis`: `redis::RedisLimiter`, buckets kept in Redis and shared by many servers, with
 //!   the same decisions (redis and tokio crates; implies `std`).
+//! - `metrics`: `publish_metrics()` on named limiters: `cellrate_*` counters, the gauge of keys
+//!   held and the histogram of waits, to whatever recorder of the metrics crate is installed.
 //! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
 //!   64-bit compare-and-swap.
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
@@ -54,10 +64,14 @@ mod bucket_ref;
 #[cfg(feature = "std")]
 mod cached_clock;
 mod clock;
+#[cfg(feature = "metrics")]
+mod export;
 mod gcra;
 #[cfg(feature = "std")]
 mod keyed;
 mod limiter;
+#[cfg(feature = "std")]
+mod named;
 mod nanos;
 mod outcome;
 #[cfg(feature = "quanta")]
@@ -67,9 +81,14 @@ mod quota_cells;
 mod quota_change;
 mod reservation;
 mod set_quota;
+mod stats;
 mod sync;
 #[cfg(feature = "std")]
+mod tally;
+#[cfg(feature = "std")]
 mod tick_clock;
+#[cfg(feature = "redis")]
+mod top_keys;
 #[cfg(feature = "std")]
 mod wait;
 
@@ -92,7 +111,7 @@ pub use clock::{Clock, ManualClock};
 pub use keyed::Broken;
 #[cfg(feature = "std")]
 pub use keyed::{
-    FingerprintHash, KeyedBucket, KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder, KeyedStats,
+    FingerprintHash, KeyedBucket, KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder,
     OverflowPolicy, DEFAULT_MAX_KEYS,
 };
 pub use limiter::Limiter;
@@ -103,6 +122,7 @@ pub use quanta_clock::QuantaClock;
 pub use quota::{Quota, QuotaError};
 pub use quota_change::QuotaChange;
 pub use reservation::{BucketOwner, Reservation};
+pub use stats::Stats;
 #[cfg(feature = "std")]
 pub use tick_clock::TickClock;
 #[cfg(all(feature = "std", loom))]

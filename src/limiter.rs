@@ -9,6 +9,8 @@ use crate::quota::Quota;
 use crate::quota_cells::Cells;
 
 #[cfg(feature = "std")]
+use crate::named::{self, Named};
+#[cfg(feature = "std")]
 use crate::tick_clock::TickClock;
 
 /// The clock a `Limiter` uses when none is named: [`TickClock`] with `std`; without `std`
@@ -42,6 +44,9 @@ type DefaultClock = crate::clock::ManualClock;
 pub struct Limiter<C: Clock = DefaultClock> {
     cells: Cells,
     clock: C,
+    /// Set by [`Limiter::named`]: the opt-in to counting decisions (src/named.rs).
+    #[cfg(feature = "std")]
+    pub(crate) named: Option<Box<Named>>,
 }
 
 #[cfg(feature = "std")]
@@ -59,6 +64,8 @@ impl<C: Clock> Limiter<C> {
         Limiter {
             cells: Cells::new(quota, 0),
             clock,
+            #[cfg(feature = "std")]
+            named: None,
         }
     }
 
@@ -105,7 +112,10 @@ impl<C: Clock> Limiter<C> {
     /// be denied where a later time would pass, and is never granted more.
     #[inline]
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        self.cells.spend(cost, now.as_u64())
+        let decision = self.cells.spend(cost, now.as_u64());
+        #[cfg(feature = "std")]
+        named::count(&self.named, cost, &decision);
+        decision
     }
 
     /// Whole tokens available now. Spends nothing.

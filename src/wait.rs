@@ -15,6 +15,7 @@
 
 use crate::clock::Clock;
 use crate::limiter::Limiter;
+use crate::named::count_wait;
 use crate::outcome::{Allowed, Denied};
 use crate::reservation::Reservation;
 use core::time::Duration;
@@ -82,7 +83,9 @@ impl<C: Clock> Limiter<C> {
     /// otherwise returns the refusal at once, having booked nothing. See
     /// [`Reservation::wait_blocking`].
     pub fn wait_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        Ok(self.reserve_n(cost, max_wait)?.wait_blocking())
+        let booking = self.reserve_n(cost, max_wait);
+        count_wait(self.named.as_deref(), cost, &booking);
+        Ok(booking?.wait_blocking())
     }
 
     /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
@@ -90,7 +93,9 @@ impl<C: Clock> Limiter<C> {
     /// cancels the reservation. See [`Reservation::ready`].
     #[cfg(feature = "async")]
     pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        Ok(self.reserve_n(cost, max_wait)?.ready().await)
+        let booking = self.reserve_n(cost, max_wait);
+        count_wait(self.named.as_deref(), cost, &booking);
+        Ok(booking?.ready().await)
     }
 
     /// Waits asynchronously until one token is there, however long that takes; dropping the

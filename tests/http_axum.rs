@@ -66,7 +66,7 @@ async fn per_ip_and_global_admit_exactly_their_bursts() {
     assert_eq!(admitted, [3, 2]);
     assert_eq!(global.available(), 0);
     let stats = layer.stats();
-    assert_eq!((stats.allowed, stats.refused), (5, 3));
+    assert_eq!((stats.allowed, stats.denied), (5, 3));
 }
 
 #[tokio::test]

@@ -37,7 +37,7 @@ async fn shadow_mode_never_refuses_but_counts_and_reports() {
     assert_eq!(ratelimit(&last), [("global".into(), 0, 60)]);
     let stats = layer.stats();
     assert_eq!(
-        (stats.allowed, stats.shadow_refused, stats.refused),
+        (stats.allowed, stats.shadow_denied, stats.denied),
         (2, 4, 0)
     );
 }

@@ -77,7 +77,8 @@ fn run_counting(
                 let at = Nanos::new(now as u64);
                 let got = keyed.check_key_n_at(&key, cost, at);
                 most = most.max(keyed.len());
-                if keyed.stats() != Default::default() {
+                let stats = keyed.stats();
+                if stats.overflow_evictions + stats.overflow_denials > 0 {
                     return Ok((i, most));
                 }
                 let want = oracle.bucket(key).check_n_at(cost, at);

@@ -6,8 +6,7 @@ mod redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;
-use redis_support::{connected, redis_available, runtime};
-use std::net::TcpListener;
+use redis_support::{connected, free_port, redis_available, runtime};
 use std::time::{Duration, Instant};
 
 fn options(policy: FailurePolicy) -> RedisOptions {
@@ -17,22 +16,13 @@ fn options(policy: FailurePolicy) -> RedisOptions {
         .connection_timeout(Duration::from_millis(100))
 }
 
-/// A loopback port with nothing listening on it.
-fn dead_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn redis_down_at_start_fails_fast_and_the_policy_answers() {
     if !redis_available("redis_down_at_start_fails_fast") {
         return;
     }
     let rt = runtime();
-    let url = format!("redis://127.0.0.1:{}", dead_port());
+    let url = format!("redis://127.0.0.1:{}", free_port());
     let started = Instant::now();
     let err = rt
         .block_on(RedisLimiter::connect(&url, Quota::per_second(10)))

@@ -5,8 +5,9 @@
 
 mod redis_support;
 
-use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions, Stats};
+use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;
+use cellrate::Stats;
 use redis_support::{runtime, RedisServer};
 use std::time::{Duration, Instant};
 

@@ -127,7 +127,7 @@ impl<B: Backend> RateLimitBuilder<B> {
     }
 
     /// Shadow mode: decide, count and write the headers, but never refuse (not even a request
-    /// without a key). For rolling a limit out: [`LayerStats::shadow_refused`] counts what
+    /// without a key). For rolling a limit out: [`LayerStats::shadow_denied`] counts what
     /// it would have refused.
     pub fn shadow(mut self, on: bool) -> Self {
         self.options.shadow = on;

@@ -2,16 +2,19 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Counts of a layer's answers since it was built (shared by its clones).
+/// Counts of a layer's answers since it was built (shared by its clones), per request: a
+/// request checked against several policies counts once. `allowed` and `denied` mean what they
+/// mean in [`Stats`](crate::Stats); the limiters behind the policies keep their own
+/// [`Stats`](crate::Stats).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LayerStats {
     /// Requests admitted.
     pub allowed: u64,
-    /// Requests refused (429 or `RESOURCE_EXHAUSTED`).
-    pub refused: u64,
+    /// Requests refused (429 or `RESOURCE_EXHAUSTED`): the `denied` of [`Stats`](crate::Stats).
+    pub denied: u64,
     /// Requests shadow mode let through that the limit would have refused.
-    pub shadow_refused: u64,
+    pub shadow_denied: u64,
     /// Requests answered by [`MissingKey`](super::MissingKey) because a policy found no key
     /// (in shadow mode: let through).
     pub no_key: u64,
@@ -40,8 +43,8 @@ impl Counters {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         LayerStats {
             allowed: get(&self.allowed),
-            refused: get(&self.refused),
-            shadow_refused: get(&self.shadow_refused),
+            denied: get(&self.refused),
+            shadow_denied: get(&self.shadow_refused),
             no_key: get(&self.no_key),
             refunded: get(&self.refunded),
         }

@@ -59,6 +59,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized + 'a,
     {
         let now = now.as_u64();
+        let first = decisions.len();
         let decide = |fp: u64| {
             let request = self.request(fp, cost, self.quota(), now, 0);
             self.table
@@ -82,6 +83,11 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         }
         for k in 0..queued {
             decisions.push(decide(ahead[(oldest + k) % LOOKAHEAD]));
+        }
+        if let Some(named) = self.named_ref() {
+            for decision in &decisions[first..] {
+                named.record(cost, decision);
+            }
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::bucket::Change;
 use crate::bucket_ref::{BucketRef, TatStore};
 use crate::clock::{now_for, Clock};
 use crate::gcra::Booking;
+use crate::named::{count_wait, Named};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
@@ -37,6 +38,8 @@ pub struct KeyedBucket<'a, C: Clock> {
     quota: Quota,
     clock: &'a C,
     start_empty: bool,
+    /// The limiter's name and counts, if it is named.
+    named: Option<&'a Named>,
 }
 
 impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
@@ -53,6 +56,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
             quota: *self.quota(),
             clock: self.clock(),
             start_empty: self.start_empty,
+            named: self.named_ref(),
         }
     }
 }
@@ -116,7 +120,11 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
 
     /// Spends `cost` tokens at `now` if all are there.
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        self.book(cost, now.as_u64(), 0).map(|(_, b)| b.allowed)
+        let decision = self.book(cost, now.as_u64(), 0).map(|(_, b)| b.allowed);
+        if let Some(named) = self.named {
+            named.record(cost, &decision);
+        }
+        decision
     }
 
     /// Whole tokens in the bucket now. Spends nothing and creates nothing.
@@ -177,14 +185,18 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`; the
     /// rules of [`Limiter::wait_n`](crate::Limiter::wait_n).
     pub fn wait_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        Ok(self.reserve_n(cost, max_wait)?.wait_blocking())
+        let booking = self.reserve_n(cost, max_wait);
+        count_wait(self.named, cost, &booking);
+        Ok(booking?.wait_blocking())
     }
 
     /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
     /// the rules of [`Limiter::until_ready_n`](crate::Limiter::until_ready_n).
     #[cfg(feature = "async")]
     pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        Ok(self.reserve_n(cost, max_wait)?.ready().await)
+        let booking = self.reserve_n(cost, max_wait);
+        count_wait(self.named, cost, &booking);
+        Ok(booking?.ready().await)
     }
 
     /// Spends or books `cost` tokens at `now`, creating the bucket if needed.

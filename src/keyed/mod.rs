@@ -9,6 +9,7 @@ mod builder;
 mod default_quota;
 mod fingerprint;
 mod key_bucket;
+mod observe;
 mod stats;
 #[cfg(all(test, not(loom)))]
 mod stress_tests;
@@ -17,11 +18,11 @@ mod table;
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
 pub use fingerprint::FingerprintHash;
 pub use key_bucket::KeyedBucket;
-pub use stats::KeyedStats;
 #[cfg(loom)]
 pub use table::loom_hooks::Broken;
 
 use crate::clock::{now_for, Clock};
+use crate::named::{self, Named};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
@@ -40,12 +41,12 @@ use table::{Request, Table};
 pub enum OverflowPolicy {
     /// Remove the bucket nearest to full in the window (smallest TAT) and give its slot to the
     /// new key. The removed key loses its spending history (it is full when next seen):
-    /// counted in [`KeyedStats::overflow_evictions`]. Never denies a request for lack of room,
+    /// counted in [`Stats::overflow_evictions`](crate::Stats::overflow_evictions). Never denies a request for lack of room,
     /// so an attacker flooding new keys can at worst reset other keys' buckets.
     #[default]
     EvictNearestFull,
     /// Deny the new key, with a `retry_after` of the time until the bucket nearest to full in
-    /// the window is full (and so free): counted in [`KeyedStats::overflow_denials`]. Never
+    /// the window is full (and so free): counted in [`Stats::overflow_denials`](crate::Stats::overflow_denials). Never
     /// forgets a key that is not full, so a flood of new keys cannot reset anyone's bucket.
     DenyNewKeys,
 }
@@ -103,6 +104,8 @@ pub struct KeyedLimiter<K, C = TickClock> {
     clock: C,
     start_empty: bool,
     fingerprinter: Fingerprinter,
+    /// Set by [`KeyedLimiter::named`]: the opt-in to counting decisions (observe.rs).
+    named: Option<Box<Named>>,
     _keys: PhantomData<fn(&K)>,
 }
 
@@ -134,6 +137,7 @@ impl<K, C> KeyedLimiter<K, C> {
             clock,
             start_empty,
             fingerprinter,
+            named: None,
             _keys: PhantomData,
         }
     }
@@ -223,9 +227,12 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     #[inline(always)]
     fn check_fp(&self, fp: u64, cost: u32, quota: &Quota, now: Nanos) -> Result<Allowed, Denied> {
         let now = now.as_u64();
-        self.table
+        let decision = self
+            .table
             .spend(&self.request(fp, cost, quota, now, 0))
-            .map(|(_, booking)| booking.allowed)
+            .map(|(_, booking)| booking.allowed);
+        named::count(&self.named, cost, &decision);
+        decision
     }
 
     /// Removes every key whose bucket is full now; returns how many. One pass over the table
@@ -236,7 +243,9 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 
     /// [`evict_idle`](Self::evict_idle) at a time passed in.
     pub fn evict_idle_at(&self, now: Nanos) -> usize {
-        self.table.evict_idle(now.as_u64())
+        let removed = self.table.evict_idle(now.as_u64());
+        self.table.counters.count_idle_evictions(removed);
+        removed
     }
 
     /// Keys held. A relaxed counter: exact when no insert or removal is in progress, and off
@@ -253,11 +262,6 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     /// Slots in the table (`max_keys * 1.25`, rounded up).
     pub fn capacity(&self) -> usize {
         self.table.slot_count()
-    }
-
-    /// Overflow counts since the limiter was built.
-    pub fn stats(&self) -> KeyedStats {
-        self.table.counters.snapshot()
     }
 
     /// The default quota of this limiter: the one it was built with, or the last one set by
@@ -321,6 +325,7 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiter<K, C> {
             .field("capacity", &self.table.slot_count())
             .field("huge_pages", &self.table.huge_pages)
             .field("fingerprint_hash", &self.fingerprinter.kind())
+            .field("name", &self.named.as_deref().map(|n| &n.name))
             .finish_non_exhaustive()
     }
 }

@@ -1,31 +1,19 @@
-//! The counters a keyed limiter keeps, and the snapshot [`KeyedStats`] the caller reads.
+//! The counters a keyed limiter keeps whether named or not: keys held, evictions and
+//! overflow denials (its part of [`Stats`]).
+
+use crate::stats::Stats;
 
 // Always the real atomics, also under loom: see `sync::counter`.
 use crate::sync::counter::{AtomicU64, AtomicUsize, Ordering};
 
-/// What a [`KeyedLimiter`](crate::KeyedLimiter) has done about running out of room, read by
-/// [`KeyedLimiter::stats`](crate::KeyedLimiter::stats).
-///
-/// An overflow is a new key that found neither a free slot nor an idle bucket in its window.
-/// Each one is counted exactly once, in the field of the policy that handled it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct KeyedStats {
-    /// Buckets that were not full, removed to make room for a new key
-    /// ([`OverflowPolicy::EvictNearestFull`](crate::OverflowPolicy::EvictNearestFull)).
-    pub overflow_evictions: u64,
-    /// New keys denied for lack of room ([`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys),
-    /// or any policy when every slot of the window was being inserted at that instant).
-    pub overflow_denials: u64,
-}
-
-/// The live counters behind [`KeyedStats`] and `len`. All `Relaxed`: they are statistics,
+/// The live counters behind `len` and the table's fields of [`Stats`]. All `Relaxed`: they are statistics,
 /// read alone, and order nothing.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     live: AtomicUsize,
     evictions: AtomicU64,
     denials: AtomicU64,
+    idle_evictions: AtomicU64,
 }
 
 impl Counters {
@@ -46,6 +34,11 @@ impl Counters {
         self.evictions.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn count_idle_evictions(&self, n: usize) {
+        // Relaxed: see the struct docs.
+        self.idle_evictions.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     pub(crate) fn count_denial(&self) {
         // Relaxed: see the struct docs.
         self.denials.fetch_add(1, Ordering::Relaxed);
@@ -62,11 +55,12 @@ impl Counters {
         }
     }
 
-    pub(crate) fn snapshot(&self) -> KeyedStats {
-        KeyedStats {
-            // Relaxed: see the struct docs.
-            overflow_evictions: self.evictions.load(Ordering::Relaxed),
-            overflow_denials: self.denials.load(Ordering::Relaxed),
-        }
+    /// The table's figures, into `stats`.
+    pub(crate) fn fill(&self, stats: &mut Stats) {
+        stats.keys = self.live() as u64;
+        // Relaxed: see the struct docs.
+        stats.idle_evictions = self.idle_evictions.load(Ordering::Relaxed);
+        stats.overflow_evictions = self.evictions.load(Ordering::Relaxed);
+        stats.overflow_denials = self.denials.load(Ordering::Relaxed);
     }
 }

@@ -7,6 +7,7 @@ use crate::all_of::{all_of, Limit};
 use crate::keyed::KeyedLimiter;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
+use crate::stats::Stats;
 use std::sync::{Arc, Mutex};
 
 /// The most distinct quotas the local fallback keeps a table for.
@@ -90,6 +91,18 @@ impl Local {
                 let limits: Vec<&dyn Limit> = buckets.iter().map(|b| b as &dyn Limit).collect();
                 Some(all_of(&limits).check_n(*cost))
             }
+        }
+    }
+
+    /// The local tables' keys held, evictions and overflow denials, summed into `stats`.
+    pub(crate) fn fill(&self, stats: &mut Stats) {
+        let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, table) in tables.iter() {
+            let t = table.stats();
+            stats.keys += t.keys;
+            stats.idle_evictions += t.idle_evictions;
+            stats.overflow_evictions += t.overflow_evictions;
+            stats.overflow_denials += t.overflow_denials;
         }
     }
 

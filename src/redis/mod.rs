@@ -70,6 +70,7 @@ mod deny_cache;
 mod error;
 mod local;
 mod node;
+mod observe;
 mod options;
 mod policy;
 mod script;
@@ -77,10 +78,12 @@ mod single;
 
 pub use error::Error;
 pub use options::{ErrorHook, RedisOptions};
-pub use policy::{FailurePolicy, Stats};
+pub use policy::FailurePolicy;
 
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
+use crate::stats::Stats;
+use crate::top_keys::TopKeys;
 use conn::{Conn, Pace};
 use deny_cache::DenyCache;
 use local::{Ask, Local};
@@ -103,6 +106,10 @@ pub struct RedisLimiter {
     counters: Arc<Counters>,
     local: Arc<Local>,
     deny: Option<Arc<DenyCache>>,
+    /// Set by [`RedisLimiter::named`]: the label of its metrics.
+    name: Option<Arc<str>>,
+    /// Set by [`RedisLimiter::track_top_denied`]: the most refused keys.
+    top_denied: Option<Arc<TopKeys>>,
 }
 
 impl RedisLimiter {
@@ -164,6 +171,8 @@ impl RedisLimiter {
             local: Arc::new(Local::new(quota.effective(), &options)),
             deny,
             options,
+            name: None,
+            top_denied: None,
         }
     }
 
@@ -178,9 +187,13 @@ impl RedisLimiter {
         &self.options
     }
 
-    /// Counts of the answers given by the `check_*` calls so far (shared by clones).
+    /// Counts of the answers given by the `check_*` calls so far (shared by clones), named or
+    /// not, and the keys held by the local fallback of [`FailurePolicy::Local`]. See [`Stats`].
     pub fn stats(&self) -> Stats {
-        self.counters.snapshot()
+        let mut stats = Stats::default();
+        self.counters.fill(&mut stats);
+        self.local.fill(&mut stats);
+        stats
     }
 
     /// The Redis key of a bucket: the prefix, then `key` unchanged (hash tag included).
@@ -225,6 +238,7 @@ impl core::fmt::Debug for RedisLimiter {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RedisLimiter")
             .field("quota", &self.quota())
+            .field("name", &self.name)
             .field("options", &self.options)
             .field("stats", &self.stats())
             .finish()

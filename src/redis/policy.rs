@@ -1,10 +1,11 @@
 //! What a limiter answers when Redis does not ([`FailurePolicy`]), and the counts of every
-//! answer given ([`Stats`]).
+//! answer given (the Redis fields of [`Stats`]).
 
 use super::error::Error;
 use super::local::{Ask, Local};
 use super::options::RedisOptions;
 use crate::outcome::{Allowed, Denied, Level};
+use crate::stats::Stats;
 use crate::sync::counter::{AtomicU64, Ordering};
 
 /// What [`check_key_n`](super::RedisLimiter::check_key_n) answers when Redis gives no decision
@@ -42,41 +43,6 @@ pub enum FailurePolicy {
     },
 }
 
-/// Counts of the answers a limiter gave through its policy-applying calls (`check_*`).
-///
-/// `allowed` and `denied` are Redis's decisions, `peeks` its answers to a cost of 0, and
-/// `cached_denied` the refusals of the local deny cache. `failed_open`, `failed_closed`,
-/// `local_allowed` and `local_denied` count the calls answered by the [`FailurePolicy`]
-/// instead; `unknown` counts those of them whose outcome is unknown (sent, then timed out or
-/// cut off: the tokens may have been spent), so it is at most their sum. `errors` counts
-/// usage errors, refused under every policy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// Requests Redis admitted (peeks excluded).
-    pub allowed: u64,
-    /// Requests Redis refused.
-    pub denied: u64,
-    /// Requests of cost 0 Redis answered (they spend nothing).
-    pub peeks: u64,
-    /// Requests refused by the local deny cache, without a round trip.
-    pub cached_denied: u64,
-    /// Requests admitted by [`FailurePolicy::FailOpen`] because Redis gave no decision.
-    pub failed_open: u64,
-    /// Requests refused by [`FailurePolicy::FailClosed`] (or because their cost exceeds the
-    /// burst) because Redis gave no decision.
-    pub failed_closed: u64,
-    /// Requests admitted by the local limiter of [`FailurePolicy::Local`].
-    pub local_allowed: u64,
-    /// Requests refused by the local limiter of [`FailurePolicy::Local`].
-    pub local_denied: u64,
-    /// Of the failures, those whose outcome is unknown: the deadline passed or the connection
-    /// was lost after the call was sent.
-    pub unknown: u64,
-    /// Requests refused because of a usage error ([`Error::is_usage`]).
-    pub errors: u64,
-}
-
 /// The live counters behind [`Stats`]. `Relaxed` throughout: each is an independent tally
 /// that publishes nothing else.
 #[derive(Debug, Default)]
@@ -94,22 +60,21 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    pub(crate) fn snapshot(&self) -> Stats {
+    /// The counts, into `stats`.
+    pub(crate) fn fill(&self, stats: &mut Stats) {
         // Relaxed throughout: independent counters that publish nothing; a snapshot taken
         // while calls are in flight may be off by those calls.
         let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        Stats {
-            allowed: read(&self.allowed),
-            denied: read(&self.denied),
-            peeks: read(&self.peeks),
-            cached_denied: read(&self.cached_denied),
-            failed_open: read(&self.failed_open),
-            failed_closed: read(&self.failed_closed),
-            local_allowed: read(&self.local_allowed),
-            local_denied: read(&self.local_denied),
-            unknown: read(&self.unknown),
-            errors: read(&self.errors),
-        }
+        stats.allowed = read(&self.allowed);
+        stats.denied = read(&self.denied);
+        stats.peeks = read(&self.peeks);
+        stats.cached_denied = read(&self.cached_denied);
+        stats.failed_open = read(&self.failed_open);
+        stats.failed_closed = read(&self.failed_closed);
+        stats.local_allowed = read(&self.local_allowed);
+        stats.local_denied = read(&self.local_denied);
+        stats.unknown = read(&self.unknown);
+        stats.errors = read(&self.errors);
     }
 
     fn bump(counter: &AtomicU64) {

@@ -17,7 +17,7 @@ impl RedisLimiter {
     /// Spends `cost` tokens of `key`'s bucket if all are there, on the server's clock. When
     /// Redis gives no decision the [`FailurePolicy`](super::FailurePolicy) answers, except for
     /// a [usage error](Error::is_usage), which is refused; either way the answer is counted
-    /// in [`Stats`](super::Stats). `cost == 0` is a peek; `cost > burst` is denied with no
+    /// in [`Stats`](crate::Stats). `cost == 0` is a peek; `cost > burst` is denied with no
     /// retry time.
     pub async fn check_key_n(&self, key: &str, cost: u32) -> Result<Allowed, Denied> {
         let quota = self.quota;
@@ -48,13 +48,18 @@ impl RedisLimiter {
             Ok(micro) => {
                 if let Some(denied) = self.cached_refusal(key, cost, &micro) {
                     self.counters.record_cached();
+                    self.note_denied(key);
                     return Err(denied);
                 }
                 self.decide_one(key, cost, &micro, None).await
             }
             Err(e) => Err(e),
         };
-        self.settle(outcome, Ask::One { key, cost, quota })
+        let decision = self.settle(outcome, Ask::One { key, cost, quota });
+        if decision.is_err() {
+            self.note_denied(key);
+        }
+        decision
     }
 
     /// The decision for `cost` tokens of `key` at `now` (nanoseconds since the Unix epoch),

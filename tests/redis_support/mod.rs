@@ -39,7 +39,8 @@ pub fn redis_available(test: &str) -> bool {
     found
 }
 
-fn free_port() -> u16 {
+/// A loopback port that was free when asked; nothing listens on it until a test binds it.
+pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     listener.local_addr().unwrap().port()
 }

@@ -1,0 +1,159 @@
+//! `stats()`: exact counts after scripted sequences on a ManualClock, for named and unnamed
+//! limiters; the striped counters' totals under many threads.
+
+use cellrate::{Clock, KeyedLimiter, Limiter, ManualClock, Nanos, OverflowPolicy, Quota, Stats};
+use std::time::Duration;
+
+/// 2 tokens a second, burst 3.
+fn quota() -> Quota {
+    Quota::per_second(2).with_burst(3)
+}
+
+/// Three admitted, one denied, one peek, one too costly ever to pass; then half a second later
+/// one more admitted.
+fn script(check: impl Fn(u32) -> Result<cellrate::Allowed, cellrate::Denied>, clock: &ManualClock) {
+    for _ in 0..3 {
+        check(1).unwrap();
+    }
+    check(1).unwrap_err();
+    check(0).unwrap();
+    check(4).unwrap_err();
+    clock.advance(Duration::from_millis(500));
+    check(1).unwrap();
+}
+
+#[test]
+fn a_named_limiter_counts_every_decision() {
+    let clock = ManualClock::new();
+    let limiter = Limiter::with_clock(quota(), clock.clone()).named("api");
+    assert_eq!(limiter.name(), Some("api"));
+    script(|cost| limiter.check_n(cost), &clock);
+    let stats = limiter.stats();
+    assert_eq!((stats.allowed, stats.denied, stats.peeks), (4, 2, 1));
+    // The time-passed-in forms and the waits count too: the bucket is empty, so a wait that
+    // may not wait is refused, and one that may wait 500 ms books the next token.
+    limiter.check_at(clock.now()).unwrap_err();
+    limiter.wait_n(1, Duration::ZERO).unwrap_err();
+    let waited = limiter.wait_n(1, Duration::from_millis(500));
+    assert!(waited.is_ok(), "{waited:?}");
+    let stats = limiter.stats();
+    assert_eq!((stats.allowed, stats.denied, stats.peeks), (5, 4, 1));
+    // A Limiter holds no keys and evicts nothing.
+    let mut rest = stats;
+    (rest.allowed, rest.denied, rest.peeks) = (0, 0, 0);
+    assert_eq!(rest, Stats::default());
+}
+
+#[test]
+fn an_unnamed_limiter_counts_nothing() {
+    let clock = ManualClock::new();
+    let limiter = Limiter::with_clock(quota(), clock.clone());
+    script(|cost| limiter.check_n(cost), &clock);
+    limiter.wait_n(1, Duration::ZERO).unwrap_err();
+    assert_eq!(limiter.name(), None);
+    assert_eq!(limiter.stats(), Stats::default());
+}
+
+#[test]
+fn reservations_and_refunds_are_not_counted() {
+    let clock = ManualClock::new();
+    let limiter = Limiter::with_clock(quota(), clock.clone()).named("api");
+    limiter.reserve_n(2, Duration::ZERO).unwrap().commit();
+    limiter.refund_n(1);
+    assert_eq!(limiter.stats(), Stats::default());
+}
+
+#[test]
+fn a_named_keyed_limiter_counts_checks_through_every_form() {
+    let clock = ManualClock::new();
+    let limiter = KeyedLimiter::<String, _>::with_clock(quota(), clock.clone()).named("users");
+    assert_eq!(limiter.name(), Some("users"));
+    script(|cost| limiter.check_key_n("alice", cost), &clock);
+    // The handle, a tier, the batch and a wait: bob spends his 3, then is refused twice.
+    let bob = limiter.key("bob");
+    bob.check_n(2).unwrap();
+    let mut decisions = Vec::new();
+    limiter.check_many_n(["bob", "bob", "carol"], 1, &mut decisions);
+    assert_eq!(decisions.iter().filter(|d| d.is_ok()).count(), 2);
+    bob.wait_n(1, Duration::ZERO).unwrap_err();
+    let stats = limiter.stats();
+    assert_eq!((stats.allowed, stats.denied, stats.peeks), (7, 4, 1));
+    assert_eq!(stats.keys, 3);
+}
+
+#[test]
+fn an_unnamed_keyed_limiter_counts_keys_and_evictions_but_no_decisions() {
+    let clock = ManualClock::new();
+    let limiter = KeyedLimiter::<u64, _>::with_clock(quota(), clock.clone());
+    for k in 0..10 {
+        limiter.check_key(&k).unwrap();
+    }
+    limiter.key(&0).check_n(2).unwrap();
+    limiter.check_key(&0).unwrap_err();
+    let stats = limiter.stats();
+    assert_eq!((stats.allowed, stats.denied, stats.keys), (0, 0, 10));
+    // 500 ms on, the nine keys that spent one token are full again, key 0 is not.
+    clock.advance(Duration::from_millis(500));
+    assert_eq!(limiter.evict_idle(), 9);
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(limiter.evict_idle(), 1);
+    let stats = limiter.stats();
+    assert_eq!((stats.keys, stats.idle_evictions), (0, 10));
+    assert_eq!((stats.overflow_evictions, stats.overflow_denials), (0, 0));
+}
+
+#[test]
+fn overflows_are_counted_under_each_policy() {
+    // More keys than slots, none idle (nothing is full again before 1 µs).
+    let slow = Quota::try_new(Duration::from_micros(1), 1).unwrap();
+    for policy in [
+        OverflowPolicy::EvictNearestFull,
+        OverflowPolicy::DenyNewKeys,
+    ] {
+        let limiter = KeyedLimiter::<u64, _>::builder(slow)
+            .max_keys(8)
+            .clock(ManualClock::new())
+            .overflow(policy)
+            .build()
+            .named("small");
+        let slots = limiter.capacity() as u64;
+        for k in 0..slots + 5 {
+            let _ = limiter.check_key_n_at(&k, 1, Nanos::new(k));
+        }
+        let stats = limiter.stats();
+        assert_eq!(stats.keys, slots);
+        match policy {
+            OverflowPolicy::EvictNearestFull => {
+                assert_eq!((stats.overflow_evictions, stats.overflow_denials), (5, 0));
+                assert_eq!((stats.allowed, stats.denied), (slots + 5, 0));
+            }
+            _ => {
+                assert_eq!((stats.overflow_evictions, stats.overflow_denials), (0, 5));
+                assert_eq!((stats.allowed, stats.denied), (slots, 5));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_named_limiter_totals_exactly_under_many_threads() {
+    // 25,000 tokens at one instant for 8 threads x 5,000 checks: exactly 25,000 admitted and
+    // 15,000 refused whatever the interleaving, all counted (more threads than this machine's
+    // stripes, so some threads share one).
+    let quota = Quota::try_new(Duration::from_secs(1), 25_000).unwrap();
+    let limiter = Limiter::with_clock(quota, ManualClock::new()).named("hot");
+    let keyed = KeyedLimiter::<u64, _>::with_clock(quota, ManualClock::new()).named("hot key");
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..5_000 {
+                    let _ = limiter.check_at(Nanos::new(1));
+                    let _ = keyed.check_key_n_at(&7, 1, Nanos::new(1));
+                }
+            });
+        }
+    });
+    for stats in [limiter.stats(), keyed.stats()] {
+        assert_eq!((stats.allowed, stats.denied), (25_000, 15_000));
+    }
+}
