@@ -35,6 +35,18 @@ fn app() -> Router {
     Router::new().route("/", get(|| async { "ok" }))
 }
 
+/// The router as `axum::serve` runs it: `into_make_service` calls `with_state(())`, which
+/// builds each route's layered service once instead of on every request.
+fn served(router: Router) -> Router {
+    router.with_state(())
+}
+
+/// A layer that does nothing: what axum charges any layer (`Router::layer` boxes the layered
+/// service's future and maps its response), the floor under both rate limit layers.
+fn noop_app() -> Router {
+    app().layer(tower::layer::layer_fn(|service| service))
+}
+
 fn cellrate_app(headers: bool) -> Router {
     let quota = Quota::per_second(1_000_000).with_burst(1_000_000);
     let limiter = KeyedLimiter::<IpAddr>::builder(quota)
@@ -96,7 +108,9 @@ pub fn main() {
         ("tower_governor", governor_app(false)),
         ("cellrate+headers", cellrate_app(true)),
         ("tower_governor+headers", governor_app(true)),
-    ];
+        ("noop_layer", noop_app()),
+    ]
+    .map(|(name, router)| (name, served(router)));
     // HTTP_BENCH_ONLY=cellrate runs one subject alone (for a profiler); no figures then.
     if let Ok(only) = std::env::var("HTTP_BENCH_ONLY") {
         let (_, router) = subjects
@@ -126,21 +140,24 @@ pub fn main() {
         let (m, lo, hi) = median(rounds(s));
         println!("{name:<24} {m:>7.0} ns  ({lo:.0}-{hi:.0})");
     }
-    println!("added time over bare: median (p25-p75) of per-round differences");
-    for (c, g, label) in [(1, 2, "no headers"), (3, 4, "with headers")] {
-        let added = |s: usize| -> Vec<f64> {
-            rounds(s)
-                .iter()
-                .zip(rounds(0))
-                .map(|(t, b)| t - b)
-                .collect()
-        };
-        let (ac, clo, chi) = median(added(c));
-        let (ag, glo, ghi) = median(added(g));
-        println!(
-            "{label:<13} cellrate {ac:>5.0} ns ({clo:.0}-{chi:.0}), \
-             tower_governor {ag:>5.0} ns ({glo:.0}-{ghi:.0}): {:.2}x",
-            ac / ag
-        );
+    let added = |s: usize, base: usize| -> Vec<f64> {
+        rounds(s)
+            .iter()
+            .zip(rounds(base))
+            .map(|(t, b)| t - b)
+            .collect()
+    };
+    // Over bare: what a user pays. Over the no-op layer: the layer's own work.
+    for (base, what) in [(0, "bare"), (5, "the no-op layer")] {
+        println!("added time over {what}: median (p25-p75) of per-round differences");
+        for (c, g, label) in [(1, 2, "no headers"), (3, 4, "with headers")] {
+            let (ac, clo, chi) = median(added(c, base));
+            let (ag, glo, ghi) = median(added(g, base));
+            println!(
+                "{label:<13} cellrate {ac:>5.0} ns ({clo:.0}-{chi:.0}), \
+                 tower_governor {ag:>5.0} ns ({glo:.0}-{ghi:.0}): {:.2}x",
+                ac / ag
+            );
+        }
     }
 }
