@@ -5,7 +5,8 @@ use super::headers::PolicyInfo;
 use super::key::{KeyExtractor, RequestHead};
 use super::policy::{sealed::Local, Slots, Tiered};
 use super::state::{PolicyState, MAX_POLICIES};
-use crate::{all_of, Clock, Limit, Quota};
+use crate::clock::now_for;
+use crate::{all_of, Clock, Limit, Nanos, Quota};
 use std::hash::BuildHasher;
 
 impl<P: Local> sealed::Backend for P {
@@ -24,8 +25,10 @@ impl<P: Local> sealed::Backend for P {
         };
         let mut slots = Slots::new(how.partition);
         self.fill(&keys, 0, &mut slots);
-        // One reading for the decision and the figures: the policies of a layer share a clock.
-        let now = self.clock().now();
+        // One reading for the decision and the figures (the policies of a layer share a clock),
+        // as stale as the shallowest quota allows: what each policy's own `check_n` reads.
+        let tolerance = slots.iter().map(|s| s.quota.depth_ns() >> 4).min();
+        let now = self.clock().now_within(Nanos::new(tolerance.unwrap_or(0)));
         let mut verdict = Verdict::bare(Outcome::Allowed);
         let answer = if slots.len == 1 {
             let slot = slots.iter().next().expect("one slot");
@@ -92,7 +95,8 @@ where
         };
         let quota = (self.quota_of)(head, &key);
         let limiter = self.keyed.limiter();
-        let answer = limiter.check_key_n_with_quota_at(&key, cost, &quota, limiter.clock().now());
+        let now = now_for(limiter.clock(), &quota);
+        let answer = limiter.check_key_n_with_quota_at(&key, cost, &quota, now);
         let mut verdict = Verdict::bare(match answer {
             Ok(_) => Outcome::Allowed,
             Err(denied) => Outcome::Refused(denied.retry_after()),
