@@ -5,7 +5,8 @@
 //!
 //! Paired, as `keyed_paired`: in each round every subject serves one chunk of requests, in an
 //! order that rotates from round to round, so the subjects of one round run within
-//! milliseconds of each other under the same load. A layer's added time in a round is its
+//! milliseconds of each other under the same load. A chunk is timed in the thread's CPU time
+//! (on Unix), so that time the thread spends preempted by other processes does not count. A layer's added time in a round is its
 //! chunk's time per request minus `bare`'s; the figures are the medians (p25-p75) of those
 //! differences over the rounds, and the ratio of cellrate's median to tower_governor's. (A
 //! median of per-round ratios would be unstable: on a loaded machine a round's difference can
@@ -22,6 +23,7 @@ use cellrate::{KeyedLimiter, Quota};
 use http::Request;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+#[cfg(not(unix))]
 use std::time::Instant;
 use tower::ServiceExt;
 use tower_governor::governor::GovernorConfigBuilder;
@@ -33,6 +35,18 @@ const ROUNDS: usize = 201;
 
 fn app() -> Router {
     Router::new().route("/", get(|| async { "ok" }))
+}
+
+/// The router as `axum::serve` runs it: `into_make_service` calls `with_state(())`, which
+/// builds each route's layered service once instead of on every request.
+fn served(router: Router) -> Router {
+    router.with_state(())
+}
+
+/// A layer that does nothing: what axum charges any layer (`Router::layer` boxes the layered
+/// service's future and maps its response), the floor under both rate limit layers.
+fn noop_app() -> Router {
+    app().layer(tower::layer::layer_fn(|service| service))
 }
 
 fn cellrate_app(headers: bool) -> Router {
@@ -69,14 +83,38 @@ fn request(i: u32) -> Request<Body> {
 
 /// Nanoseconds per request over one chunk.
 fn chunk(runtime: &tokio::runtime::Runtime, router: &Router, start: u32) -> f64 {
-    let began = Instant::now();
+    let began = cpu_ns();
     runtime.block_on(async {
         for i in start..start + CHUNK {
             let response = router.clone().oneshot(request(i)).await.unwrap();
             assert!(response.status().is_success());
         }
     });
-    began.elapsed().as_nanos() as f64 / f64::from(CHUNK)
+    (cpu_ns() - began) as f64 / f64::from(CHUNK)
+}
+
+/// This thread's CPU time in nanoseconds.
+#[cfg(unix)]
+fn cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY:
+    // - `t` is a valid, writable timespec for the call's duration.
+    // - CLOCK_THREAD_CPUTIME_ID is supported by every Unix this suite runs on; a failure is
+    //   checked below rather than assumed away.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Wall time where there is no thread CPU clock.
+#[cfg(not(unix))]
+fn cpu_ns() -> u64 {
+    use std::sync::OnceLock;
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
 /// The median, p25 and p75 of `v`.
@@ -96,7 +134,9 @@ pub fn main() {
         ("tower_governor", governor_app(false)),
         ("cellrate+headers", cellrate_app(true)),
         ("tower_governor+headers", governor_app(true)),
-    ];
+        ("noop_layer", noop_app()),
+    ]
+    .map(|(name, router)| (name, served(router)));
     // HTTP_BENCH_ONLY=cellrate runs one subject alone (for a profiler); no figures then.
     if let Ok(only) = std::env::var("HTTP_BENCH_ONLY") {
         let (_, router) = subjects
@@ -119,28 +159,31 @@ pub fn main() {
     let warm = ROUNDS / 10; // the first rounds fill the tables and warm the caches
     let rounds = |s: usize| times[s][warm..].to_vec();
     println!(
-        "ns per request (median, p25-p75 over {} rounds of {CHUNK})",
+        "CPU ns per request (median, p25-p75 over {} rounds of {CHUNK})",
         ROUNDS - warm
     );
     for (s, (name, _)) in subjects.iter().enumerate() {
         let (m, lo, hi) = median(rounds(s));
         println!("{name:<24} {m:>7.0} ns  ({lo:.0}-{hi:.0})");
     }
-    println!("added time over bare: median (p25-p75) of per-round differences");
-    for (c, g, label) in [(1, 2, "no headers"), (3, 4, "with headers")] {
-        let added = |s: usize| -> Vec<f64> {
-            rounds(s)
-                .iter()
-                .zip(rounds(0))
-                .map(|(t, b)| t - b)
-                .collect()
-        };
-        let (ac, clo, chi) = median(added(c));
-        let (ag, glo, ghi) = median(added(g));
-        println!(
-            "{label:<13} cellrate {ac:>5.0} ns ({clo:.0}-{chi:.0}), \
-             tower_governor {ag:>5.0} ns ({glo:.0}-{ghi:.0}): {:.2}x",
-            ac / ag
-        );
+    let added = |s: usize, base: usize| -> Vec<f64> {
+        rounds(s)
+            .iter()
+            .zip(rounds(base))
+            .map(|(t, b)| t - b)
+            .collect()
+    };
+    // Over bare: what a user pays. Over the no-op layer: the layer's own work.
+    for (base, what) in [(0, "bare"), (5, "the no-op layer")] {
+        println!("added time over {what}: median (p25-p75) of per-round differences");
+        for (c, g, label) in [(1, 2, "no headers"), (3, 4, "with headers")] {
+            let (ac, clo, chi) = median(added(c, base));
+            let (ag, glo, ghi) = median(added(g, base));
+            println!(
+                "{label:<13} cellrate {ac:>5.0} ns ({clo:.0}-{chi:.0}), \
+                 tower_governor {ag:>5.0} ns ({glo:.0}-{ghi:.0}): {:.2}x",
+                ac / ag
+            );
+        }
     }
 }

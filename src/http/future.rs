@@ -29,11 +29,7 @@ impl<B: Backend> After<B> {
     /// Adds the headers, and refunds the request if its response matches the predicate.
     pub(crate) fn apply<ResB>(self, response: Response<ResB>) -> Response<RateLimitBody<ResB>> {
         let (mut parts, body) = response.into_parts();
-        for (name, value) in self.fields.pairs {
-            // Appended: a RateLimit list split over lines is one list (RFC 9651), so nested
-            // layers add up.
-            parts.headers.append(name, value);
-        }
+        self.fields.append_to(&mut parts.headers);
         if let Some((shared, ticket, cost)) = self.refund {
             let matches = shared.options.refund_if.as_ref().is_some_and(|p| p(&parts));
             if matches {

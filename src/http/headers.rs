@@ -3,30 +3,26 @@
 
 use super::state::{quota_window, PolicyState, MAX_POLICIES};
 use crate::Quota;
-use http::header::{HeaderName, HeaderValue};
-use std::fmt::Write;
-
-/// `RateLimit-Policy`.
-pub(crate) static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
-/// `RateLimit`.
-pub(crate) static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
-static X_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
-static X_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
-static X_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 
 /// A policy as the headers name it.
 #[derive(Clone, Debug)]
 pub struct PolicyInfo {
     /// The policy name, checked to be a valid Structured Field string.
     pub(crate) name: String,
+    /// The name as an sf-string (quoted, escaped), written once here rather than per response.
+    quoted: String,
     /// The quota, for `q` and `w` (the one configured; a per-request quota overrides it).
     pub(crate) quota: Quota,
 }
 
 impl PolicyInfo {
     pub(crate) fn new(name: &str, quota: Quota) -> PolicyInfo {
+        let mut quoted = String::with_capacity(name.len() + 2);
+        push_quoted(&mut quoted, name);
         PolicyInfo {
             name: name.to_owned(),
+            quoted,
             quota,
         }
     }
@@ -45,10 +41,15 @@ pub(crate) fn checked_name(name: impl Into<String>, what: &str) -> String {
     name
 }
 
-/// The headers an answer carries, formatted once at decision time.
+/// The headers an answer carries, formatted at decision time: at most two values and three
+/// numbers, inline, so an answer without headers costs nothing and one with them allocates
+/// only the bytes of its `RateLimit` value.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Fields {
-    pub(crate) pairs: Vec<(HeaderName, HeaderValue)>,
+    policy: Option<HeaderValue>,
+    ratelimit: Option<HeaderValue>,
+    /// `X-RateLimit-Limit`, `-Remaining` and `-Reset`.
+    legacy: Option<[u32; 3]>,
 }
 
 /// Which fields to write.
@@ -68,20 +69,17 @@ impl Fields {
         states: &[Option<PolicyState>; MAX_POLICIES],
         quotas: &[Option<Quota>; MAX_POLICIES],
     ) -> Fields {
+        let mut fields = Fields::default();
         if !choice.ietf && !choice.legacy {
-            return Fields::default(); // no allocation
+            return fields;
         }
-        let mut pairs = Vec::with_capacity(5);
         if choice.ietf {
-            let policy_value = if quotas.iter().any(Option::is_some) {
+            fields.policy = Some(if quotas.iter().any(Option::is_some) {
                 policy_field(policies, quotas)
             } else {
                 static_policy.clone()
-            };
-            pairs.push((RATELIMIT_POLICY.clone(), policy_value));
-            if let Some(value) = ratelimit_field(policies, states) {
-                pairs.push((RATELIMIT.clone(), value));
-            }
+            });
+            fields.ratelimit = ratelimit_field(policies, states);
         }
         if choice.legacy {
             // One policy only: the one with the fewest tokens left (the first among equals).
@@ -90,14 +88,61 @@ impl Fields {
                 .enumerate()
                 .filter_map(|(i, s)| s.map(|s| (i, s)))
                 .min_by_key(|(_, s)| s.remaining);
-            if let Some((i, state)) = tightest {
+            fields.legacy = tightest.map(|(i, state)| {
                 let quota = quotas[i].unwrap_or(policies[i].quota);
-                pairs.push((X_LIMIT.clone(), HeaderValue::from(quota.burst())));
-                pairs.push((X_REMAINING.clone(), HeaderValue::from(state.remaining)));
-                pairs.push((X_RESET.clone(), HeaderValue::from(state.full_secs)));
-            }
+                [quota.burst(), state.remaining, state.full_secs]
+            });
         }
-        Fields { pairs }
+        fields
+    }
+
+    /// Appends the fields to an admitted response's headers: a `RateLimit` list split over
+    /// lines is one list (RFC 9651), so nested layers add up.
+    #[inline]
+    pub(crate) fn append_to(self, headers: &mut HeaderMap) {
+        self.write(headers, |headers, name, value| {
+            headers.append(name, value);
+        });
+    }
+
+    /// Adds the fields a refusal does not already have (a custom refusal may set its own).
+    pub(crate) fn insert_missing(self, headers: &mut HeaderMap) {
+        self.write(headers, |headers, name, value| {
+            if !headers.contains_key(&name) {
+                headers.insert(name, value);
+            }
+        });
+    }
+
+    // The names are built at compile time (`const`) and moved in: no clone per response.
+    #[inline]
+    fn write(
+        self,
+        headers: &mut HeaderMap,
+        mut put: impl FnMut(&mut HeaderMap, HeaderName, HeaderValue),
+    ) {
+        if let Some(value) = self.policy {
+            put(
+                headers,
+                const { HeaderName::from_static("ratelimit-policy") },
+                value,
+            );
+        }
+        if let Some(value) = self.ratelimit {
+            put(
+                headers,
+                const { HeaderName::from_static("ratelimit") },
+                value,
+            );
+        }
+        if let Some([limit, remaining, reset]) = self.legacy {
+            let x_limit = const { HeaderName::from_static("x-ratelimit-limit") };
+            let x_remaining = const { HeaderName::from_static("x-ratelimit-remaining") };
+            let x_reset = const { HeaderName::from_static("x-ratelimit-reset") };
+            put(headers, x_limit, HeaderValue::from(limit));
+            put(headers, x_remaining, HeaderValue::from(remaining));
+            put(headers, x_reset, HeaderValue::from(reset));
+        }
     }
 }
 
@@ -106,13 +151,14 @@ pub(crate) fn policy_field(
     policies: &[PolicyInfo],
     quotas: &[Option<Quota>; MAX_POLICIES],
 ) -> HeaderValue {
-    let mut out = String::with_capacity(32 * policies.len());
+    let mut out = ValueBuf::new();
     for (i, policy) in policies.iter().enumerate() {
         let (q, w) = quota_window(&quotas[i].unwrap_or(policy.quota));
-        item(&mut out, &policy.name);
-        let _ = write!(out, ";q={q};w={w}");
+        out.item(policy);
+        out.number(b";q=", q);
+        out.number(b";w=", w);
     }
-    header_value(out)
+    out.value()
 }
 
 /// `RateLimit`: `"name";r=<remaining>;t=<seconds>` per policy that applied, `pk` if known.
@@ -120,26 +166,82 @@ fn ratelimit_field(
     policies: &[PolicyInfo],
     states: &[Option<PolicyState>; MAX_POLICIES],
 ) -> Option<HeaderValue> {
-    let mut out = String::with_capacity(40 * policies.len());
+    let mut out = ValueBuf::new();
     for (policy, state) in policies.iter().zip(states) {
         let Some(state) = state else { continue };
-        item(&mut out, &policy.name);
-        let _ = write!(out, ";r={};t={}", state.remaining, state.next_token_secs);
+        out.item(policy);
+        out.number(b";r=", state.remaining);
+        out.number(b";t=", state.next_token_secs);
         if let Some(partition) = state.partition {
-            out.push_str(";pk=:");
-            base64(&partition.to_be_bytes(), &mut out);
-            out.push(':');
+            out.push(b";pk=:");
+            base64(&partition.to_be_bytes(), |b| out.push(&[b]));
+            out.push(b":");
         }
     }
-    (!out.is_empty()).then(|| header_value(out))
+    (!out.as_bytes().is_empty()).then(|| out.value())
 }
 
-/// Starts a list member: the separator, then the name as an sf-string.
-fn item(out: &mut String, name: &str) {
-    if !out.is_empty() {
-        out.push_str(", ");
+/// A header value being written: on the stack while it fits (any realistic value), on the
+/// heap past that, so the only allocation is the value's own bytes.
+struct ValueBuf {
+    stack: [u8; 192],
+    len: usize,
+    heap: Vec<u8>,
+}
+
+impl ValueBuf {
+    fn new() -> ValueBuf {
+        ValueBuf {
+            stack: [0; 192],
+            len: 0,
+            heap: Vec::new(),
+        }
     }
-    push_quoted(out, name);
+
+    #[inline]
+    fn push(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        if self.heap.is_empty() && end <= self.stack.len() {
+            self.stack[self.len..end].copy_from_slice(bytes);
+            self.len = end;
+        } else {
+            if self.heap.is_empty() {
+                self.heap.extend_from_slice(&self.stack[..self.len]);
+            }
+            self.heap.extend_from_slice(bytes);
+        }
+    }
+
+    /// `label` then `n` in decimal.
+    #[inline]
+    fn number(&mut self, label: &[u8], n: impl itoa::Integer) {
+        self.push(label);
+        self.push(itoa::Buffer::new().format(n).as_bytes());
+    }
+
+    /// Starts a list member: the separator, then the policy's name as an sf-string.
+    #[inline]
+    fn item(&mut self, policy: &PolicyInfo) {
+        if !self.as_bytes().is_empty() {
+            self.push(b", ");
+        }
+        self.push(policy.quoted.as_bytes());
+    }
+
+    #[inline]
+    fn as_bytes(&self) -> &[u8] {
+        if self.heap.is_empty() {
+            &self.stack[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+
+    fn value(&self) -> HeaderValue {
+        // Printable ASCII only: names are checked, the rest is digits and punctuation.
+        HeaderValue::from_bytes(self.as_bytes())
+            .expect("a structured field is a valid header value")
+    }
 }
 
 /// `name` (printable ASCII, checked) in double quotes with `"` and `\` escaped: an RFC 9651
@@ -155,13 +257,8 @@ pub(crate) fn push_quoted(out: &mut String, name: &str) {
     out.push('"');
 }
 
-fn header_value(text: String) -> HeaderValue {
-    // Printable ASCII only: names are checked, the rest is digits and punctuation.
-    HeaderValue::try_from(text).expect("a structured field is a valid header value")
-}
-
 /// Standard base64 with padding, as RFC 9651 byte sequences use.
-fn base64(bytes: &[u8], out: &mut String) {
+fn base64(bytes: &[u8], mut out: impl FnMut(u8)) {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     for chunk in bytes.chunks(3) {
         let b = [
@@ -172,9 +269,9 @@ fn base64(bytes: &[u8], out: &mut String) {
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for k in 0..4 {
             if k <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * k)) as usize & 63] as char);
+                out(ALPHABET[(n >> (18 - 6 * k)) as usize & 63]);
             } else {
-                out.push('=');
+                out(b'=');
             }
         }
     }
@@ -195,16 +292,39 @@ mod tests {
             ("foobar", "Zm9vYmFy"),
         ] {
             let mut out = String::new();
-            base64(input.as_bytes(), &mut out);
+            base64(input.as_bytes(), |b| out.push(char::from(b)));
             assert_eq!(out, want);
         }
     }
 
     #[test]
     fn names_are_escaped_sf_strings() {
-        let mut out = String::new();
-        item(&mut out, r#"a"b\c"#);
-        item(&mut out, "x");
-        assert_eq!(out, r#""a\"b\\c", "x""#);
+        let mut out = ValueBuf::new();
+        out.item(&PolicyInfo::new(r#"a"b\c"#, Quota::per_second(1)));
+        out.item(&PolicyInfo::new("x", Quota::per_second(1)));
+        assert_eq!(out.as_bytes(), br#""a\"b\\c", "x""#);
+    }
+
+    #[test]
+    fn a_value_longer_than_the_stack_buffer_is_whole() {
+        let long = "n".repeat(150);
+        let policies = [
+            PolicyInfo::new(&long, Quota::per_second(10)),
+            PolicyInfo::new("global", Quota::per_second(1_000)),
+        ];
+        let state = |remaining| {
+            Some(PolicyState {
+                remaining,
+                next_token_secs: 1,
+                full_secs: 1,
+                partition: None,
+            })
+        };
+        let value = ratelimit_field(&policies, &[state(7), state(996), None, None]);
+        let want = format!("\"{long}\";r=7;t=1, \"global\";r=996;t=1");
+        assert_eq!(value.unwrap().to_str().unwrap(), want);
+        let policy = policy_field(&policies, &[None; MAX_POLICIES]);
+        let want = format!("\"{long}\";q=10;w=1, \"global\";q=1000;w=1");
+        assert_eq!(policy.to_str().unwrap(), want);
     }
 }

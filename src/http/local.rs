@@ -5,7 +5,8 @@ use super::headers::PolicyInfo;
 use super::key::{KeyExtractor, RequestHead};
 use super::policy::{sealed::Local, Slots, Tiered};
 use super::state::{PolicyState, MAX_POLICIES};
-use crate::{all_of, Clock, Limit, Quota};
+use crate::clock::now_for;
+use crate::{all_of, Clock, Limit, Nanos, Quota};
 use std::hash::BuildHasher;
 
 impl<P: Local> sealed::Backend for P {
@@ -22,16 +23,18 @@ impl<P: Local> sealed::Backend for P {
             Ok(keys) => keys,
             Err(e) => return Decision::Ready(Verdict::bare(Outcome::NoKey(e))),
         };
-        let mut slots = Slots::new();
+        let mut slots = Slots::new(how.partition);
         self.fill(&keys, 0, &mut slots);
-        // One reading for the decision and the figures: the policies of a layer share a clock.
-        let now = self.clock().now();
+        // One reading for the decision and the figures (the policies of a layer share a clock),
+        // as stale as the shallowest quota allows: what each policy's own `check_n` reads.
+        let tolerance = slots.iter().map(|s| s.quota.depth_ns() >> 4).min();
+        let now = self.clock().now_within(Nanos::new(tolerance.unwrap_or(0)));
         let mut verdict = Verdict::bare(Outcome::Allowed);
         let answer = if slots.len == 1 {
             let slot = slots.iter().next().expect("one slot");
             let answer = slot.check_n_at(cost, now);
             if how.figures || answer.is_err() {
-                verdict.states[slot.index] = Some(PolicyState::of_answer(&slot.quota, &answer));
+                verdict.states[slot.index] = Some(slot.state(&answer));
             }
             answer
         } else {
@@ -47,20 +50,10 @@ impl<P: Local> sealed::Backend for P {
             // Each policy's own level, by a peek (cost 0 spends and creates nothing), only when
             // a header will show it.
             for slot in slots.iter().filter(|_| how.figures || answer.is_err()) {
-                let level = slot.check_n_at(0, now);
-                verdict.states[slot.index] = Some(PolicyState::of_answer(&slot.quota, &level));
+                verdict.states[slot.index] = Some(slot.state(&slot.check_n_at(0, now)));
             }
             answer
         };
-        if let Some(h) = how.partition {
-            let mut partitions = [None; MAX_POLICIES];
-            self.partitions(&keys, h, 0, &mut partitions);
-            for (state, partition) in verdict.states.iter_mut().zip(partitions) {
-                if let Some(state) = state {
-                    state.partition = partition;
-                }
-            }
-        }
         match answer {
             Ok(_) => verdict.ticket = how.ticket.then_some(keys),
             Err(denied) => verdict.outcome = Outcome::Refused(denied.retry_after()),
@@ -69,7 +62,7 @@ impl<P: Local> sealed::Backend for P {
     }
 
     fn refund(&self, keys: P::Keys, cost: u32) {
-        let mut slots = Slots::new();
+        let mut slots = Slots::new(None);
         self.fill(&keys, 0, &mut slots);
         for slot in slots.iter() {
             slot.refund_n(cost);
@@ -102,7 +95,8 @@ where
         };
         let quota = (self.quota_of)(head, &key);
         let limiter = self.keyed.limiter();
-        let answer = limiter.check_key_n_with_quota_at(&key, cost, &quota, limiter.clock().now());
+        let now = now_for(limiter.clock(), &quota);
+        let answer = limiter.check_key_n_with_quota_at(&key, cost, &quota, now);
         let mut verdict = Verdict::bare(match answer {
             Ok(_) => Outcome::Allowed,
             Err(denied) => Outcome::Refused(denied.retry_after()),

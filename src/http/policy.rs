@@ -4,7 +4,7 @@
 
 use super::headers::{checked_name, PolicyInfo};
 use super::key::{KeyError, KeyExtractor, RequestHead};
-use super::state::MAX_POLICIES;
+use super::state::{PolicyState, MAX_POLICIES};
 use super::upkeep;
 use crate::{Allowed, Clock, Denied, KeyedBucket, KeyedLimiter, Limit, Limiter, Nanos, Quota};
 use core::time::Duration;
@@ -121,8 +121,10 @@ impl<T: sealed::Local> And for T {}
 /// One policy's bucket for this request.
 pub struct Slot<'a, C: Clock> {
     pub(crate) index: usize,
-    pub(crate) quota: Quota,
+    pub(crate) quota: &'a Quota,
     pub(crate) bucket: Bucket<'a, C>,
+    /// A keyed hash of the key, for `pk`, when asked for.
+    pub(crate) partition: Option<u64>,
 }
 
 /// A shared limiter or one key's bucket.
@@ -148,6 +150,14 @@ impl<C: Clock> Slot<'_, C> {
         }
     }
 
+    /// What the headers show of this bucket after `answer`.
+    pub(crate) fn state(&self, answer: &Result<Allowed, Denied>) -> PolicyState {
+        PolicyState {
+            partition: self.partition,
+            ..PolicyState::of_answer(self.quota, answer)
+        }
+    }
+
     pub(crate) fn refund_n(&self, n: u32) {
         match &self.bucket {
             Bucket::Global(l) => l.refund_n(n),
@@ -160,13 +170,16 @@ impl<C: Clock> Slot<'_, C> {
 pub struct Slots<'a, C: Clock> {
     pub(crate) items: [Option<Slot<'a, C>>; MAX_POLICIES],
     pub(crate) len: usize,
+    /// The keyed hasher of `pk`, when the headers show it.
+    hasher: Option<&'a RandomState>,
 }
 
 impl<'a, C: Clock> Slots<'a, C> {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(hasher: Option<&'a RandomState>) -> Self {
         Slots {
             items: Default::default(),
             len: 0,
+            hasher,
         }
     }
 
@@ -194,16 +207,9 @@ pub(crate) mod sealed {
 
         /// The keys of this request.
         fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError>;
-        /// The buckets of `keys`; `first` is this set's first policy index.
+        /// The buckets of `keys` (with their `pk` when `out` has a hasher); `first` is this
+        /// set's first policy index.
         fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, Self::Clock>);
-        /// A keyed hash of each key, for `pk`.
-        fn partitions(
-            &self,
-            keys: &Self::Keys,
-            h: &RandomState,
-            first: usize,
-            out: &mut [Option<u64>],
-        );
         /// The policies, in order.
         fn describe(&self, out: &mut Vec<PolicyInfo>);
         /// The first policy's clock.
@@ -225,12 +231,11 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
     fn fill<'a>(&'a self, _: &(), first: usize, out: &mut Slots<'a, C>) {
         out.push(Slot {
             index: first,
-            quota: *self.limiter.quota(),
+            quota: self.limiter.quota(),
             bucket: Bucket::Global(&self.limiter),
+            partition: None,
         });
     }
-
-    fn partitions(&self, _: &(), _: &RandomState, _: usize, _: &mut [Option<u64>]) {}
 
     fn describe(&self, out: &mut Vec<PolicyInfo>) {
         out.push(PolicyInfo::new(&self.name, *self.limiter.quota()));
@@ -263,20 +268,11 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         if let Some(key) = keys {
             out.push(Slot {
                 index: first,
-                quota: *self.limiter.quota(),
+                quota: self.limiter.quota(),
                 bucket: Bucket::Keyed(self.limiter.key(key)),
+                partition: out.hasher.map(|h| h.hash_one((first, key))),
             });
         }
-    }
-
-    fn partitions(
-        &self,
-        keys: &Self::Keys,
-        h: &RandomState,
-        first: usize,
-        out: &mut [Option<u64>],
-    ) {
-        out[first] = keys.as_ref().map(|k| h.hash_one((first, k)));
     }
 
     fn describe(&self, out: &mut Vec<PolicyInfo>) {
@@ -309,17 +305,6 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
     fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, Self::Clock>) {
         self.first.fill(&keys.0, first, out);
         self.second.fill(&keys.1, first + A::COUNT, out);
-    }
-
-    fn partitions(
-        &self,
-        keys: &Self::Keys,
-        h: &RandomState,
-        first: usize,
-        out: &mut [Option<u64>],
-    ) {
-        self.first.partitions(&keys.0, h, first, out);
-        self.second.partitions(&keys.1, h, first + A::COUNT, out);
     }
 
     fn describe(&self, out: &mut Vec<PolicyInfo>) {

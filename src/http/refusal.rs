@@ -78,11 +78,7 @@ pub(crate) fn refuse<B: Backend, ResB>(
         &verdict.states,
         &verdict.quotas,
     );
-    for (name, value) in fields.pairs {
-        if !headers.contains_key(&name) {
-            headers.insert(name, value);
-        }
-    }
+    fields.insert_missing(headers);
     response.map(RateLimitBody::full)
 }
 

@@ -10,7 +10,7 @@ use super::refusal::{is_grpc, plain, refuse};
 use super::stats::Counters;
 use bytes::Bytes;
 use core::task::{Context, Poll};
-use http::{Request, Response, StatusCode};
+use http::{HeaderMap, Request, Response, StatusCode};
 use http_body::Body;
 use std::sync::Arc;
 use tower_service::Service;
@@ -52,11 +52,11 @@ where
         self.inner.poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, req: Request<ReqB>) -> Self::Future {
         let shared = &self.shared;
         let head = RequestHead::of(&req);
         let cost = shared.options.cost.as_ref().map_or(1, |cost| cost(&head));
-        let grpc = is_grpc(head.headers);
         let how = How {
             skip_missing: shared.options.missing_key == MissingKey::Skip,
             partition: shared.options.partition_key.then_some(&shared.hasher),
@@ -64,17 +64,19 @@ where
             figures: shared.options.on_allowed.ietf || shared.options.on_allowed.legacy,
         };
         match shared.backend.decide(&head, cost, &how) {
-            Decision::Ready(verdict) => match admit(shared, verdict, cost, grpc) {
-                Ok(after) => ResponseFuture::called(self.inner.call(req), after),
-                Err(answer) => ResponseFuture::done(answer),
-            },
+            Decision::Ready(mut verdict) => {
+                match admit(shared, &mut verdict, cost, req.headers()) {
+                    Ok(after) => ResponseFuture::called(self.inner.call(req), after),
+                    Err(answer) => ResponseFuture::done(answer),
+                }
+            }
             Decision::Pending(decision) => {
                 // The inner service was made ready: take it, leave a clone in its place.
                 let ready = self.inner.clone();
                 let mut inner = std::mem::replace(&mut self.inner, ready);
                 let shared = Arc::clone(shared);
                 ResponseFuture::boxed(Box::pin(async move {
-                    match admit(&shared, decision.await, cost, grpc) {
+                    match admit(&shared, &mut decision.await, cost, req.headers()) {
                         Ok(after) => Ok(after.apply(inner.call(req).await?)),
                         Err(answer) => Ok(answer),
                     }
@@ -89,9 +91,9 @@ where
 #[allow(clippy::result_large_err)]
 fn admit<B: Backend, ResB>(
     shared: &Arc<Shared<B>>,
-    verdict: Verdict<B::Ticket>,
+    verdict: &mut Verdict<B::Ticket>,
     cost: u32,
-    grpc: bool,
+    request_headers: &HeaderMap,
 ) -> Result<After<B>, Response<RateLimitBody<ResB>>> {
     let options = &shared.options;
     let counters = &shared.counters;
@@ -104,11 +106,11 @@ fn admit<B: Backend, ResB>(
             &verdict.quotas,
         )
     };
-    match verdict.outcome {
+    match &verdict.outcome {
         Outcome::Allowed => {
             Counters::bump(&counters.allowed);
-            let fields = fields(&verdict);
-            let refund = match (&options.refund_if, verdict.ticket) {
+            let fields = fields(verdict);
+            let refund = match (&options.refund_if, verdict.ticket.take()) {
                 (Some(_), Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
                 _ => None,
             };
@@ -116,11 +118,13 @@ fn admit<B: Backend, ResB>(
         }
         Outcome::Refused(_) if options.shadow => {
             Counters::bump(&counters.shadow_refused);
-            Ok(After::new(fields(&verdict), None))
+            Ok(After::new(fields(verdict), None))
         }
         Outcome::Refused(retry_after) => {
             Counters::bump(&counters.refused);
-            Err(refuse(shared, &verdict, retry_after, cost, grpc))
+            // Only a refusal depends on the protocol: gRPC answers in its own status.
+            let grpc = is_grpc(request_headers);
+            Err(refuse(shared, verdict, *retry_after, cost, grpc))
         }
         Outcome::NoKey(e) => {
             Counters::bump(&counters.no_key);
