@@ -33,7 +33,7 @@
 //! # Counting
 //! `named("api")` (on [`Limiter`], [`KeyedLimiter`] and the Redis limiter) opts a limiter in to
 //! counting its decisions; `stats()` returns the one [`Stats`] snapshot on every limiter type.
-//! An unnamed limiter counts no decision, so its check pays one untaken branch; a named one
+//! An unnamed limiter counts no decision, and its check pays nothing for counting; a named one
 //! counts in per-thread stripes, so that threads checking one hot limiter do not also contend
 //! on a counter. With the `metrics` feature, `publish_metrics()` hands the totals to the
 //! `metrics` facade, labelled by the name (never by a key); the checks never call the facade.

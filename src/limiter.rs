@@ -42,7 +42,7 @@ type DefaultClock = crate::clock::ManualClock;
 /// ```
 #[derive(Debug)]
 pub struct Limiter<C: Clock = DefaultClock> {
-    cells: Cells,
+    pub(crate) cells: Cells,
     clock: C,
     /// Set by [`Limiter::named`]: the opt-in to counting decisions (src/named.rs).
     #[cfg(feature = "std")]
@@ -80,20 +80,25 @@ impl<C: Clock> Limiter<C> {
     /// [`Limiter::start_empty`] with the time passed in.
     pub fn start_empty_at(self, now: Nanos) -> Limiter<C> {
         let quota = *self.quota();
-        Limiter {
+        let limiter = Limiter {
             cells: Cells::new(quota, gcra::empty_at(now.as_u64(), &quota)),
             ..self
+        };
+        #[cfg(feature = "std")]
+        if limiter.named.is_some() {
+            limiter.cells.move_head();
         }
+        limiter
     }
 
     /// Spends one token now if there is one.
-    #[inline]
+    #[inline(always)]
     pub fn check(&self) -> Result<Allowed, Denied> {
         self.check_n(1)
     }
 
     /// [`Limiter::check`] at a time passed in; see [`Limiter::check_n_at`].
-    #[inline]
+    #[inline(always)]
     pub fn check_at(&self, now: Nanos) -> Result<Allowed, Denied> {
         self.check_n_at(1, now)
     }
@@ -102,7 +107,7 @@ impl<C: Clock> Limiter<C> {
     ///
     /// `cost == 0` is a peek: always allowed, nothing spent. `cost > burst` can never pass: it
     /// is denied with [`Denied::retry_after`] `None`.
-    #[inline]
+    #[inline(always)]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         self.check_n_at(cost, now_for(&self.clock, self.quota()))
     }
@@ -110,12 +115,14 @@ impl<C: Clock> Limiter<C> {
     /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many
     /// checks. A `now` earlier than one already used is answered as of that instant: it can
     /// be denied where a later time would pass, and is never granted more.
-    #[inline]
+    #[inline(always)]
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        let decision = self.cells.spend(cost, now.as_u64());
-        #[cfg(feature = "std")]
-        named::count(&self.named, cost, &decision);
-        decision
+        // The closure runs only on the path of a moved bucket, which a named limiter's checks
+        // take (`Limiter::named`): an unnamed limiter's check tests nothing for counting.
+        self.cells.spend_then(cost, now.as_u64(), |_decision| {
+            #[cfg(feature = "std")]
+            named::count(&self.named, cost, _decision);
+        })
     }
 
     /// Whole tokens available now. Spends nothing.

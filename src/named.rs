@@ -1,8 +1,10 @@
 //! Naming a limiter: the opt-in to counting its decisions ([`Stats`]) and, with the `metrics`
 //! feature, to publishing them.
 //!
-//! An unnamed limiter counts nothing on its checks: the default check pays one branch on a
-//! field that is `None`, always predicted. A named one adds one call per check to its
+//! An unnamed limiter counts nothing on its checks. A named [`Limiter`]'s bucket is moved once
+//! (same quota, same TAT), so that its checks take the path of a changed limiter, where the
+//! count is made, and an unnamed one's check tests nothing for it; a keyed limiter's check
+//! tests its `named` field (one predicted branch). A named one adds one call per check to its
 //! [`Tally`] (a thread-local read and an uncontended atomic add on a stripe of its own; see
 //! `tally.rs`), and its name labels what it publishes.
 
@@ -104,6 +106,10 @@ impl<C: Clock> Limiter<C> {
     /// ```
     pub fn named(mut self, name: impl Into<Cow<'static, str>>) -> Limiter<C> {
         self.named = Named::boxed(name);
+        // Counting rides on the path of a limiter whose quota changed: moving the bucket once
+        // (same quota, same TAT) puts every check of this limiter on it, so that the checks
+        // of unnamed limiters test nothing for counting (docs/design.md, section 11).
+        self.cells.move_head();
         self
     }
 

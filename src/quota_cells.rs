@@ -124,10 +124,35 @@ impl Cells {
         }
     }
 
-    /// Spends `cost` tokens at `now` from the live cell.
+    /// Spends `cost` tokens at `now` from the live cell, then calls `moved` with the decision
+    /// if the head had moved. A named limiter's head has (see [`Cells::move_head`]): its
+    /// counting rides on the path a changed limiter takes, so the checks of every other
+    /// limiter test nothing for it.
     #[inline(always)]
-    pub(crate) fn spend(&self, cost: u32, now: u64) -> Result<Allowed, Denied> {
-        self.on_live(|cell| cell.bucket.spend(cost, now, cell.quota()))
+    pub(crate) fn spend_then(
+        &self,
+        cost: u32,
+        now: u64,
+        moved: impl FnOnce(&Result<Allowed, Denied>),
+    ) -> Result<Allowed, Denied> {
+        let mut moved = Some(moved);
+        self.on_live_then(
+            |cell| cell.bucket.spend(cost, now, cell.quota()),
+            |done| {
+                if let Some(moved) = moved.take() {
+                    moved(done)
+                }
+            },
+        )
+    }
+
+    /// Moves the head to a cell under the same quota and TAT, unless it has moved already:
+    /// from then on, every operation takes the moved path (see [`Cells::spend_then`]).
+    #[cfg(feature = "std")]
+    pub(crate) fn move_head(&self) {
+        if self.head.bucket.load() != MOVED {
+            self.change(*self.head.quota(), |tat, _| tat);
+        }
     }
 
     /// `op` on the live cell: on the head, then, once it has moved, on the cell the last
@@ -136,7 +161,17 @@ impl Cells {
     /// never changed and the answer stays in registers; the moved path is marked cold, so
     /// that it takes no registers from the head's.
     #[inline(always)]
-    fn on_live<T>(&self, mut op: impl FnMut(&Cell) -> Option<T>) -> T {
+    fn on_live<T>(&self, op: impl FnMut(&Cell) -> Option<T>) -> T {
+        self.on_live_then(op, |_| ())
+    }
+
+    /// [`Cells::on_live`], calling `moved` with the answer when it came from the moved path.
+    #[inline(always)]
+    fn on_live_then<T>(
+        &self,
+        mut op: impl FnMut(&Cell) -> Option<T>,
+        mut moved: impl FnMut(&T),
+    ) -> T {
         if let Some(done) = op(&self.head) {
             return done;
         }
@@ -145,10 +180,11 @@ impl Cells {
         // The head moved, but `live` may not name its successor yet.
         let mut cell = if id == 0 { self.head.next() } else { live };
         loop {
-            match op(cell) {
-                Some(done) => return done,
-                None => cell = cell.next(),
+            if let Some(done) = op(cell) {
+                moved(&done);
+                return done;
             }
+            cell = cell.next();
         }
     }
 

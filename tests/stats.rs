@@ -22,6 +22,35 @@ fn script(check: impl Fn(u32) -> Result<cellrate::Allowed, cellrate::Denied>, cl
     check(1).unwrap();
 }
 
+/// Counting rides on the path of a limiter whose quota changed (`Limiter::named` moves its
+/// bucket once): it must count whatever else moves the bucket or rebuilds the limiter.
+#[test]
+fn a_named_limiter_counts_across_start_empty_and_quota_changes() {
+    let clock = ManualClock::new();
+    let orders: [fn(Limiter<ManualClock>) -> Limiter<ManualClock>; 2] = [
+        |limiter| limiter.start_empty().named("a"),
+        |limiter| limiter.named("b").start_empty(),
+    ];
+    for order in orders {
+        let limiter = order(Limiter::with_clock(quota(), clock.clone()));
+        limiter.check().unwrap_err();
+        clock.advance(Duration::from_millis(500));
+        limiter.check().unwrap();
+        let spent_all = Quota::per_second(4).with_burst(3);
+        limiter.set_quota(spent_all, cellrate::QuotaChange::default());
+        limiter.check().unwrap_err();
+        clock.advance(Duration::from_millis(250));
+        limiter.check().unwrap();
+        let stats = limiter.stats();
+        assert_eq!(
+            (stats.allowed, stats.denied),
+            (2, 2),
+            "{:?}",
+            limiter.name()
+        );
+    }
+}
+
 #[test]
 fn a_named_limiter_counts_every_decision() {
     let clock = ManualClock::new();
