@@ -109,7 +109,7 @@ impl<C: Clock> Limiter<C> {
     /// is denied with [`Denied::retry_after`] `None`.
     #[inline(always)]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        self.check_n_at(cost, now_for(&self.clock, self.quota()))
+        self.spend(cost, |quota| now_for(&self.clock, quota))
     }
 
     /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many
@@ -117,9 +117,15 @@ impl<C: Clock> Limiter<C> {
     /// be denied where a later time would pass, and is never granted more.
     #[inline(always)]
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        // The closure runs only on the path of a moved bucket, which a named limiter's checks
-        // take (`Limiter::named`): an unnamed limiter's check tests nothing for counting.
-        self.cells.spend_then(cost, now.as_u64(), |_decision| {
+        self.spend(cost, |_| now)
+    }
+
+    /// Spends `cost` tokens at `now(quota of the cell decided on)`.
+    #[inline(always)]
+    fn spend(&self, cost: u32, now: impl Fn(&Quota) -> Nanos) -> Result<Allowed, Denied> {
+        // The last closure runs only on the path of a moved bucket, which a named limiter's
+        // checks take (`Limiter::named`): an unnamed limiter's check tests nothing for counting.
+        self.cells.spend_then(cost, |quota| now(quota).as_u64(), |_decision| {
             #[cfg(feature = "std")]
             named::count(&self.named, cost, _decision);
         })

@@ -124,20 +124,27 @@ impl Cells {
         }
     }
 
-    /// Spends `cost` tokens at `now` from the live cell, then calls `moved` with the decision
-    /// if the head had moved. A named limiter's head has (see [`Cells::move_head`]): its
-    /// counting rides on the path a changed limiter takes, so the checks of every other
+    /// Spends `cost` tokens from the live cell at `now(its quota)`, then calls `moved` with the
+    /// decision if the head had moved. A named limiter's head has (see [`Cells::move_head`]):
+    /// its counting rides on the path a changed limiter takes, so the checks of every other
     /// limiter test nothing for it.
+    ///
+    /// The time is read from the quota of the cell being decided on, not from the live quota
+    /// read first: that read would be a second load of the contended line (`live`) ahead of
+    /// the CAS, and the quota it gave could be stale by the time the cell is decided on.
     #[inline(always)]
     pub(crate) fn spend_then(
         &self,
         cost: u32,
-        now: u64,
+        now: impl Fn(&Quota) -> u64,
         moved: impl FnOnce(&Result<Allowed, Denied>),
     ) -> Result<Allowed, Denied> {
         let mut moved = Some(moved);
         self.on_live_then(
-            |cell| cell.bucket.spend(cost, now, cell.quota()),
+            |cell| {
+                let quota = cell.quota();
+                cell.bucket.spend(cost, now(quota), quota)
+            },
             |done| {
                 if let Some(moved) = moved.take() {
                     moved(done)
