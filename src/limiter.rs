@@ -125,10 +125,14 @@ impl<C: Clock> Limiter<C> {
     fn spend(&self, cost: u32, now: impl Fn(&Quota) -> Nanos) -> Result<Allowed, Denied> {
         // The last closure runs only on the path of a moved bucket, which a named limiter's
         // checks take (`Limiter::named`): an unnamed limiter's check tests nothing for counting.
-        self.cells.spend_then(cost, |quota| now(quota).as_u64(), |_decision| {
-            #[cfg(feature = "std")]
-            named::count(&self.named, cost, _decision);
-        })
+        self.cells.spend_then(
+            cost,
+            |quota| now(quota).as_u64(),
+            |_decision| {
+                #[cfg(feature = "std")]
+                named::count(&self.named, cost, _decision);
+            },
+        )
     }
 
     /// Whole tokens available now. Spends nothing.
