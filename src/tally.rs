@@ -1,11 +1,12 @@
-//! Striped counters of a named limiter's decisions: what `stats()` and the metrics read.
+//! Striped counters: a named limiter's decisions (what `stats()` and the metrics read) and the
+//! HTTP layer's answers.
 //!
 //! One shared atomic add per check would make every thread checking a hot limiter take turns
 //! on the counter's cache line, as they already do on the bucket's word, doubling the line's
 //! traffic. Here each thread adds to its own stripe instead: a cache-padded line chosen by a
 //! per-thread index, given out round-robin, so threads share a stripe only when there are
 //! more of them than stripes. The cost is one thread-local read and one uncontended atomic
-//! add per counted check, and `stripes x 128` bytes per named limiter (read: the sum of the
+//! add per counted check, and `stripes x 128` bytes per named limiter or layer (read: the sum of the
 //! stripes, a loop over a few lines, taken only by `stats()` and the metrics export).
 
 use crate::sync::counter::{AtomicU64, AtomicUsize, Ordering};
@@ -17,18 +18,68 @@ use crossbeam_utils::CachePadded;
 /// The most stripes a tally has: enough for as many threads as a machine has cores, up to 64.
 const MAX_STRIPES: usize = 64;
 
-/// One thread's (or a few threads') share of the counts, on a cache line of its own.
-#[derive(Debug, Default)]
-struct Stripe {
-    allowed: AtomicU64,
-    denied: AtomicU64,
-    peeks: AtomicU64,
+/// `N` counts striped over cache lines: each thread adds to the stripe of its own index, and
+/// a read sums the stripes. What [`Tally`] and the HTTP layer's counters are made of.
+#[derive(Debug)]
+pub(crate) struct Stripes<const N: usize> {
+    stripes: Box<[CachePadded<[AtomicU64; N]>]>,
 }
+
+impl<const N: usize> Stripes<N> {
+    /// One stripe per available core, rounded up to a power of two (at most 64).
+    pub(crate) fn new() -> Stripes<N> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Stripes::with_stripes(cores)
+    }
+
+    /// `n` stripes, rounded up to a power of two in `1..=64`.
+    pub(crate) fn with_stripes(n: usize) -> Stripes<N> {
+        let n = n.clamp(1, MAX_STRIPES).next_power_of_two();
+        let stripes: Vec<_> = (0..n)
+            .map(|_| CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0))))
+            .collect();
+        Stripes {
+            stripes: stripes.into_boxed_slice(),
+        }
+    }
+
+    /// Adds one to count `kind` (below `N`).
+    #[inline]
+    pub(crate) fn add(&self, kind: usize) {
+        let stripe = &self.stripes[thread_index() & (self.stripes.len() - 1)];
+        // Relaxed: an independent tally that publishes nothing; the sum is read alone.
+        stripe[kind].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Each count summed over the stripes.
+    pub(crate) fn sums(&self) -> [u64; N] {
+        // Relaxed: independent tallies; calls in flight may be missed, none is counted twice.
+        self.stripes.iter().fold([0; N], |mut sums, stripe| {
+            for (sum, count) in sums.iter_mut().zip(stripe.iter()) {
+                *sum += count.load(Ordering::Relaxed);
+            }
+            sums
+        })
+    }
+
+    /// How many stripes there are.
+    #[cfg(test)]
+    pub(crate) fn stripe_count(&self) -> usize {
+        self.stripes.len()
+    }
+}
+
+/// The counts of a [`Tally`]: which one a decision adds to.
+const ALLOWED: usize = 0;
+/// See [`ALLOWED`].
+const DENIED: usize = 1;
+/// See [`ALLOWED`].
+const PEEKS: usize = 2;
 
 /// Decisions counted in stripes; totals are exact once the counting calls have returned.
 #[derive(Debug)]
 pub(crate) struct Tally {
-    stripes: Box<[CachePadded<Stripe>]>,
+    stripes: Stripes<3>,
 }
 
 /// The summed counts of a [`Tally`].
@@ -42,18 +93,16 @@ pub(crate) struct Totals {
 impl Tally {
     /// A tally with one stripe per available core, rounded up to a power of two (at most 64).
     pub(crate) fn new() -> Tally {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Tally::with_stripes(cores)
+        Tally {
+            stripes: Stripes::new(),
+        }
     }
 
     /// A tally with `n` stripes, rounded up to a power of two in `1..=64`.
+    #[cfg(test)]
     pub(crate) fn with_stripes(n: usize) -> Tally {
-        let n = n.clamp(1, MAX_STRIPES).next_power_of_two();
-        let stripes: Vec<_> = (0..n)
-            .map(|_| CachePadded::new(Stripe::default()))
-            .collect();
         Tally {
-            stripes: stripes.into_boxed_slice(),
+            stripes: Stripes::with_stripes(n),
         }
     }
 
@@ -61,31 +110,27 @@ impl Tally {
     /// check keeps only the branch that skips this call.
     #[inline(never)]
     pub(crate) fn record(&self, allowed: bool, cost: u32) {
-        let stripe = &self.stripes[thread_index() & (self.stripes.len() - 1)];
-        let counter = match (allowed, cost) {
-            (true, 0) => &stripe.peeks,
-            (true, _) => &stripe.allowed,
-            (false, _) => &stripe.denied,
-        };
-        // Relaxed: an independent tally that publishes nothing; the sum is read alone.
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.stripes.add(match (allowed, cost) {
+            (true, 0) => PEEKS,
+            (true, _) => ALLOWED,
+            (false, _) => DENIED,
+        });
     }
 
     /// The sums over the stripes.
     pub(crate) fn totals(&self) -> Totals {
-        // Relaxed: independent tallies; calls in flight may be missed, none is counted twice.
-        let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        self.stripes.iter().fold(Totals::default(), |t, s| Totals {
-            allowed: t.allowed + read(&s.allowed),
-            denied: t.denied + read(&s.denied),
-            peeks: t.peeks + read(&s.peeks),
-        })
+        let [allowed, denied, peeks] = self.stripes.sums();
+        Totals {
+            allowed,
+            denied,
+            peeks,
+        }
     }
 
     /// How many stripes this tally has.
     #[cfg(test)]
     pub(crate) fn stripe_count(&self) -> usize {
-        self.stripes.len()
+        self.stripes.stripe_count()
     }
 }
 
