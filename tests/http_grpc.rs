@@ -18,7 +18,10 @@ async fn a_refused_call_is_resource_exhausted_with_the_pushback() {
     let quota = Quota::try_new(Duration::from_nanos(250_000_001), 2).unwrap();
     let clock = ManualClock::new();
     let global = Arc::new(Limiter::with_clock(quota, clock.clone()));
-    let layer = RateLimitLayer::new(Global::new("grpc", global));
+    // tonic's body cannot be built from bytes: the layer wraps it to answer in it.
+    let layer = RateLimitLayer::builder(Global::new("grpc", global))
+        .wrap_body()
+        .build();
 
     let (_reporter, health) = tonic_health::server::health_reporter();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

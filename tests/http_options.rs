@@ -222,3 +222,70 @@ async fn a_tier_refund_gives_back_under_the_quota_charged() {
         [unauthorized, unauthorized, unauthorized, refused]
     );
 }
+
+#[tokio::test]
+async fn a_wrapped_body_answers_as_the_inner_one_does() {
+    // `wrap_body` is for bodies the layer cannot write in; through axum it must answer alike.
+    let global = limiter(Quota::per_minute(1).with_burst(1));
+    let layer = RateLimitLayer::builder(Global::new("global", global))
+        .wrap_body()
+        .build();
+    let app = Router::new()
+        .route("/", get(|| async { "welcome" }))
+        .layer(layer.clone());
+    let client = HttpClient::new(serve(app, true).await);
+    let admitted = client.get("/", &[]).await;
+    assert_eq!(
+        (admitted.status, admitted.body.as_str()),
+        (StatusCode::OK, "welcome")
+    );
+    assert_eq!(ratelimit(&admitted), [("global".into(), 0, 60)]);
+    let refused = client.get("/", &[]).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.header("retry-after"), Some("60"));
+    assert!(
+        refused.body.starts_with("Too Many Requests"),
+        "{}",
+        refused.body
+    );
+    let stats = layer.stats();
+    assert_eq!((stats.allowed, stats.denied), (1, 1));
+}
+
+#[tokio::test]
+async fn a_lone_keyed_policy_shows_a_partition_key_per_client() {
+    let ips = Arc::new(
+        KeyedLimiter::<IpAddr, _>::builder(Quota::per_minute(1).with_burst(3))
+            .max_keys(100)
+            .clock(ManualClock::new())
+            .build(),
+    );
+    let behind_proxy = ClientIp::new().trust_proxies(
+        ["127.0.0.0/8".parse().unwrap()],
+        cellrate::http::ProxyHeader::XForwardedFor,
+    );
+    let layer = RateLimitLayer::builder(Keyed::new("per-ip", ips, behind_proxy))
+        .partition_key(true)
+        .build();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer);
+    let client = HttpClient::new(serve(app, true).await);
+    let pk = |answer: &http_support::Answer| {
+        let value = answer.header("ratelimit").expect("a RateLimit field");
+        value.split(";pk=").nth(1).expect("a pk").to_owned()
+    };
+    let (a1, a2) = (
+        client.get_as("/", "192.0.2.1").await,
+        client.get_as("/", "192.0.2.1").await,
+    );
+    let b = client.get_as("/", "192.0.2.2").await;
+    assert_eq!(
+        ratelimit(&a2)[0].1,
+        1,
+        "the second request of a client leaves 1"
+    );
+    assert_eq!(pk(&a1), pk(&a2), "one client, one partition key");
+    assert_ne!(pk(&a1), pk(&b), "two clients, two partition keys");
+    assert!(!pk(&a1).contains("192.0.2"), "{}", pk(&a1));
+}

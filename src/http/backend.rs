@@ -27,13 +27,17 @@ pub(crate) mod sealed {
         /// The policies, in header order.
         fn policies(&self) -> Vec<PolicyInfo>;
 
-        /// Decides on `cost` tokens for a request.
+        /// Decides on `cost` tokens for a request: in `verdict` (which starts as an admission
+        /// with no figures), or later, by the future returned (a round trip to Redis). Written
+        /// in place: a verdict is a few hundred bytes, and returning it by value copied it on
+        /// every request.
         fn decide(
             &self,
             head: &RequestHead<'_>,
             cost: u32,
             how: &How<'_>,
-        ) -> Decision<Self::Ticket>;
+            verdict: &mut Verdict<Self::Ticket>,
+        ) -> Option<Pending<Self::Ticket>>;
 
         /// Gives back `cost` tokens of an admitted request.
         fn refund(&self, ticket: Self::Ticket, cost: u32);
@@ -60,15 +64,8 @@ pub struct How<'a> {
     pub(crate) figures: bool,
 }
 
-/// A decision, now or later.
-// Ready is the in-process path: boxing it would allocate on every request.
-#[allow(clippy::large_enum_variant)]
-pub enum Decision<T> {
-    /// Decided without waiting (the in-process limiters).
-    Ready(Verdict<T>),
-    /// Decided by a round trip (Redis).
-    Pending(Pin<Box<dyn Future<Output = Verdict<T>> + Send>>),
-}
+/// A decision still to come (Redis): its verdict, once made.
+pub type Pending<T> = Pin<Box<dyn Future<Output = Verdict<T>> + Send>>;
 
 /// What was decided.
 #[derive(Debug)]

@@ -139,6 +139,7 @@ impl ClientIp {
     }
 
     /// `ip` with its host bits zeroed.
+    #[inline]
     fn masked(&self, ip: IpAddr) -> IpAddr {
         match ip {
             IpAddr::V4(v4) => {
@@ -162,6 +163,7 @@ fn canonical(ip: IpAddr) -> IpAddr {
 }
 
 /// The peer address the server recorded in the request.
+#[inline]
 pub(crate) fn peer_address(req: &RequestHead<'_>) -> Option<SocketAddr> {
     #[cfg(feature = "axum")]
     if let Some(info) = req
@@ -176,9 +178,14 @@ pub(crate) fn peer_address(req: &RequestHead<'_>) -> Option<SocketAddr> {
 impl KeyExtractor for ClientIp {
     type Key = IpAddr;
 
+    #[inline]
     fn extract(&self, req: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
         let peer = peer_address(req).ok_or(KeyError::NoPeerAddress)?;
-        self.client_address(peer.ip(), req)
-            .map(|ip| self.masked(ip))
+        let client = if self.trusted.is_empty() {
+            canonical(peer.ip()) // no proxy to ask: the peer is the client
+        } else {
+            self.client_address(peer.ip(), req)?
+        };
+        Ok(self.masked(client))
     }
 }

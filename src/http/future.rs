@@ -2,18 +2,19 @@
 //! response, or the layer's own answer.
 
 use super::backend::Backend;
-use super::body::RateLimitBody;
+use super::body::BodyKind;
 use super::headers::Fields;
 use super::layer::Shared;
-use super::stats::Counters;
+use super::stats::Count;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{ready, Context, Poll};
 use http::Response;
 use std::sync::Arc;
 
-type BoxedAnswer<ResB, E> =
-    Pin<Box<dyn Future<Output = Result<Response<RateLimitBody<ResB>>, E>> + Send>>;
+/// A whole answer to come: a remote decision (Redis), then the inner service.
+pub(crate) type BoxedAnswer<Body, E> =
+    Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
 
 /// What happens to an admitted request's response.
 pub(crate) struct After<B: Backend> {
@@ -26,52 +27,84 @@ impl<B: Backend> After<B> {
         After { fields, refund }
     }
 
+    /// Whether there is nothing to do to the response: no header to add, no refund to
+    /// consider.
+    #[inline(always)]
+    pub(crate) fn is_nothing(&self) -> bool {
+        self.refund.is_none() && self.fields.is_empty()
+    }
+
     /// Adds the headers, and refunds the request if its response matches the predicate.
-    pub(crate) fn apply<ResB>(self, response: Response<ResB>) -> Response<RateLimitBody<ResB>> {
-        let (mut parts, body) = response.into_parts();
-        self.fields.append_to(&mut parts.headers);
-        if let Some((shared, ticket, cost)) = self.refund {
-            let matches = shared.options.refund_if.as_ref().is_some_and(|p| p(&parts));
-            if matches {
-                shared.backend.refund(ticket, cost);
-                Counters::bump(&shared.counters.refunded);
-            }
+    #[inline]
+    pub(crate) fn apply<K: BodyKind<ResB>, ResB>(
+        self,
+        mut response: Response<ResB>,
+    ) -> Response<K::Body> {
+        self.fields.append_to(response.headers_mut());
+        let Some((shared, ticket, cost)) = self.refund else {
+            return K::response(response);
+        };
+        let (parts, body) = response.into_parts();
+        if shared.options.refund_if.as_ref().is_some_and(|p| p(&parts)) {
+            shared.backend.refund(ticket, cost);
+            shared.counters.bump(Count::Refunded);
         }
-        Response::from_parts(parts, RateLimitBody::Inner { body })
+        Response::from_parts(parts, K::inner(body))
     }
 }
 
 pin_project_lite::pin_project! {
     /// The future of [`RateLimit`](super::RateLimit)'s response.
-    pub struct ResponseFuture<F, ResB, E, B> where B: Backend {
+    pub struct ResponseFuture<F, B, K, ResB, E>
+    where
+        B: Backend,
+        K: BodyKind<ResB>,
+    {
         #[pin]
-        kind: Kind<F, ResB, E, B>,
+        kind: Kind<F, B, K, ResB, E>,
     }
 }
 
 pin_project_lite::pin_project! {
     #[project = KindProjection]
-    enum Kind<F, ResB, E, B> where B: Backend {
-        // Admitted and passed on.
+    enum Kind<F, B, K, ResB, E>
+    where
+        B: Backend,
+        K: BodyKind<ResB>,
+    {
+        // Admitted and passed on, with nothing to do to the response: its future, polled
+        // through.
+        Passed { #[pin] fut: F },
+        // Admitted and passed on, the response to be changed.
         Called { #[pin] fut: F, after: Option<After<B>> },
         // Answered by the layer.
-        Done { response: Option<Response<RateLimitBody<ResB>>> },
+        Done { response: Option<Response<K::Body>> },
         // Waiting for a remote decision (Redis), then the inner service.
-        Boxed { fut: BoxedAnswer<ResB, E> },
+        Boxed { fut: BoxedAnswer<K::Body, E> },
     }
 }
 
-impl<F, ResB, E, B: Backend> ResponseFuture<F, ResB, E, B> {
+impl<F, B: Backend, K: BodyKind<ResB>, ResB, E> ResponseFuture<F, B, K, ResB, E> {
+    /// The future of an admitted request: `fut`, then `after` applied to its response.
+    // Built with `after` empty, then given it: built whole at once, the inner future (hundreds
+    // of bytes) was copied twice on the way to its place instead of being written there.
+    #[inline(always)]
     pub(crate) fn called(fut: F, after: After<B>) -> Self {
-        ResponseFuture {
-            kind: Kind::Called {
-                fut,
-                after: Some(after),
-            },
+        if after.is_nothing() {
+            return ResponseFuture {
+                kind: Kind::Passed { fut },
+            };
         }
+        let mut called = ResponseFuture {
+            kind: Kind::Called { fut, after: None },
+        };
+        if let Kind::Called { after: slot, .. } = &mut called.kind {
+            *slot = Some(after);
+        }
+        called
     }
 
-    pub(crate) fn done(response: Response<RateLimitBody<ResB>>) -> Self {
+    pub(crate) fn done(response: Response<K::Body>) -> Self {
         ResponseFuture {
             kind: Kind::Done {
                 response: Some(response),
@@ -79,28 +112,31 @@ impl<F, ResB, E, B: Backend> ResponseFuture<F, ResB, E, B> {
         }
     }
 
-    pub(crate) fn boxed(fut: BoxedAnswer<ResB, E>) -> Self {
+    pub(crate) fn boxed(fut: BoxedAnswer<K::Body, E>) -> Self {
         ResponseFuture {
             kind: Kind::Boxed { fut },
         }
     }
 }
 
-impl<F, ResB, E, B> Future for ResponseFuture<F, ResB, E, B>
+impl<F, B, K, ResB, E> Future for ResponseFuture<F, B, K, ResB, E>
 where
     F: Future<Output = Result<Response<ResB>, E>>,
     B: Backend,
+    K: BodyKind<ResB>,
 {
-    type Output = Result<Response<RateLimitBody<ResB>>, E>;
+    type Output = Result<Response<K::Body>, E>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().kind.project() {
+            KindProjection::Passed { fut } => fut.poll(cx).map_ok(K::response),
             KindProjection::Called { fut, after } => {
                 let response = ready!(fut.poll(cx))?;
                 let after = after
                     .take()
                     .expect("ResponseFuture polled after completion");
-                Poll::Ready(Ok(after.apply(response)))
+                Poll::Ready(Ok(after.apply::<K, ResB>(response)))
             }
             KindProjection::Done { response } => Poll::Ready(Ok(response
                 .take()

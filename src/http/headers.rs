@@ -62,6 +62,7 @@ pub(crate) struct FieldChoice {
 impl Fields {
     /// The fields for `states` (one per policy; `None` for a policy that did not apply).
     /// `quotas` overrides a policy's configured quota (a per-request tier).
+    #[inline(always)]
     pub(crate) fn new(
         choice: FieldChoice,
         policies: &[PolicyInfo],
@@ -69,10 +70,21 @@ impl Fields {
         states: &[Option<PolicyState>; MAX_POLICIES],
         quotas: &[Option<Quota>; MAX_POLICIES],
     ) -> Fields {
-        let mut fields = Fields::default();
         if !choice.ietf && !choice.legacy {
-            return fields;
+            return Fields::default();
         }
+        Fields::written(choice, policies, static_policy, states, quotas)
+    }
+
+    /// [`Fields::new`] when some field is asked for.
+    fn written(
+        choice: FieldChoice,
+        policies: &[PolicyInfo],
+        static_policy: &HeaderValue,
+        states: &[Option<PolicyState>; MAX_POLICIES],
+        quotas: &[Option<Quota>; MAX_POLICIES],
+    ) -> Fields {
+        let mut fields = Fields::default();
         if choice.ietf {
             fields.policy = Some(if quotas.iter().any(Option::is_some) {
                 policy_field(policies, quotas)
@@ -94,6 +106,12 @@ impl Fields {
             });
         }
         fields
+    }
+
+    /// Whether there is no field to write.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.policy.is_none() && self.ratelimit.is_none() && self.legacy.is_none()
     }
 
     /// Appends the fields to an admitted response's headers: a `RateLimit` list split over
@@ -182,17 +200,20 @@ fn ratelimit_field(
 }
 
 /// A header value being written: on the stack while it fits (any realistic value), on the
-/// heap past that, so the only allocation is the value's own bytes.
+/// heap past that, so the only allocation is the value's own bytes. Only visible ASCII is ever
+/// pushed: policy names are checked when the layer is built, the rest is digits, base64 and
+/// punctuation.
 struct ValueBuf {
-    stack: [u8; 192],
+    stack: [u8; 128],
     len: usize,
     heap: Vec<u8>,
 }
 
 impl ValueBuf {
+    #[inline]
     fn new() -> ValueBuf {
         ValueBuf {
-            stack: [0; 192],
+            stack: [0; 128],
             len: 0,
             heap: Vec::new(),
         }
@@ -202,7 +223,10 @@ impl ValueBuf {
     fn push(&mut self, bytes: &[u8]) {
         let end = self.len + bytes.len();
         if self.heap.is_empty() && end <= self.stack.len() {
-            self.stack[self.len..end].copy_from_slice(bytes);
+            // Byte by byte: the pieces are a few bytes long, shorter than a call to memcpy.
+            for (to, &from) in self.stack[self.len..end].iter_mut().zip(bytes) {
+                *to = from;
+            }
             self.len = end;
         } else {
             if self.heap.is_empty() {
@@ -238,9 +262,13 @@ impl ValueBuf {
     }
 
     fn value(&self) -> HeaderValue {
-        // Printable ASCII only: names are checked, the rest is digits and punctuation.
-        HeaderValue::from_bytes(self.as_bytes())
-            .expect("a structured field is a valid header value")
+        let bytes = bytes::Bytes::copy_from_slice(self.as_bytes());
+        debug_assert!(HeaderValue::from_maybe_shared(bytes.clone()).is_ok());
+        // SAFETY:
+        // - a header value must be visible ASCII or tabs, and `ValueBuf` holds only visible
+        //   ASCII (its docs say why); the check this skips costs more than the formatting;
+        // - debug builds check it anyway (the assertion above, and `http` itself).
+        unsafe { HeaderValue::from_maybe_shared_unchecked(bytes) }
     }
 }
 

@@ -1,6 +1,7 @@
 //! `RateLimitLayer` and its builder: the options, and the state every clone shares.
 
 use super::backend::Backend;
+use super::body::{SameBody, WrappedBody};
 use super::headers::{policy_field, FieldChoice, PolicyInfo};
 use super::key::{MissingKey, RequestHead};
 use super::refusal::Refusal;
@@ -8,6 +9,7 @@ use super::service::RateLimit;
 use super::state::MAX_POLICIES;
 use super::stats::{Counters, LayerStats};
 use bytes::Bytes;
+use core::marker::PhantomData;
 use http::header::HeaderValue;
 use http::{response, Response};
 use std::fmt;
@@ -23,19 +25,25 @@ type RefusalFn = dyn Fn(&Refusal<'_>) -> Response<Bytes> + Send + Sync;
 ///
 /// Clones share one state (the limiters, the options and the [`LayerStats`]): cloning the
 /// layer or its services, as axum does per route and per connection, never multiplies a limit.
-pub struct RateLimitLayer<B> {
+///
+/// `K` is how responses carry their bodies: [`SameBody`], the inner service's own type (any
+/// body built from `Bytes`, such as axum's), unless the layer was built with
+/// [`RateLimitBuilder::wrap_body`] (tonic's body, and others).
+pub struct RateLimitLayer<B, K = SameBody> {
     pub(crate) shared: Arc<Shared<B>>,
+    kind: PhantomData<fn() -> K>,
 }
 
-impl<B> Clone for RateLimitLayer<B> {
+impl<B, K> Clone for RateLimitLayer<B, K> {
     fn clone(&self) -> Self {
         RateLimitLayer {
             shared: Arc::clone(&self.shared),
+            kind: PhantomData,
         }
     }
 }
 
-impl<B> fmt::Debug for RateLimitLayer<B> {
+impl<B, K> fmt::Debug for RateLimitLayer<B, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.shared.policies.iter().map(|p| &*p.name).collect();
         f.debug_struct("RateLimitLayer")
@@ -49,6 +57,7 @@ impl<B> fmt::Debug for RateLimitLayer<B> {
 pub(crate) struct Shared<B> {
     pub(crate) backend: B,
     pub(crate) policies: Vec<PolicyInfo>,
+    /// `RateLimit-Policy` for the configured quotas, the same on every response.
     pub(crate) static_policy: HeaderValue,
     pub(crate) options: Options,
     pub(crate) counters: Counters,
@@ -83,6 +92,7 @@ impl<B: Backend> RateLimitLayer<B> {
         };
         RateLimitBuilder {
             backend,
+            kind: PhantomData,
             options: Options {
                 cost: None,
                 missing_key: MissingKey::default(),
@@ -98,7 +108,7 @@ impl<B: Backend> RateLimitLayer<B> {
     }
 }
 
-impl<B> RateLimitLayer<B> {
+impl<B, K> RateLimitLayer<B, K> {
     /// Counts of the answers so far.
     pub fn stats(&self) -> LayerStats {
         self.shared.counters.snapshot()
@@ -106,12 +116,28 @@ impl<B> RateLimitLayer<B> {
 }
 
 /// Options of a [`RateLimitLayer`].
-pub struct RateLimitBuilder<B> {
+pub struct RateLimitBuilder<B, K = SameBody> {
     backend: B,
+    kind: PhantomData<fn() -> K>,
     options: Options,
 }
 
-impl<B: Backend> RateLimitBuilder<B> {
+impl<B: Backend> RateLimitBuilder<B, SameBody> {
+    /// Wraps every response body in a [`RateLimitBody`](super::RateLimitBody), for inner
+    /// services whose body type cannot be built from `Bytes` (tonic's, a boxed body), so that
+    /// the layer can answer in it. Not needed with axum, whose `Body` the layer writes its
+    /// answers in directly; there a wrapper would only cost time (axum boxes every body
+    /// that is not its own).
+    pub fn wrap_body(self) -> RateLimitBuilder<B, WrappedBody> {
+        RateLimitBuilder {
+            backend: self.backend,
+            kind: PhantomData,
+            options: self.options,
+        }
+    }
+}
+
+impl<B: Backend, K> RateLimitBuilder<B, K> {
     /// The tokens a request costs (default 1): by route, by `Content-Length`, by method. A
     /// cost of 0 is a peek (always admitted, nothing spent); one above a policy's burst can
     /// never pass and is refused without `Retry-After`.
@@ -200,11 +226,12 @@ impl<B: Backend> RateLimitBuilder<B> {
     }
 
     /// The layer. Starts the idle-key eviction threads of keyed policies.
-    pub fn build(self) -> RateLimitLayer<B> {
+    pub fn build(self) -> RateLimitLayer<B, K> {
         let policies = self.backend.policies();
-        let static_policy = policy_field(&policies, &[None; MAX_POLICIES]);
+        let static_policy = static_value(&policy_field(&policies, &[None; MAX_POLICIES]));
         self.backend.start_upkeep();
         RateLimitLayer {
+            kind: PhantomData,
             shared: Arc::new(Shared {
                 backend: self.backend,
                 policies,
@@ -217,15 +244,25 @@ impl<B: Backend> RateLimitBuilder<B> {
     }
 }
 
-impl<S, B> Layer<S> for RateLimitLayer<B> {
-    type Service = RateLimit<S, B>;
+impl<S, B, K> Layer<S> for RateLimitLayer<B, K> {
+    type Service = RateLimit<S, B, K>;
 
-    fn layer(&self, inner: S) -> RateLimit<S, B> {
+    fn layer(&self, inner: S) -> RateLimit<S, B, K> {
         RateLimit {
             inner,
             shared: Arc::clone(&self.shared),
+            kind: PhantomData,
         }
     }
+}
+
+/// `value` with bytes that live as long as the process: a copy of it is a copy of a pointer.
+/// A value made at run time shares its bytes through a reference count, which every response
+/// would raise and lower, on a cache line all threads share. The bytes (the policies' names
+/// and numbers) are never freed: once per layer built.
+fn static_value(value: &HeaderValue) -> HeaderValue {
+    let text = value.to_str().expect("a structured field is visible ASCII");
+    HeaderValue::from_static(Box::leak(text.to_owned().into_boxed_str()))
 }
 
 /// [`RateLimitBuilder::refund_if`] with a backend that cannot give tokens back exactly.

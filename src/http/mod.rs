@@ -34,6 +34,26 @@
 //! matched ones; tonic takes it in `Server::builder().layer(..)`; for hyper, wrap the service
 //! with `Layer::layer`.
 //!
+//! Responses keep the inner service's body type ([`SameBody`]), and the layer writes its own
+//! answers in it: any body that is `From<Bytes>`, such as axum's `Body` or http-body-util's
+//! `Full<Bytes>`. A body type that is not (tonic's, a boxed body) needs
+//! [`RateLimitBuilder::wrap_body`], which makes every body a [`RateLimitBody`] around it:
+//!
+//! ```no_run
+//! # use cellrate::http::{Global, RateLimitLayer};
+//! # use cellrate::{Limiter, Quota};
+//! # use std::sync::Arc;
+//! # let global = Arc::new(Limiter::new(Quota::per_second(100)));
+//! let for_tonic = RateLimitLayer::builder(Global::new("grpc", global))
+//!     .wrap_body()
+//!     .build();
+//! // tonic::transport::Server::builder().layer(for_tonic).add_service(..)
+//! # let _ = for_tonic;
+//! ```
+//!
+//! (With axum the wrapper would only cost time: axum boxes every response body that is not
+//! its own `Body`, an allocation per request.)
+//!
 //! # Policies
 //! - [`Global`]: one shared [`Limiter`](crate::Limiter).
 //! - [`Keyed`]: a [`KeyedLimiter`](crate::KeyedLimiter) and a [`KeyExtractor`]: [`ClientIp`],
@@ -108,7 +128,7 @@ mod stats;
 mod upkeep;
 
 pub use backend::Backend;
-pub use body::RateLimitBody;
+pub use body::{BodyKind, RateLimitBody, SameBody, WrappedBody};
 pub use client_ip::{ClientIp, ProxyHeader};
 pub use future::ResponseFuture;
 pub use key::{

@@ -2,8 +2,10 @@
 //! extractor), several joined by `.and(..)` and decided all or nothing with
 //! [`all_of`](crate::all_of).
 
+use super::backend::{How, Outcome, Verdict};
 use super::headers::{checked_name, PolicyInfo};
 use super::key::{KeyError, KeyExtractor, RequestHead};
+use super::local::{alone, together};
 use super::state::{PolicyState, MAX_POLICIES};
 use super::upkeep;
 use crate::{Allowed, Clock, Denied, KeyedBucket, KeyedLimiter, Limit, Limiter, Nanos, Quota};
@@ -207,6 +209,15 @@ pub(crate) mod sealed {
 
         /// The keys of this request.
         fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError>;
+        /// Decides a request in `verdict`: a policy alone by its own check, a set of several
+        /// all or nothing.
+        fn decide_into(
+            &self,
+            head: &RequestHead<'_>,
+            cost: u32,
+            how: &How<'_>,
+            verdict: &mut Verdict<Self::Keys>,
+        );
         /// The buckets of `keys` (with their `pk` when `out` has a hasher); `first` is this
         /// set's first policy index.
         fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, Self::Clock>);
@@ -226,6 +237,12 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
 
     fn keys(&self, _: &RequestHead<'_>, _: bool) -> Result<(), KeyError> {
         Ok(())
+    }
+
+    #[inline(always)]
+    fn decide_into(&self, _: &RequestHead<'_>, cost: u32, how: &How<'_>, out: &mut Verdict<()>) {
+        let answer = self.limiter.check_n(cost);
+        alone(out, answer, self.limiter.quota(), None, how, ());
     }
 
     fn fill<'a>(&'a self, _: &(), first: usize, out: &mut Slots<'a, C>) {
@@ -264,6 +281,29 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         }
     }
 
+    #[inline(always)]
+    fn decide_into(
+        &self,
+        head: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+        out: &mut Verdict<Self::Keys>,
+    ) {
+        let key = match self.keys(head, how.skip_missing) {
+            Ok(Some(key)) => key,
+            Ok(None) => return, // skipped: admitted, and nothing to show
+            Err(e) => {
+                out.outcome = Outcome::NoKey(e);
+                return;
+            }
+        };
+        // The limiter's own check: its clock read as coarsely as its quota allows.
+        let answer = self.limiter.check_key_n(&key, cost);
+        // The index of a lone policy is 0, as `fill` would give it.
+        let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
+        alone(out, answer, self.limiter.quota(), partition, how, Some(key));
+    }
+
     fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, C>) {
         if let Some(key) = keys {
             out.push(Slot {
@@ -300,6 +340,19 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
             self.first.keys(head, skip_missing)?,
             self.second.keys(head, skip_missing)?,
         ))
+    }
+
+    fn decide_into(
+        &self,
+        head: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+        out: &mut Verdict<Self::Keys>,
+    ) {
+        match self.keys(head, how.skip_missing) {
+            Ok(keys) => together(self, keys, cost, how, out),
+            Err(e) => out.outcome = Outcome::NoKey(e),
+        }
     }
 
     fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, Self::Clock>) {

@@ -2,7 +2,6 @@
 //! answer to a request without a key.
 
 use super::backend::{Backend, Verdict};
-use super::body::RateLimitBody;
 use super::headers::{push_quoted, Fields};
 use super::layer::Shared;
 use super::state::{ceil_millis_of, ceil_secs_of};
@@ -45,13 +44,13 @@ impl Refusal<'_> {
 }
 
 /// The answer to a refused request.
-pub(crate) fn refuse<B: Backend, ResB>(
+pub(crate) fn refuse<B: Backend>(
     shared: &Shared<B>,
     verdict: &Verdict<B::Ticket>,
     retry_after: Option<Duration>,
     cost: u32,
     grpc: bool,
-) -> Response<RateLimitBody<ResB>> {
+) -> Response<Bytes> {
     let violated: Vec<&str> = verdict.violated(&shared.policies, cost).collect();
     let refusal = Refusal {
         retry_after,
@@ -79,7 +78,7 @@ pub(crate) fn refuse<B: Backend, ResB>(
         &verdict.quotas,
     );
     fields.insert_missing(headers);
-    response.map(RateLimitBody::full)
+    response
 }
 
 /// A response with a `text/plain` body (none when `text` is empty).

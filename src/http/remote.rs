@@ -1,7 +1,7 @@
 //! Redis policies (features `http` and `redis`): buckets shared by every server, decided by
 //! one script per request; several policies with the all-or-nothing script.
 
-use super::backend::{sealed, Decision, How, Outcome, Verdict};
+use super::backend::{sealed, How, Outcome, Pending, Verdict};
 use super::headers::{checked_name, PolicyInfo};
 use super::key::{KeyError, KeyExtractor, RequestHead};
 use super::state::{PolicyState, MAX_POLICIES};
@@ -167,7 +167,13 @@ impl sealed::Backend for RedisPolicies {
         self.policies.iter().map(info).collect()
     }
 
-    fn decide(&self, head: &RequestHead<'_>, cost: u32, how: &How<'_>) -> Decision<Keys> {
+    fn decide(
+        &self,
+        head: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+        verdict: &mut Verdict<Keys>,
+    ) -> Option<Pending<Keys>> {
         let mut keys = Vec::with_capacity(self.policies.len());
         let mut quotas = [None; MAX_POLICIES];
         for (i, policy) in self.policies.iter().enumerate() {
@@ -177,7 +183,10 @@ impl sealed::Backend for RedisPolicies {
                     tracing::debug!(policy = %policy.name, "rate limit skipped: {e}");
                     keys.push(None);
                 }
-                Err(e) => return Decision::Ready(Verdict::bare(Outcome::NoKey(e))),
+                Err(e) => {
+                    verdict.outcome = Outcome::NoKey(e);
+                    return None;
+                }
             }
             quotas[i] = policy.quota_of.as_ref().map(|f| f(head));
         }
@@ -187,7 +196,7 @@ impl sealed::Backend for RedisPolicies {
             .collect();
         let policies = Arc::clone(&self.policies);
         let ticket = how.ticket;
-        Decision::Pending(Box::pin(async move {
+        Some(Box::pin(async move {
             let mut verdict = decide(&policies, &keys, &quotas, cost).await;
             for (state, partition) in verdict.states.iter_mut().zip(partitions) {
                 if let Some(state) = state {
@@ -273,8 +282,14 @@ impl sealed::Backend for RedisPolicy {
         self.set.policies()
     }
 
-    fn decide(&self, head: &RequestHead<'_>, cost: u32, how: &How<'_>) -> Decision<Keys> {
-        self.set.decide(head, cost, how)
+    fn decide(
+        &self,
+        head: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+        verdict: &mut Verdict<Keys>,
+    ) -> Option<Pending<Keys>> {
+        self.set.decide(head, cost, how, verdict)
     }
 
     fn refund(&self, keys: Keys, cost: u32) {

@@ -1,17 +1,17 @@
 //! `RateLimit`: the service. Readiness passes through; the decision is made in `call`.
 
-use super::backend::{Backend, Decision, How, Outcome, Verdict};
-use super::body::RateLimitBody;
+use super::backend::{Backend, How, Outcome, Verdict};
+use super::body::{BodyKind, SameBody};
 use super::future::{After, ResponseFuture};
 use super::headers::Fields;
 use super::key::{MissingKey, RequestHead};
 use super::layer::Shared;
 use super::refusal::{is_grpc, plain, refuse};
-use super::stats::Counters;
+use super::stats::Count;
 use bytes::Bytes;
+use core::marker::PhantomData;
 use core::task::{Context, Poll};
 use http::{HeaderMap, Request, Response, StatusCode};
-use http_body::Body;
 use std::sync::Arc;
 use tower_service::Service;
 
@@ -20,33 +20,39 @@ use tower_service::Service;
 ///
 /// `poll_ready` is the inner service's: the decision needs the request (its key, its cost),
 /// so it is made in `call`. A refusal is a response (429, or `RESOURCE_EXHAUSTED` for gRPC),
-/// never a service error, so axum needs no `HandleErrorLayer`.
-pub struct RateLimit<S, B> {
+/// never a service error, so axum needs no `HandleErrorLayer`. `K` says how responses carry
+/// their bodies ([`SameBody`] unless the layer was built with
+/// [`wrap_body`](super::RateLimitBuilder::wrap_body)).
+pub struct RateLimit<S, B, K = SameBody> {
     pub(crate) inner: S,
     pub(crate) shared: Arc<Shared<B>>,
+    pub(crate) kind: PhantomData<fn() -> K>,
 }
 
-impl<S: Clone, B> Clone for RateLimit<S, B> {
+impl<S: Clone, B, K> Clone for RateLimit<S, B, K> {
     fn clone(&self) -> Self {
         RateLimit {
             inner: self.inner.clone(),
             shared: Arc::clone(&self.shared),
+            kind: PhantomData,
         }
     }
 }
 
-impl<S, B, ReqB, ResB> Service<Request<ReqB>> for RateLimit<S, B>
+impl<S, B, K, ReqB, ResB> Service<Request<ReqB>> for RateLimit<S, B, K>
 where
     S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Send + 'static,
     ReqB: Send + 'static,
-    ResB: Body<Data = Bytes> + Send + 'static,
+    ResB: Send + 'static,
     B: Backend,
+    K: BodyKind<ResB>,
+    K::Body: Send + 'static,
 {
-    type Response = Response<RateLimitBody<ResB>>;
+    type Response = Response<K::Body>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future, ResB, S::Error, B>;
+    type Future = ResponseFuture<S::Future, B, K, ResB, S::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
@@ -55,46 +61,45 @@ where
     #[inline]
     fn call(&mut self, req: Request<ReqB>) -> Self::Future {
         let shared = &self.shared;
+        let options = &shared.options;
         let head = RequestHead::of(&req);
-        let cost = shared.options.cost.as_ref().map_or(1, |cost| cost(&head));
+        let cost = options.cost.as_ref().map_or(1, |cost| cost(&head));
         let how = How {
-            skip_missing: shared.options.missing_key == MissingKey::Skip,
-            partition: shared.options.partition_key.then_some(&shared.hasher),
-            ticket: shared.options.refund_if.is_some(),
-            figures: shared.options.on_allowed.ietf || shared.options.on_allowed.legacy,
+            skip_missing: options.missing_key == MissingKey::Skip,
+            partition: options.partition_key.then_some(&shared.hasher),
+            ticket: options.refund_if.is_some(),
+            figures: options.on_allowed.ietf || options.on_allowed.legacy,
         };
-        match shared.backend.decide(&head, cost, &how) {
-            Decision::Ready(mut verdict) => {
-                match admit(shared, &mut verdict, cost, req.headers()) {
-                    Ok(after) => ResponseFuture::called(self.inner.call(req), after),
-                    Err(answer) => ResponseFuture::done(answer),
-                }
+        let mut verdict = Verdict::bare(Outcome::Allowed);
+        let Some(pending) = shared.backend.decide(&head, cost, &how, &mut verdict) else {
+            return match admit(shared, &mut verdict, cost, req.headers()) {
+                Ok(after) => ResponseFuture::called(self.inner.call(req), after),
+                Err(answer) => ResponseFuture::done(answer.map(K::answer)),
+            };
+        };
+        // The inner service was made ready: take it, leave a clone in its place.
+        let ready = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, ready);
+        let shared = Arc::clone(shared);
+        ResponseFuture::boxed(Box::pin(async move {
+            match admit(&shared, &mut pending.await, cost, req.headers()) {
+                Ok(after) => Ok(after.apply::<K, ResB>(inner.call(req).await?)),
+                Err(answer) => Ok(answer.map(K::answer)),
             }
-            Decision::Pending(decision) => {
-                // The inner service was made ready: take it, leave a clone in its place.
-                let ready = self.inner.clone();
-                let mut inner = std::mem::replace(&mut self.inner, ready);
-                let shared = Arc::clone(shared);
-                ResponseFuture::boxed(Box::pin(async move {
-                    match admit(&shared, &mut decision.await, cost, req.headers()) {
-                        Ok(after) => Ok(after.apply(inner.call(req).await?)),
-                        Err(answer) => Ok(answer),
-                    }
-                }))
-            }
-        }
+        }))
     }
 }
 
 /// Lets the request through (with what to do to its response) or answers it.
 // The answer is the response itself, returned by value: boxing it would allocate per refusal.
 #[allow(clippy::result_large_err)]
-fn admit<B: Backend, ResB>(
+#[inline]
+fn admit<B: Backend>(
     shared: &Arc<Shared<B>>,
     verdict: &mut Verdict<B::Ticket>,
     cost: u32,
     request_headers: &HeaderMap,
-) -> Result<After<B>, Response<RateLimitBody<ResB>>> {
+) -> Result<After<B>, Response<Bytes>> {
     let options = &shared.options;
     let counters = &shared.counters;
     let fields = |verdict: &Verdict<B::Ticket>| {
@@ -108,7 +113,7 @@ fn admit<B: Backend, ResB>(
     };
     match &verdict.outcome {
         Outcome::Allowed => {
-            Counters::bump(&counters.allowed);
+            counters.bump(Count::Allowed);
             let fields = fields(verdict);
             let refund = match (&options.refund_if, verdict.ticket.take()) {
                 (Some(_), Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
@@ -117,22 +122,22 @@ fn admit<B: Backend, ResB>(
             Ok(After::new(fields, refund))
         }
         Outcome::Refused(_) if options.shadow => {
-            Counters::bump(&counters.shadow_refused);
+            counters.bump(Count::ShadowRefused);
             Ok(After::new(fields(verdict), None))
         }
         Outcome::Refused(retry_after) => {
-            Counters::bump(&counters.refused);
+            counters.bump(Count::Refused);
             // Only a refusal depends on the protocol: gRPC answers in its own status.
             let grpc = is_grpc(request_headers);
             Err(refuse(shared, verdict, *retry_after, cost, grpc))
         }
         Outcome::NoKey(e) => {
-            Counters::bump(&counters.no_key);
+            counters.bump(Count::NoKey);
             if options.shadow {
                 tracing::warn!("rate limit (shadow): no key for the request: {e}");
                 return Ok(After::new(Fields::default(), None));
             }
-            let answer = match options.missing_key {
+            Err(match options.missing_key {
                 MissingKey::Reject(status) => {
                     tracing::debug!("rate limit: request rejected with {status}: {e}");
                     plain(status, String::new())
@@ -146,8 +151,7 @@ fn admit<B: Backend, ResB>(
                             .into(),
                     )
                 }
-            };
-            Err(answer.map(RateLimitBody::full))
+            })
         }
     }
 }

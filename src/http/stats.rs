@@ -1,6 +1,6 @@
 //! `LayerStats`: what a layer decided, counted.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::tally::Stripes;
 
 /// Counts of a layer's answers since it was built (shared by its clones), per request: a
 /// request checked against several policies counts once. `allowed` and `denied` mean what they
@@ -22,31 +22,45 @@ pub struct LayerStats {
     pub refunded: u64,
 }
 
-/// The live counters. `Relaxed` throughout: independent tallies that publish nothing else.
-#[derive(Debug, Default)]
+/// Which count of [`Counters`] an answer adds to.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Count {
+    Allowed,
+    Refused,
+    ShadowRefused,
+    NoKey,
+    Refunded,
+}
+
+/// The live counters, striped per thread (`tally.rs`): one shared counter would be a second
+/// contended cache line on every request, beside the bucket's.
+#[derive(Debug)]
 pub(crate) struct Counters {
-    pub(crate) allowed: AtomicU64,
-    pub(crate) refused: AtomicU64,
-    pub(crate) shadow_refused: AtomicU64,
-    pub(crate) no_key: AtomicU64,
-    pub(crate) refunded: AtomicU64,
+    stripes: Stripes<5>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            stripes: Stripes::new(),
+        }
+    }
 }
 
 impl Counters {
-    pub(crate) fn bump(counter: &AtomicU64) {
-        // Relaxed: an independent tally.
-        counter.fetch_add(1, Ordering::Relaxed);
+    #[inline]
+    pub(crate) fn bump(&self, count: Count) {
+        self.stripes.add(count as usize);
     }
 
     pub(crate) fn snapshot(&self) -> LayerStats {
-        // Relaxed: independent tallies; a snapshot during traffic may be off by in-flight calls.
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let [allowed, denied, shadow_denied, no_key, refunded] = self.stripes.sums();
         LayerStats {
-            allowed: get(&self.allowed),
-            denied: get(&self.refused),
-            shadow_denied: get(&self.shadow_refused),
-            no_key: get(&self.no_key),
-            refunded: get(&self.refunded),
+            allowed,
+            denied,
+            shadow_denied,
+            no_key,
+            refunded,
         }
     }
 }
