@@ -83,6 +83,10 @@ impl Path {
 }
 
 /// A rate limiter under test: spends one token and says whether it was allowed.
+///
+/// Every implementation is `#[inline(always)]`: a user's own loop has the limiter's check
+/// inlined into it (cellrate's checks are `#[inline(always)]`), and a wrapper that the compiler
+/// left out of line would time a call that no user makes, in some subjects and not others.
 pub trait Spend: Sync {
     /// Spends one token; `true` if it was allowed.
     fn spend(&self) -> bool;
@@ -192,49 +196,49 @@ impl FloorLoad {
 }
 
 impl Spend for CellrateAt {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         self.0.check_n_at(1, NOW).is_ok()
     }
 }
 
 impl Spend for CellrateClock {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         self.0.check().is_ok()
     }
 }
 
 impl Spend for MutexAt {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         self.0.check_n_at(1, NOW).is_ok()
     }
 }
 
 impl Spend for MutexClock {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         self.0.check().is_ok()
     }
 }
 
 impl Spend for GovernorFake {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         self.0.check().is_ok()
     }
 }
 
 impl Spend for GovernorClock {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         self.0.check().is_ok()
     }
 }
 
 impl Spend for FloorCas {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         // Relaxed: the counter publishes nothing, as cellrate's TAT publishes nothing.
         let mut current = self.0.load(Ordering::Relaxed);
@@ -253,7 +257,7 @@ impl Spend for FloorCas {
 }
 
 impl Spend for FloorLoad {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         // Relaxed: as in FloorCas. The value is kept alive so the load is not removed.
         black_box(self.0.load(Ordering::Relaxed));
@@ -271,7 +275,7 @@ impl FloorClockRead {
 }
 
 impl Spend for FloorClockRead {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         use cellrate::Clock;
         black_box(self.0.now());
@@ -293,7 +297,7 @@ impl CellrateQuanta {
 
 #[cfg(feature = "quanta")]
 impl Spend for CellrateQuanta {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         self.0.check().is_ok()
     }
@@ -312,7 +316,7 @@ impl FloorQuantaRead {
 
 #[cfg(feature = "quanta")]
 impl Spend for FloorQuantaRead {
-    #[inline]
+    #[inline(always)]
     fn spend(&self) -> bool {
         use cellrate::Clock;
         black_box(self.0.now());

@@ -1,4 +1,5 @@
-//! A hint to the processor to start fetching a slot's cache line, for batches of checks.
+//! A hint to the processor to start fetching a slot's cache line: for batches of checks, and for
+//! the line after home's in a single one.
 
 use super::slot::Slot;
 
