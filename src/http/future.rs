@@ -27,13 +27,6 @@ impl<B: Backend> After<B> {
         After { fields, refund }
     }
 
-    /// Whether there is nothing to do to the response: no header to add, no refund to
-    /// consider.
-    #[inline(always)]
-    pub(crate) fn is_nothing(&self) -> bool {
-        self.refund.is_none() && self.fields.is_empty()
-    }
-
     /// Adds the headers, and refunds the request if its response matches the predicate.
     #[inline]
     pub(crate) fn apply<K: BodyKind<ResB>, ResB>(
@@ -88,13 +81,16 @@ impl<F, B: Backend, K: BodyKind<ResB>, ResB, E> ResponseFuture<F, B, K, ResB, E>
     /// The future of an admitted request: `fut`, then `after` applied to its response.
     // Built with `after` empty, then given it: built whole at once, the inner future (hundreds
     // of bytes) was copied twice on the way to its place instead of being written there.
+    /// The future of an admitted request with nothing to do to its response.
+    #[inline(always)]
+    pub(crate) fn passed(fut: F) -> Self {
+        ResponseFuture {
+            kind: Kind::Passed { fut },
+        }
+    }
+
     #[inline(always)]
     pub(crate) fn called(fut: F, after: After<B>) -> Self {
-        if after.is_nothing() {
-            return ResponseFuture {
-                kind: Kind::Passed { fut },
-            };
-        }
         let mut called = ResponseFuture {
             kind: Kind::Called { fut, after: None },
         };

@@ -73,7 +73,8 @@ where
         let mut verdict = Verdict::bare(Outcome::Allowed);
         let Some(pending) = shared.backend.decide(&head, cost, &how, &mut verdict) else {
             return match admit(shared, &mut verdict, cost, req.headers()) {
-                Ok(after) => ResponseFuture::called(self.inner.call(req), after),
+                Ok(None) => ResponseFuture::passed(self.inner.call(req)),
+                Ok(Some(after)) => ResponseFuture::called(self.inner.call(req), after),
                 Err(answer) => ResponseFuture::done(answer.map(K::answer)),
             };
         };
@@ -83,14 +84,15 @@ where
         let shared = Arc::clone(shared);
         ResponseFuture::boxed(Box::pin(async move {
             match admit(&shared, &mut pending.await, cost, req.headers()) {
-                Ok(after) => Ok(after.apply::<K, ResB>(inner.call(req).await?)),
+                Ok(None) => Ok(K::response(inner.call(req).await?)),
+                Ok(Some(after)) => Ok(after.apply::<K, ResB>(inner.call(req).await?)),
                 Err(answer) => Ok(answer.map(K::answer)),
             }
         }))
     }
 }
 
-/// Lets the request through (with what to do to its response) or answers it.
+/// Lets the request through (with what to do to its response, if anything) or answers it.
 // The answer is the response itself, returned by value: boxing it would allocate per refusal.
 #[allow(clippy::result_large_err)]
 #[inline]
@@ -99,7 +101,7 @@ fn admit<B: Backend>(
     verdict: &mut Verdict<B::Ticket>,
     cost: u32,
     request_headers: &HeaderMap,
-) -> Result<After<B>, Response<Bytes>> {
+) -> Result<Option<After<B>>, Response<Bytes>> {
     let options = &shared.options;
     let counters = &shared.counters;
     let fields = |verdict: &Verdict<B::Ticket>| {
@@ -114,16 +116,19 @@ fn admit<B: Backend>(
     match &verdict.outcome {
         Outcome::Allowed => {
             counters.bump(Count::Allowed);
-            let fields = fields(verdict);
             let refund = match (&options.refund_if, verdict.ticket.take()) {
                 (Some(_), Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
                 _ => None,
             };
-            Ok(After::new(fields, refund))
+            let fields = fields(verdict);
+            if refund.is_none() && fields.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(After::new(fields, refund)))
         }
         Outcome::Refused(_) if options.shadow => {
             counters.bump(Count::ShadowRefused);
-            Ok(After::new(fields(verdict), None))
+            Ok(Some(After::new(fields(verdict), None)))
         }
         Outcome::Refused(retry_after) => {
             counters.bump(Count::Refused);
@@ -135,7 +140,7 @@ fn admit<B: Backend>(
             counters.bump(Count::NoKey);
             if options.shadow {
                 tracing::warn!("rate limit (shadow): no key for the request: {e}");
-                return Ok(After::new(Fields::default(), None));
+                return Ok(None);
             }
             Err(match options.missing_key {
                 MissingKey::Reject(status) => {
