@@ -225,7 +225,9 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         self
     }
 
-    /// The layer. Starts the idle-key eviction threads of keyed policies.
+    /// The layer. Starts the idle-key eviction threads of keyed policies. The layer's
+    /// `RateLimit-Policy` value (tens of bytes) is kept for the life of the process, so that
+    /// responses copy it rather than share it (docs/design.md, section 9).
     pub fn build(self) -> RateLimitLayer<B, K> {
         let policies = self.backend.policies();
         let static_policy = static_value(&policy_field(&policies, &[None; MAX_POLICIES]));
