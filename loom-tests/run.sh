@@ -11,4 +11,5 @@ export RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}"
 export LOOM_MAX_BRANCHES="${LOOM_MAX_BRANCHES:-10000}"
 # A separate target dir: --cfg loom rebuilds every crate, and would evict the normal build.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
-exec cargo test --release -p cellrate-loom-tests -- "$@"
+# The `loom` profile: release, except for the crates only loom's logging uses (Cargo.toml).
+exec cargo test --profile loom -p cellrate-loom-tests -- "$@"
