@@ -2,7 +2,7 @@
 //! step of random schedules (times that mostly move forward, sometimes go back), plus a few
 //! explicit schedules.
 
-mod common;
+use crate::common;
 
 use cellrate::baseline::MutexBucket;
 use cellrate::{Allowed, Denied, Limiter, ManualClock, Nanos, Quota};

@@ -1,7 +1,7 @@
 //! One `Limiter` hammered by 8 threads: no token is admitted twice, none is lost, with the clock
 //! frozen, with the clock moving and with refunds racing the checks.
 
-mod common;
+use crate::common;
 
 use cellrate::{Clock, Limiter, ManualClock, Nanos, Quota};
 use common::quota;

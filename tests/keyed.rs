@@ -1,7 +1,7 @@
 //! `KeyedLimiter`: per-key behaviour, the API's forms, capacity and bad inputs.
 //! (Differential and concurrent tests are in `keyed_differential.rs` and `keyed_overflow.rs`.)
 
-mod common;
+use crate::common;
 use cellrate::{
     FingerprintHash, KeyedBuildError, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota,
     DEFAULT_MAX_KEYS,

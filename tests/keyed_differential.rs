@@ -1,7 +1,7 @@
 //! Each key of a `KeyedLimiter` decides exactly as its own `MutexBucket`, on random
 //! multi-key schedules, with idle keys evicted and reclaimed along the way.
 
-mod common;
+use crate::common;
 use cellrate::baseline::MutexBucket;
 use cellrate::{FingerprintHash, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
 use proptest::prelude::*;

@@ -1,7 +1,7 @@
 //! `Limiter`: the rules of the GCRA decision (`docs/design.md`), one by one, with the figures
 //! each outcome reports.
 
-mod common;
+use crate::common;
 
 use cellrate::{Allowed, Clock, Denied, Limiter, ManualClock, Quota, TickClock};
 use common::{at, quota};

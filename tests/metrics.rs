@@ -3,7 +3,7 @@
 //! scripted sequence on a ManualClock.
 #![cfg(feature = "metrics")]
 
-mod metrics_support;
+use crate::metrics_support;
 
 use cellrate::{KeyedLimiter, Limiter, ManualClock, Nanos, OverflowPolicy, Quota};
 use metrics_support::{captured, counters, Value};

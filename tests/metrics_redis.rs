@@ -2,12 +2,11 @@
 //! fault proxy for outcomes that are unknown): exact values after scripted sequences.
 #![cfg(all(feature = "metrics", feature = "redis"))]
 
-mod metrics_support;
+use crate::metrics_support;
 // Only freezing is used here.
 #[allow(dead_code)]
-#[path = "redis_support/proxy.rs"]
-mod proxy;
-mod redis_support;
+use crate::proxy;
+use crate::redis_support;
 
 use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;

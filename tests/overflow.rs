@@ -1,7 +1,7 @@
 //! `Limiter` at the edges of `u64`: an overflow is a denial, never a wrap into an admission.
 //! (The other rules of the decision are tested in `limiter.rs`.)
 
-mod common;
+use crate::common;
 
 use cellrate::{KeyedLimiter, Limiter, ManualClock, Nanos, Quota};
 use common::{at, quota};

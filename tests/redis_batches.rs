@@ -1,7 +1,7 @@
 //! Batches sized to the deadline, peeks counted apart, and the local deny cache.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::redis_support;
 
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::Quota;

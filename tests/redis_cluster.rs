@@ -5,7 +5,7 @@
 
 #[path = "redis_support/cluster.rs"]
 mod cluster;
-mod redis_support;
+use crate::redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;

@@ -2,7 +2,7 @@
 //! batched: together they are admitted exactly the burst, never more.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::redis_support;
 
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::Quota;

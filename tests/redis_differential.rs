@@ -2,7 +2,7 @@
 //! microsecond grid and times on it, every decision and every figure must be equal.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::redis_support;
 
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::{Limiter, ManualClock, Nanos, Quota};

@@ -2,7 +2,7 @@
 //! the deadline. The policy answers, failures are counted, nothing panics, service resumes.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;

@@ -2,9 +2,8 @@
 //! slowed; a server that accepts and never answers. Deadlines are tens of milliseconds.
 #![cfg(feature = "redis")]
 
-#[path = "redis_support/proxy.rs"]
-mod proxy;
-mod redis_support;
+use crate::proxy;
+use crate::redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::{Nanos, Quota};

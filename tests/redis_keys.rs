@@ -2,7 +2,7 @@
 //! recovery, key prefixes and hash tags, batches, per-call quotas, a one-node Cluster.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::redis_support;
 
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::{Nanos, Quota};

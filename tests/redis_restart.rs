@@ -3,7 +3,7 @@
 //! back, Redis decides again.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::redis_support;
 
 use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;

@@ -3,7 +3,7 @@
 //! clock lags the one that wrote it.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::redis_support;
 
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::{Limiter, ManualClock, Nanos, Quota};

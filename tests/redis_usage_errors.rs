@@ -3,7 +3,7 @@
 //! write), a quota the script cannot hold. The messages name the key and the cause.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::{Nanos, Quota};

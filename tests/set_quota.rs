@@ -2,7 +2,7 @@
 //! and all-or-nothing checks across a change, threads, and the edges of the clock. (Each
 //! strategy's figures are in `quota_change.rs`.)
 
-mod common;
+use crate::common;
 
 use cellrate::{all_of, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, QuotaChange};
 use common::{at, quota};

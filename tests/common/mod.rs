@@ -1,5 +1,5 @@
-//! Helpers shared by the integration tests (each test file is its own crate and includes this
-//! module with `mod common;`).
+//! Helpers shared by the integration tests (declared once by `tests/integration.rs`; the test
+//! files take it with `use crate::common;`).
 #![allow(dead_code)]
 
 use cellrate::{Nanos, Quota};

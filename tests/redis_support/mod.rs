@@ -56,21 +56,38 @@ impl RedisServer {
         if !redis_available(test) {
             return None;
         }
-        let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("cellrate-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let mut server = RedisServer {
-            child: None,
-            port,
-            dir,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-        };
-        server.spawn();
-        Some(server)
+        // A port free when asked may be taken before the server binds it, by a server of a test
+        // running beside this one (or, for a Cluster node, its bus port 10000 above): such a
+        // server exits at once, and starts again on another port.
+        for _ in 0..5 {
+            let port = free_port();
+            let dir =
+                std::env::temp_dir().join(format!("cellrate-redis-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            let mut server = RedisServer {
+                child: None,
+                port,
+                dir,
+                extra: extra.iter().map(|s| s.to_string()).collect(),
+            };
+            if server.try_spawn() {
+                return Some(server);
+            }
+        }
+        panic!("redis-server did not start on any of 5 free ports");
     }
 
     fn spawn(&mut self) {
+        assert!(
+            self.try_spawn(),
+            "redis-server did not start on port {}",
+            self.port
+        );
+    }
+
+    /// Starts the server on its port: `false` if it exited instead, or if the server answering
+    /// on the port is another one.
+    fn try_spawn(&mut self) -> bool {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -81,9 +98,13 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("start redis-server");
+        let pid = child.id();
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if self.exited() {
+                return false;
+            }
             assert!(Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -92,6 +113,29 @@ impl RedisServer {
             assert!(Instant::now() < deadline, "redis-server did not answer");
             std::thread::sleep(Duration::from_millis(10));
         }
+        let info: String = self
+            .query(redis::cmd("INFO").arg("server"))
+            .expect("INFO server");
+        if !info
+            .lines()
+            .any(|l| l.trim() == format!("process_id:{pid}"))
+        {
+            self.kill();
+            return false;
+        }
+        true
+    }
+
+    /// `true` (and the child reaped) if the server process has exited.
+    fn exited(&mut self) -> bool {
+        let Some(child) = self.child.as_mut() else {
+            return true;
+        };
+        if child.try_wait().expect("redis-server status").is_some() {
+            self.child = None;
+            return true;
+        }
+        false
     }
 
     /// `redis://127.0.0.1:PORT`.
