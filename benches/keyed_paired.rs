@@ -160,7 +160,13 @@ fn thp_always() -> bool {
 /// Whether the row `name` is to be measured: every row, or with `KEYED_PAIRED_ROWS` set, the
 /// rows whose names contain one of its `|`-separated parts (fewer rows, more pairs each).
 fn wanted(name: &str) -> bool {
-    std::env::var("KEYED_PAIRED_ROWS").map_or(true, |parts| {
+    wanted_by("KEYED_PAIRED_ROWS", name)
+}
+
+/// Whether the row `name` is to be measured under the row filter in the variable `var`:
+/// every row when it is unset.
+pub(crate) fn wanted_by(var: &str, name: &str) -> bool {
+    std::env::var(var).map_or(true, |parts| {
         parts.split('|').any(|part| name.contains(part))
     })
 }

@@ -4,6 +4,7 @@
 //! cargo bench -p cellrate-benches                       # every criterion group (core, keyed)
 //! cargo bench -p cellrate-benches -- contention/        # criterion groups matching a regex
 //! cargo bench -p cellrate-benches -- paired             # the headline rows, defaults paired
+//! PAIRED_ROWS="1,000,000|hot" cargo bench -p cellrate-benches -- paired   # some rows only
 //! cargo bench -p cellrate-benches -- keyed_paired       # keyed ratios, paired
 //! cargo bench -p cellrate-benches -- keyed_memory       # bytes per key
 //! cargo bench -p cellrate-benches -- keyed_profile default 1000 1000000   # for callgrind

@@ -3,7 +3,9 @@
 //! rows with the time passed in against the bare atomics beneath them. The keyed rows use
 //! `KeyedLimiter::new` (a table sized for `DEFAULT_MAX_KEYS`, so 1,000 keys sit at their home
 //! slots) and governor's `RateLimiter::keyed`; the `table full` row is cellrate's table sized
-//! for exactly its 1,000 keys (80% full, as the `keyed` and `keyed_paired` rows are).
+//! for exactly its 1,000 keys (80% full, as the `keyed` and `keyed_paired` rows are). Beneath
+//! the keyed rows, their floor: a SipHash-1-3 and one load and CAS of a random slot of an array
+//! as large as the default table, at both key counts.
 //!
 //! Each row is two subjects taking turns in one process: a chunk of checks each, which of the
 //! two goes first alternating, and one ratio per pair of chunks. The figure is the median of
@@ -23,9 +25,9 @@ use crate::core::subjects::{
     Path, Spend,
 };
 use crate::keyed::subjects::{
-    cellrate_limiter, default_limiter, governor_limiter, u64_workload, U64_SEED,
+    cellrate_limiter, default_limiter, governor_limiter, u64_workload, SipCasFloor, U64_SEED,
 };
-use crate::keyed_paired::{quantile, sorted_by};
+use crate::keyed_paired::{quantile, sorted_by, wanted_by};
 use cellrate::TickClock;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -193,6 +195,8 @@ pub fn main() {
         (keys_k.iter().collect(), keys_m.iter().collect());
     let (ours_k, ours_m) = (default_limiter(&refs_k), default_limiter(&refs_m));
     let full_k = cellrate_limiter::<u64, _, _>(&refs_k, TickClock::new());
+    let floor = SipCasFloor::for_default_table();
+    let floor_check = |k: &u64| floor.check(k);
     let (theirs_k, theirs_m) = (governor_limiter(&keys_k), governor_limiter(&keys_m));
     let ours_k_check = |k: &u64| ours_k.check_key(k).is_ok();
     let ours_m_check = |k: &u64| ours_m.check_key(k).is_ok();
@@ -224,6 +228,21 @@ pub fn main() {
             "check_key, 1,000,000 u64 keys / governor",
             TimeAtMost(0.3),
             ("cellrate", walks(&order_m, 1, ours_m_check)),
+            ("governor", walks(&order_m, 1, theirs_m_check)),
+        ),
+        // The floor beneath the two keyed rows: a SipHash-1-3 of the key, then one load and
+        // CAS of a random slot of an array as large as the default table; no tag, no search,
+        // no decision, no clock. Bound as the rows it is beneath.
+        Row::new(
+            "floor: SipHash + CAS, 1,000 keys / governor",
+            TimeAtMost(0.6),
+            ("floor", walks(&order_k, 1, floor_check)),
+            ("governor", walks(&order_k, 1, theirs_k_check)),
+        ),
+        Row::new(
+            "floor: SipHash + CAS, 1,000,000 keys / gov.",
+            TimeAtMost(0.3),
+            ("floor", walks(&order_m, 1, floor_check)),
             ("governor", walks(&order_m, 1, theirs_m_check)),
         ),
         Row::new(
@@ -263,5 +282,7 @@ pub fn main() {
             ("governor", spends(&governor_denied, denied, 1)),
         ),
     ];
+    // PAIRED_ROWS="1,000,000|hot": only the rows whose names contain one of the parts.
+    rows.retain(|row| wanted_by("PAIRED_ROWS", row.name));
     measure(&mut rows);
 }

@@ -155,7 +155,16 @@ pub struct SipCasFloor {
 impl SipCasFloor {
     /// The array for `keys` keys.
     pub fn new(keys: usize) -> SipCasFloor {
-        let slots = keys * 5 / 4;
+        SipCasFloor::with_slots(keys * 5 / 4)
+    }
+
+    /// The array of the table of `KeyedLimiter::new` ([`DEFAULT_MAX_KEYS`] keys), whatever
+    /// the number of keys: the floor beneath the headline keyed rows.
+    pub fn for_default_table() -> SipCasFloor {
+        SipCasFloor::with_slots(cellrate::DEFAULT_MAX_KEYS * 5 / 4)
+    }
+
+    fn with_slots(slots: usize) -> SipCasFloor {
         SipCasFloor {
             hasher: RandomState::new(),
             words: (0..2 * slots).map(|_| AtomicU64::new(0)).collect(),
