@@ -270,6 +270,12 @@ pub fn main() {
             ("1 thread", walks(&order_m, 1, ours_m_check)),
         ),
         Row::new(
+            "floor, 1,000,000 keys, 2 threads / 1",
+            RateAtLeast(1.6),
+            ("2 threads", walks(&order_m, 2, floor_check)),
+            ("1 thread", walks(&order_m, 1, floor_check)),
+        ),
+        Row::new(
             "time passed in, allowed / bare CAS",
             TimeAtMost(1.3),
             ("cellrate", spends(&at, allowed, 1)),

@@ -179,8 +179,12 @@ impl SipCasFloor {
         let j = ((u128::from(fp) * slots as u128) >> 64) as usize;
         let word = &self.words[2 * j + 1];
         // Relaxed: a floor (on x86_64 every ordering of a CAS is the same instruction).
-        let old = word.load(Relaxed);
-        word.compare_exchange(old, old.wrapping_add(1), Relaxed, Relaxed)
-            .is_ok()
+        let mut old = word.load(Relaxed);
+        // A loop, as a check's is: two threads can meet on one slot.
+        while let Err(actual) = word.compare_exchange(old, old.wrapping_add(1), Relaxed, Relaxed)
+        {
+            old = actual;
+        }
+        true
     }
 }
