@@ -27,8 +27,9 @@ impl<B: Backend> After<B> {
         After { fields, refund }
     }
 
-    /// Adds the headers, and refunds the request if its response matches the predicate.
-    #[inline]
+    /// Adds the headers, and refunds the request if its response matches the predicate. Out
+    /// of line: the admission with nothing to do, polled through, keeps its code compact.
+    #[inline(never)]
     pub(crate) fn apply<K: BodyKind<ResB>, ResB>(
         self,
         mut response: Response<ResB>,
@@ -100,10 +101,14 @@ impl<F, B: Backend, K: BodyKind<ResB>, ResB, E> ResponseFuture<F, B, K, ResB, E>
         called
     }
 
-    pub(crate) fn done(response: Response<K::Body>) -> Self {
+    /// The layer's own answer, in the layer's body type. Out of line: a refusal is never the
+    /// common path of the admissions it is beside.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn answered(answer: Response<bytes::Bytes>) -> Self {
         ResponseFuture {
             kind: Kind::Done {
-                response: Some(response),
+                response: Some(answer.map(K::answer)),
             },
         }
     }

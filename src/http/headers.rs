@@ -108,12 +108,6 @@ impl Fields {
         fields
     }
 
-    /// Whether there is no field to write.
-    #[inline(always)]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.policy.is_none() && self.ratelimit.is_none() && self.legacy.is_none()
-    }
-
     /// Appends the fields to an admitted response's headers: a `RateLimit` list split over
     /// lines is one list (RFC 9651), so nested layers add up.
     #[inline]

@@ -75,7 +75,7 @@ where
             return match admit(shared, &mut verdict, cost, req.headers()) {
                 Ok(None) => ResponseFuture::passed(self.inner.call(req)),
                 Ok(Some(after)) => ResponseFuture::called(self.inner.call(req), after),
-                Err(answer) => ResponseFuture::done(answer.map(K::answer)),
+                Err(answer) => ResponseFuture::answered(answer),
             };
         };
         // The inner service was made ready: take it, leave a clone in its place.
@@ -93,6 +93,8 @@ where
 }
 
 /// Lets the request through (with what to do to its response, if anything) or answers it.
+/// The admission with nothing to add is decided here; everything else is out of line, so
+/// that the common path stays a few cache lines of code in the caller.
 // The answer is the response itself, returned by value: boxing it would allocate per refusal.
 #[allow(clippy::result_large_err)]
 #[inline]
@@ -103,32 +105,61 @@ fn admit<B: Backend>(
     request_headers: &HeaderMap,
 ) -> Result<Option<After<B>>, Response<Bytes>> {
     let options = &shared.options;
-    let counters = &shared.counters;
-    let fields = |verdict: &Verdict<B::Ticket>| {
-        Fields::new(
-            options.on_allowed,
-            &shared.policies,
-            &shared.static_policy,
-            &verdict.states,
-            &verdict.quotas,
-        )
-    };
-    match &verdict.outcome {
-        Outcome::Allowed => {
-            counters.bump(Count::Allowed);
-            let refund = match (&options.refund_if, verdict.ticket.take()) {
-                (Some(_), Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
-                _ => None,
-            };
-            let fields = fields(verdict);
-            if refund.is_none() && fields.is_empty() {
-                return Ok(None);
-            }
-            Ok(Some(After::new(fields, refund)))
+    if let Outcome::Allowed = verdict.outcome {
+        shared.counters.bump(Count::Allowed);
+        let figures = options.on_allowed.ietf || options.on_allowed.legacy;
+        if !figures && options.refund_if.is_none() {
+            return Ok(None);
         }
+        return Ok(Some(admitted(shared, verdict, cost)));
+    }
+    not_admitted(shared, verdict, cost, request_headers)
+}
+
+/// What to do to an admitted response: its headers, its refund.
+#[inline(never)]
+fn admitted<B: Backend>(
+    shared: &Arc<Shared<B>>,
+    verdict: &mut Verdict<B::Ticket>,
+    cost: u32,
+) -> After<B> {
+    let options = &shared.options;
+    let refund = match (&options.refund_if, verdict.ticket.take()) {
+        (Some(_), Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
+        _ => None,
+    };
+    After::new(fields(shared, verdict), refund)
+}
+
+/// The fields an admitted response carries.
+fn fields<B: Backend>(shared: &Shared<B>, verdict: &Verdict<B::Ticket>) -> Fields {
+    Fields::new(
+        shared.options.on_allowed,
+        &shared.policies,
+        &shared.static_policy,
+        &verdict.states,
+        &verdict.quotas,
+    )
+}
+
+/// A request the limits refused, or that has no key: answered, or in shadow mode let through.
+#[cold]
+#[inline(never)]
+#[allow(clippy::result_large_err)]
+fn not_admitted<B: Backend>(
+    shared: &Arc<Shared<B>>,
+    verdict: &mut Verdict<B::Ticket>,
+    cost: u32,
+    request_headers: &HeaderMap,
+) -> Result<Option<After<B>>, Response<Bytes>> {
+    let options = &shared.options;
+    let counters = &shared.counters;
+    match &verdict.outcome {
+        // Decided in `admit`, which counts it; here only for a whole match.
+        Outcome::Allowed => Ok(Some(admitted(shared, verdict, cost))),
         Outcome::Refused(_) if options.shadow => {
             counters.bump(Count::ShadowRefused);
-            Ok(Some(After::new(fields(verdict), None)))
+            Ok(Some(After::new(fields(shared, verdict), None)))
         }
         Outcome::Refused(retry_after) => {
             counters.bump(Count::Refused);
