@@ -181,8 +181,7 @@ impl SipCasFloor {
         // Relaxed: a floor (on x86_64 every ordering of a CAS is the same instruction).
         let mut old = word.load(Relaxed);
         // A loop, as a check's is: two threads can meet on one slot.
-        while let Err(actual) = word.compare_exchange(old, old.wrapping_add(1), Relaxed, Relaxed)
-        {
+        while let Err(actual) = word.compare_exchange(old, old.wrapping_add(1), Relaxed, Relaxed) {
             old = actual;
         }
         true

@@ -139,15 +139,7 @@ fn scan(slots: &Slots, home: usize, tag: u64) -> Scan<'_> {
             return Scan::Absent; // an EMPTY slot, and no slot of the key before it
         }
     }
-    scan_rest(slots, home, tag, start)
-}
-
-/// The rest of the scan of [`scan`], from window position `start`, slot by slot: one key in
-/// ten at full load gets here. Out of line, so that the common scan stays short in the code
-/// of every check it is inlined into.
-#[cold]
-#[inline(never)]
-fn scan_rest(slots: &Slots, home: usize, tag: u64, start: usize) -> Scan<'_> {
+    // The rest of the window, slot by slot.
     let mut j = home + start;
     for _ in start..slots.window {
         if j >= slots.slots.len() {
