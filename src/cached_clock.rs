@@ -19,9 +19,10 @@ use std::thread::{self, Thread};
 /// long the refresh thread waits to be scheduled on a busy machine. A stale reading never
 /// grants tokens (the bucket is judged at an earlier time, when it had at most as many), so a
 /// limiter on this clock is never looser than on [`MonotonicClock`]; it admits in steps of
-/// `resolution`, and a `retry_after` is counted from the stale reading, so it can be up to the
-/// lag too early. Pick a resolution well below the emission interval of the quotas that need
-/// precision, or accept bursts of `resolution / T` tokens refilled at once.
+/// `resolution`, and a refusal adds two resolutions to its `retry_after`
+/// ([`lag_within`](Clock::lag_within)), since the retry's reading lags too. Pick a resolution
+/// well below the emission interval of the quotas that need precision, or accept bursts of
+/// `resolution / T` tokens refilled at once.
 ///
 /// Readings share [`MonotonicClock`]'s origin, so they can be mixed with its readings (for
 /// example in the `_at` forms). Clones share one refresh thread, which is woken and stops as
@@ -158,6 +159,14 @@ impl Clock for CachedClock {
     fn now(&self) -> Nanos {
         // Relaxed: as in the refresh thread's store.
         Nanos::new(self.shared.now.load(Ordering::Relaxed))
+    }
+
+    /// Two resolutions: a reading lags by up to one while the thread keeps time, and two let
+    /// it run up to one late before a retry made at `retry_after` could be refused.
+    #[inline]
+    fn lag_within(&self, _tolerance: Nanos) -> Nanos {
+        let resolution = u64::try_from(self.shared.resolution.as_nanos()).unwrap_or(u64::MAX);
+        Nanos::new(resolution.saturating_mul(2))
     }
 }
 

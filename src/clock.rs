@@ -6,6 +6,7 @@
 //! cheapest clock of all when one reading serves many checks.
 
 use crate::nanos::Nanos;
+use crate::outcome::Denied;
 use crate::quota::Quota;
 use crate::sync::{AtomicU64, Ordering};
 use alloc::sync::Arc;
@@ -25,6 +26,17 @@ pub trait Clock {
         let _ = tolerance;
         self.now()
     }
+
+    /// How far a [`now_within(tolerance)`](Self::now_within) reading may lag the current
+    /// instant while the clock runs as it should. A limiter adds it to the `retry_after` of a
+    /// refusal decided on such a reading: the retry's own reading may lag as well, and a retry
+    /// made `retry_after` after the refusal must not be refused for that. The default, zero,
+    /// is right for clocks whose `now_within` is exact.
+    #[inline]
+    fn lag_within(&self, tolerance: Nanos) -> Nanos {
+        let _ = tolerance;
+        Nanos::ZERO
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
@@ -35,6 +47,10 @@ impl<C: Clock + ?Sized> Clock for &C {
     #[inline]
     fn now_within(&self, tolerance: Nanos) -> Nanos {
         (**self).now_within(tolerance)
+    }
+    #[inline]
+    fn lag_within(&self, tolerance: Nanos) -> Nanos {
+        (**self).lag_within(tolerance)
     }
 }
 
@@ -47,6 +63,10 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now_within(&self, tolerance: Nanos) -> Nanos {
         (**self).now_within(tolerance)
     }
+    #[inline]
+    fn lag_within(&self, tolerance: Nanos) -> Nanos {
+        (**self).lag_within(tolerance)
+    }
 }
 
 /// The time a check under `quota` reads: a reading at most a sixteenth of the quota's depth
@@ -55,7 +75,20 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 /// quota keeps its rate on a coarse clock; a shallower quota gets an exact reading.
 #[inline]
 pub(crate) fn now_for<C: Clock + ?Sized>(clock: &C, quota: &Quota) -> Nanos {
-    clock.now_within(Nanos::new(quota.depth_ns() >> 4))
+    clock.now_within(tolerance_for(quota))
+}
+
+/// A refusal decided on [`now_for`]`(clock, quota)`, with the reading's lag added to its
+/// `retry_after` ([`Clock::lag_within`]).
+#[inline]
+pub(crate) fn lagged<C: Clock + ?Sized>(clock: &C, quota: &Quota, denied: Denied) -> Denied {
+    denied.later_by(clock.lag_within(tolerance_for(quota)).as_u64())
+}
+
+/// How stale a reading a check under `quota` accepts: a sixteenth of its depth.
+#[inline]
+pub(crate) fn tolerance_for(quota: &Quota) -> Nanos {
+    Nanos::new(quota.depth_ns() >> 4)
 }
 
 /// The exact clock: `std::time::Instant`, measured from one origin shared by the whole

@@ -1,7 +1,7 @@
 //! `Limiter`: one bucket, one quota, one clock.
 
 use crate::bucket_ref::BucketRef;
-use crate::clock::{now_for, Clock};
+use crate::clock::{lagged, now_for, Clock};
 use crate::gcra;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
@@ -110,6 +110,7 @@ impl<C: Clock> Limiter<C> {
     #[inline(always)]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         self.spend(cost, |quota| now_for(&self.clock, quota))
+            .map_err(|denied| lagged(&self.clock, self.quota(), denied))
     }
 
     /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many

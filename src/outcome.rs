@@ -134,12 +134,30 @@ impl Denied {
     /// How long to wait before the same request would be admitted: it would pass at exactly
     /// `now + retry_after` (if nothing else is spent meanwhile) and at no earlier time.
     ///
+    /// On a reading that may lag the true time (the default [`TickClock`](crate::TickClock)'s
+    /// cached time, a [`CachedClock`](crate::CachedClock)), `retry_after` also covers the lag
+    /// ([`Clock::lag_within`](crate::Clock::lag_within)): the retry's reading may lag too, and a
+    /// retry made `retry_after` after the refusal is decided on a reading late enough to pass.
+    ///
     /// `None` when the request can never pass: its cost exceeds the burst, or (at times within
     /// one bucket depth of [`Nanos::MAX`](crate::Nanos::MAX), 584 years after the clock's
     /// origin) the time it would need cannot be represented.
     #[inline]
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after_ns.map(Duration::from_nanos)
+    }
+
+    /// This refusal with `lag_ns` more to wait; a `retry_after` that would pass `u64::MAX` ns
+    /// can never come.
+    #[inline]
+    pub(crate) fn later_by(self, lag_ns: u64) -> Denied {
+        if lag_ns == 0 {
+            return self;
+        }
+        Denied {
+            retry_after_ns: self.retry_after_ns.and_then(|r| r.checked_add(lag_ns)),
+            ..self
+        }
     }
 
     /// Whole tokens in the bucket now, fewer than the request asked for. A request that can

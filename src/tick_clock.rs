@@ -20,8 +20,9 @@ use std::thread;
 ///   Its decisions move in steps of a tick, and a reading lags the true time by up to a tick
 ///   plus however late the thread is scheduled. A check under a shallower quota reads
 ///   [`MonotonicClock`] and is exact to the nanosecond. [`now`](Clock::now) is always exact;
-///   waits and reservations read it. A `retry_after` is counted from the cached reading, so it
-///   is never too short, but a retry made right at it may still be denied by up to a tick.
+///   waits and reservations read it. A refusal on the cached reading adds two ticks to its
+///   `retry_after` ([`lag_within`](Clock::lag_within)), because the retry's reading lags too:
+///   a retry made `retry_after` later passes unless the refresher runs more than a tick late.
 /// - **Why 16 ticks.** A lag never grants tokens (the bucket is judged as it was a moment
 ///   earlier), and a lag of a tick holds back at most a sixteenth of a full bucket, so a coarse
 ///   reading costs a quota none of its rate. A quota shallower than a tick on a cached time would
@@ -110,6 +111,17 @@ impl Clock for TickClock {
             0 => ticker().read_cold(|| self.exact.now().as_u64(), start_refresher),
             t => Nanos::new(t),
         }
+    }
+
+    /// Two ticks if `tolerance` reads the cached time, else zero: a cached reading lags by up
+    /// to a tick while the refresher keeps time, and two let it run up to a tick late before
+    /// a retry made at `retry_after` could be refused.
+    #[inline]
+    fn lag_within(&self, tolerance: Nanos) -> Nanos {
+        if tolerance.as_u64() < TICK_NS {
+            return Nanos::ZERO;
+        }
+        Nanos::new(2 * TICK_NS)
     }
 }
 

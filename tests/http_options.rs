@@ -13,6 +13,7 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use http_support::{ratelimit, serve, HttpClient};
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn limiter(quota: Quota) -> Arc<Limiter<ManualClock>> {
     Arc::new(Limiter::with_clock(quota, ManualClock::new()))
@@ -288,4 +289,50 @@ async fn a_lone_keyed_policy_shows_a_partition_key_per_client() {
     assert_eq!(pk(&a1), pk(&a2), "one client, one partition key");
     assert_ne!(pk(&a1), pk(&b), "two clients, two partition keys");
     assert!(!pk(&a1).contains("192.0.2"), "{}", pk(&a1));
+}
+
+#[tokio::test]
+async fn a_refusal_on_a_lagging_reading_pushes_back_for_the_lag_too() {
+    use crate::common::LaggingClock;
+    use cellrate::http::policy::And;
+    // 10 ms a token, 100 ms deep: the layer reads the coarse time, which lags by up to 2 ms.
+    let quota = Quota::per_second(100).with_burst(10);
+    let clock = LaggingClock::new(Duration::from_millis(1), Duration::from_millis(2));
+    let keyed = || {
+        Arc::new(
+            KeyedLimiter::<IpAddr, _>::builder(quota)
+                .max_keys(16)
+                .clock(clock.clone())
+                .build(),
+        )
+    };
+    let global = Arc::new(Limiter::with_clock(quota, clock.clone()));
+    let together = Keyed::new("ip", keyed(), ClientIp::new()).and(Global::new("global", global));
+    let tiered = Keyed::new("tier", keyed(), ClientIp::new()).quota_per_request(move |_, _| quota);
+    let app = Router::new()
+        .route(
+            "/together",
+            get(|| async { "ok" }).layer(RateLimitLayer::builder(together).build()),
+        )
+        .route(
+            "/tiered",
+            get(|| async { "ok" }).layer(RateLimitLayer::builder(tiered).build()),
+        );
+    let client = HttpClient::new(serve(app, true).await);
+    clock.set_lag(Duration::from_millis(1));
+    for path in ["/together", "/tiered"] {
+        for _ in 0..10 {
+            assert_eq!(client.get(path, &[]).await.status, StatusCode::OK, "{path}");
+        }
+        let refused = client
+            .get(path, &[("content-type", "application/grpc")])
+            .await;
+        // The next token in 10 ms, and 2 for the lag of the reading the retry will be decided on.
+        assert_eq!(refused.header("grpc-status"), Some("8"), "{path}");
+        assert_eq!(
+            refused.header("grpc-retry-pushback-ms"),
+            Some("12"),
+            "{path}"
+        );
+    }
 }

@@ -47,6 +47,7 @@ mod redis_restart;
 mod redis_time;
 mod redis_usage_errors;
 mod reservation;
+mod retry_lag;
 mod set_quota;
 mod set_quota_differential;
 mod stats;

@@ -5,7 +5,7 @@ use super::headers::PolicyInfo;
 use super::key::{KeyExtractor, RequestHead};
 use super::policy::{sealed::Local, Slots, Tiered};
 use super::state::{PolicyState, MAX_POLICIES};
-use crate::clock::now_for;
+use crate::clock::{lagged, now_for, tolerance_for};
 use crate::{all_of, Allowed, Clock, Denied, Limit, Nanos, Quota};
 use std::hash::BuildHasher;
 
@@ -83,8 +83,9 @@ pub(crate) fn together<P: Local>(
     set.fill(&keys, 0, &mut slots);
     // One reading for the decision and the figures, as stale as the shallowest quota allows:
     // what each policy's own `check_n` reads.
-    let tolerance = slots.iter().map(|s| s.quota.depth_ns() >> 4).min();
-    let now = set.clock().now_within(Nanos::new(tolerance.unwrap_or(0)));
+    let tolerance = slots.iter().map(|s| tolerance_for(s.quota)).min();
+    let tolerance = tolerance.unwrap_or(Nanos::ZERO);
+    let now = set.clock().now_within(tolerance);
     let mut limits: [Option<&dyn Limit>; MAX_POLICIES] = [None; MAX_POLICIES];
     for (i, slot) in slots.iter().enumerate() {
         limits[i] = Some(slot.limit());
@@ -93,7 +94,9 @@ pub(crate) fn together<P: Local>(
         [Some(a), b, c, d] => [a, b.unwrap_or(a), c.unwrap_or(a), d.unwrap_or(a)],
         [None, ..] => return, // every policy skipped: admitted, nothing to show
     };
-    let answer = all_of(&limits[..slots.len]).check_n_at(cost, now);
+    let answer = all_of(&limits[..slots.len])
+        .check_n_at(cost, now)
+        .map_err(|denied| denied.later_by(set.clock().lag_within(tolerance).as_u64()));
     // Each policy's own level, by a peek (cost 0 spends and creates nothing), only when a
     // header will show it.
     if how.figures || answer.is_err() {
@@ -142,7 +145,9 @@ where
         let quota = (self.quota_of)(head, &key);
         let limiter = self.keyed.limiter();
         let now = now_for(limiter.clock(), &quota);
-        let answer = limiter.check_key_n_with_quota_at(&key, cost, &quota, now);
+        let answer = limiter
+            .check_key_n_with_quota_at(&key, cost, &quota, now)
+            .map_err(|denied| lagged(limiter.clock(), &quota, denied));
         verdict.quotas[0] = Some(quota);
         let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
         alone(verdict, answer, &quota, partition, how, (key, quota));

@@ -3,7 +3,7 @@
 //! overlap instead of following one another.
 
 use super::KeyedLimiter;
-use crate::clock::{now_for, Clock};
+use crate::clock::{lagged, now_for, Clock};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use core::borrow::Borrow;
@@ -44,7 +44,13 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized + 'a,
     {
-        self.check_many_n_at(keys, cost, now_for(&self.clock, self.quota()), decisions)
+        let first = decisions.len();
+        self.check_many_n_at(keys, cost, now_for(&self.clock, self.quota()), decisions);
+        for decision in &mut decisions[first..] {
+            if let Err(denied) = decision {
+                *denied = lagged(&self.clock, self.quota(), *denied);
+            }
+        }
     }
 
     /// [`check_many_n`](Self::check_many_n) at a time passed in.

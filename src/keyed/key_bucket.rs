@@ -6,7 +6,7 @@ use super::KeyedLimiter;
 use crate::all_of::{sealed, Limit};
 use crate::bucket::Change;
 use crate::bucket_ref::{BucketRef, TatStore};
-use crate::clock::{now_for, Clock};
+use crate::clock::{lagged, now_for, Clock};
 use crate::gcra::Booking;
 use crate::named::{count_wait, Named};
 use crate::nanos::Nanos;
@@ -116,6 +116,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// [`Limiter::check_n`](crate::Limiter::check_n).
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         self.check_n_at(cost, now_for(self.clock, &self.quota))
+            .map_err(|denied| lagged(self.clock, &self.quota, denied))
     }
 
     /// Spends `cost` tokens at `now` if all are there.

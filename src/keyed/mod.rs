@@ -21,7 +21,7 @@ pub use key_bucket::KeyedBucket;
 #[cfg(loom)]
 pub use table::loom_hooks::Broken;
 
-use crate::clock::{now_for, Clock};
+use crate::clock::{lagged, now_for, Clock};
 use crate::named::{self, Named};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
@@ -161,6 +161,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     {
         let fp = self.fingerprint(key);
         self.check_fp(fp, 1, self.quota(), now_for(&self.clock, self.quota()))
+            .map_err(|denied| lagged(&self.clock, self.quota(), denied))
     }
 
     /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
@@ -173,6 +174,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     {
         let fp = self.fingerprint(key);
         self.check_fp(fp, cost, self.quota(), now_for(&self.clock, self.quota()))
+            .map_err(|denied| lagged(&self.clock, self.quota(), denied))
     }
 
     /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
@@ -202,6 +204,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     {
         let fp = self.fingerprint(key);
         self.check_fp(fp, cost, quota, now_for(&self.clock, quota))
+            .map_err(|denied| lagged(&self.clock, quota, denied))
     }
 
     /// [`check_key_n_with_quota`](Self::check_key_n_with_quota) at a time passed in.

@@ -2,7 +2,9 @@
 //! files take it with `use crate::common;`).
 #![allow(dead_code)]
 
-use cellrate::{Nanos, Quota};
+use cellrate::{Clock, ManualClock, Nanos, Quota};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A quota of one token every `interval_ns` nanoseconds, holding `burst`.
@@ -13,4 +15,58 @@ pub fn quota(interval_ns: u64, burst: u32) -> Quota {
 /// `ns` nanoseconds on a limiter's clock.
 pub fn at(ns: u64) -> Nanos {
     Nanos::new(ns)
+}
+
+/// A clock whose coarse reading (`now_within` a tolerance of at least `step`) lags the true
+/// time by a lag the test sets, up to `bound`, and says so in `lag_within`: what a cached
+/// clock does, with the lag under the test's control.
+#[derive(Clone)]
+pub struct LaggingClock {
+    /// The true time; `now` and the fine readings.
+    pub truth: ManualClock,
+    lag_ns: Arc<AtomicU64>,
+    step_ns: u64,
+    bound_ns: u64,
+}
+
+impl LaggingClock {
+    pub fn new(step: Duration, bound: Duration) -> LaggingClock {
+        LaggingClock {
+            truth: ManualClock::new(),
+            lag_ns: Arc::new(AtomicU64::new(0)),
+            step_ns: step.as_nanos() as u64,
+            bound_ns: bound.as_nanos() as u64,
+        }
+    }
+
+    /// How far the coarse readings lag from now on (at most `bound`).
+    pub fn set_lag(&self, lag: Duration) {
+        let lag = lag.as_nanos() as u64;
+        assert!(
+            lag <= self.bound_ns,
+            "a lag past the bound the clock declares"
+        );
+        self.lag_ns.store(lag, Ordering::Relaxed);
+    }
+}
+
+impl Clock for LaggingClock {
+    fn now(&self) -> Nanos {
+        self.truth.now()
+    }
+
+    fn now_within(&self, tolerance: Nanos) -> Nanos {
+        let now = self.truth.now().as_u64();
+        if tolerance.as_u64() < self.step_ns {
+            return Nanos::new(now);
+        }
+        Nanos::new(now.saturating_sub(self.lag_ns.load(Ordering::Relaxed)))
+    }
+
+    fn lag_within(&self, tolerance: Nanos) -> Nanos {
+        if tolerance.as_u64() < self.step_ns {
+            return Nanos::ZERO;
+        }
+        Nanos::new(self.bound_ns)
+    }
 }
