@@ -336,3 +336,42 @@ async fn a_refusal_on_a_lagging_reading_pushes_back_for_the_lag_too() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_policy_header_states_a_quota_changed_while_running() {
+    use cellrate::http::policy::And;
+    use cellrate::QuotaChange;
+    let global = limiter(Quota::per_second(10).with_burst(10));
+    let ips = Arc::new(KeyedLimiter::<IpAddr, _>::with_clock(
+        Quota::per_minute(1).with_burst(5),
+        ManualClock::new(),
+    ));
+    let alone = RateLimitLayer::builder(Global::new("g", global.clone()))
+        .legacy_headers(true)
+        .build();
+    let both = RateLimitLayer::builder(
+        Keyed::new("ip", ips.clone(), ClientIp::new()).and(Global::new("g", global.clone())),
+    )
+    .build();
+    let app = Router::new()
+        .route("/alone", get(|| async { "ok" }).layer(alone))
+        .route("/both", get(|| async { "ok" }).layer(both));
+    let client = HttpClient::new(serve(app, true).await);
+    let policy =
+        |answer: &http_support::Answer| answer.header("ratelimit-policy").unwrap().to_owned();
+    assert_eq!(policy(&client.get("/alone", &[]).await), r#""g";q=10;w=1"#);
+
+    global.set_quota(Quota::per_second(1).with_burst(2), QuotaChange::Full);
+    ips.set_default_quota(Quota::per_minute(1).with_burst(3));
+    let first = client.get("/alone", &[]).await;
+    assert_eq!(policy(&first), r#""g";q=2;w=2"#);
+    assert_eq!(first.header("x-ratelimit-limit"), Some("2"));
+    let refused = client.get("/alone", &[]).await;
+    assert_eq!(refused.status, StatusCode::OK);
+    let refused = client.get("/alone", &[]).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(policy(&refused), r#""g";q=2;w=2"#);
+    // Each policy of a pair is stated with its own live quota (the global one is spent).
+    let pair = client.get("/both", &[]).await;
+    assert_eq!(policy(&pair), r#""ip";q=3;w=180, "g";q=2;w=2"#);
+}

@@ -93,7 +93,8 @@ pub enum MissingKey {
     /// Answer with this status (such as 401 for a missing API key); logged at debug level.
     Reject(http::StatusCode),
     /// Let the request through without charging that policy (the others still apply);
-    /// logged at debug level and counted in [`LayerStats::unkeyed`](super::LayerStats).
+    /// logged at debug level. It counts as `allowed` in [`LayerStats`](super::LayerStats)
+    /// (`no_key` counts only the requests the layer answered for want of a key).
     Skip,
 }
 

@@ -227,7 +227,11 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
 
     /// The layer. Starts the idle-key eviction threads of keyed policies. The layer's
     /// `RateLimit-Policy` value (tens of bytes) is kept for the life of the process, so that
-    /// responses copy it rather than share it (docs/design.md, section 9).
+    /// responses copy it rather than share it (docs/design.md, section 9). It states the
+    /// quotas the policies' limiters had when the policies were made; after a
+    /// [`Limiter::set_quota`](crate::Limiter::set_quota) or
+    /// [`KeyedLimiter::set_default_quota`](crate::KeyedLimiter::set_default_quota), each
+    /// response states the live quota instead, in a value written for it.
     pub fn build(self) -> RateLimitLayer<B, K> {
         let policies = self.backend.policies();
         let static_policy = static_value(&policy_field(&policies, &[None; MAX_POLICIES]));

@@ -43,13 +43,14 @@ impl<P: Local> sealed::Backend for P {
     }
 }
 
-/// Records the `answer` of a policy decided alone (index 0) under `quota`: its figures when a
-/// header will show them (a refusal always does), the ticket of an admission when asked for.
+/// Records the `answer` of a policy decided alone (index 0) under `quota` (the live one, and
+/// the one `RateLimit-Policy` states): its figures when a header will show them (a refusal
+/// always does), the ticket of an admission when asked for.
 #[inline(always)]
 pub(crate) fn alone<T>(
     verdict: &mut Verdict<T>,
     answer: Result<Allowed, Denied>,
-    quota: &Quota,
+    (quota, described): (&Quota, &Quota),
     partition: Option<u64>,
     how: &How<'_>,
     keys: T,
@@ -59,6 +60,9 @@ pub(crate) fn alone<T>(
             partition,
             ..PolicyState::of_answer(quota, &answer)
         });
+        if quota != described {
+            verdict.quotas[0] = Some(*quota);
+        }
     }
     match answer {
         Ok(_) => {
@@ -102,6 +106,9 @@ pub(crate) fn together<P: Local>(
     if how.figures || answer.is_err() {
         for slot in slots.iter() {
             verdict.states[slot.index] = Some(slot.state(&slot.check_n_at(0, now)));
+            if slot.quota != slot.described {
+                verdict.quotas[slot.index] = Some(*slot.quota);
+            }
         }
     }
     match answer {
@@ -150,7 +157,14 @@ where
             .map_err(|denied| lagged(limiter.clock(), &quota, denied));
         verdict.quotas[0] = Some(quota);
         let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        alone(verdict, answer, &quota, partition, how, (key, quota));
+        alone(
+            verdict,
+            answer,
+            (&quota, &quota),
+            partition,
+            how,
+            (key, quota),
+        );
         None
     }
 

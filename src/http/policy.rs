@@ -17,6 +17,8 @@ use std::sync::Arc;
 pub struct Global<C: Clock> {
     name: String,
     limiter: Arc<Limiter<C>>,
+    /// The quota `RateLimit-Policy` states unless a request shows the limiter's has changed.
+    described: Quota,
 }
 
 impl<C: Clock> Global<C> {
@@ -27,6 +29,7 @@ impl<C: Clock> Global<C> {
     pub fn new(name: impl Into<String>, limiter: Arc<Limiter<C>>) -> Global<C> {
         Global {
             name: checked_name(name, "Global::new"),
+            described: *limiter.quota(),
             limiter,
         }
     }
@@ -41,6 +44,8 @@ pub struct Keyed<E: KeyExtractor, C: Clock> {
     limiter: Arc<KeyedLimiter<E::Key, C>>,
     extractor: E,
     evict_every: Option<Duration>,
+    /// The default quota `RateLimit-Policy` states unless a request shows it has changed.
+    described: Quota,
 }
 
 impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
@@ -55,6 +60,7 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
     ) -> Keyed<E, C> {
         Keyed {
             name: checked_name(name, "Keyed::new"),
+            described: *limiter.quota(),
             limiter,
             extractor,
             evict_every: Some(Duration::from_secs(60)),
@@ -124,6 +130,8 @@ impl<T: sealed::Local> And for T {}
 pub struct Slot<'a, C: Clock> {
     pub(crate) index: usize,
     pub(crate) quota: &'a Quota,
+    /// The quota the layer's `RateLimit-Policy` states for this policy.
+    pub(crate) described: &'a Quota,
     pub(crate) bucket: Bucket<'a, C>,
     /// A keyed hash of the key, for `pk`, when asked for.
     pub(crate) partition: Option<u64>,
@@ -242,20 +250,22 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
     #[inline(always)]
     fn decide_into(&self, _: &RequestHead<'_>, cost: u32, how: &How<'_>, out: &mut Verdict<()>) {
         let answer = self.limiter.check_n(cost);
-        alone(out, answer, self.limiter.quota(), None, how, ());
+        let quota = self.limiter.quota();
+        alone(out, answer, (quota, &self.described), None, how, ());
     }
 
     fn fill<'a>(&'a self, _: &(), first: usize, out: &mut Slots<'a, C>) {
         out.push(Slot {
             index: first,
             quota: self.limiter.quota(),
+            described: &self.described,
             bucket: Bucket::Global(&self.limiter),
             partition: None,
         });
     }
 
     fn describe(&self, out: &mut Vec<PolicyInfo>) {
-        out.push(PolicyInfo::new(&self.name, *self.limiter.quota()));
+        out.push(PolicyInfo::new(&self.name, self.described));
     }
 
     fn clock(&self) -> &C {
@@ -301,7 +311,15 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         let answer = self.limiter.check_key_n(&key, cost);
         // The index of a lone policy is 0, as `fill` would give it.
         let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        alone(out, answer, self.limiter.quota(), partition, how, Some(key));
+        let quota = self.limiter.quota();
+        alone(
+            out,
+            answer,
+            (quota, &self.described),
+            partition,
+            how,
+            Some(key),
+        );
     }
 
     fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, C>) {
@@ -309,6 +327,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
             out.push(Slot {
                 index: first,
                 quota: self.limiter.quota(),
+                described: &self.described,
                 bucket: Bucket::Keyed(self.limiter.key(key)),
                 partition: out.hasher.map(|h| h.hash_one((first, key))),
             });
@@ -316,7 +335,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
     }
 
     fn describe(&self, out: &mut Vec<PolicyInfo>) {
-        out.push(PolicyInfo::new(&self.name, *self.limiter.quota()));
+        out.push(PolicyInfo::new(&self.name, self.described));
     }
 
     fn clock(&self) -> &C {
