@@ -50,6 +50,10 @@
 //!   the same decisions (redis and tokio crates; implies `std`).
 //! - `metrics`: `publish_metrics()` on named limiters: `cellrate_*` counters, the gauge of keys
 //!   held and the histogram of waits, to whatever recorder of the metrics crate is installed.
+//! - `http`: `http::RateLimitLayer`, a tower layer for axum, hyper and tonic, keyed by client
+//!   IP, API key or an extractor of your own, with `Retry-After` and the `RateLimit` headers.
+//!   `axum`: the client address from axum's `ConnectInfo` (without it, only from the
+//!   `SocketAddr` extension hyper users set).
 //! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
 //!   64-bit compare-and-swap.
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
