@@ -92,7 +92,11 @@ impl AllOf<'_> {
     /// clock (an empty set admits everything).
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         match self.limits.first() {
-            Some(first) => self.spend_or_refuse(cost, first.bucket_ref().now(), true),
+            Some(first) => {
+                let bucket = first.bucket_ref();
+                self.spend_or_refuse(cost, bucket.now(), true)
+                    .map_err(|denied| bucket.lagged_now(denied))
+            }
             None => Ok(Allowed::unlimited()),
         }
     }

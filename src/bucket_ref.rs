@@ -82,6 +82,12 @@ impl<'a, C: Clock + ?Sized> BucketRef<'a, C> {
         self.clock.now()
     }
 
+    /// A refusal decided on [`now`](Self::now), its `retry_after` covering the reading's lag.
+    #[inline]
+    pub(crate) fn lagged_now(&self, denied: Denied) -> Denied {
+        crate::clock::lagged_now(self.clock, denied)
+    }
+
     /// Books `cost` tokens at `now`, ready within `max_wait_ns` (0: a check).
     #[inline]
     pub(crate) fn book(

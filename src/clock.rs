@@ -30,8 +30,9 @@ pub trait Clock {
     /// How far a [`now_within(tolerance)`](Self::now_within) reading may lag the current
     /// instant while the clock runs as it should. A limiter adds it to the `retry_after` of a
     /// refusal decided on such a reading: the retry's own reading may lag as well, and a retry
-    /// made `retry_after` after the refusal must not be refused for that. The default, zero,
-    /// is right for clocks whose `now_within` is exact.
+    /// made `retry_after` after the refusal must not be refused for that. With a tolerance of
+    /// zero it is the lag of [`now`](Self::now), which reservations and `all_of` read. The
+    /// default, zero, is right for clocks whose readings are exact.
     #[inline]
     fn lag_within(&self, tolerance: Nanos) -> Nanos {
         let _ = tolerance;
@@ -81,8 +82,25 @@ pub(crate) fn now_for<C: Clock + ?Sized>(clock: &C, quota: &Quota) -> Nanos {
 /// A refusal decided on [`now_for`]`(clock, quota)`, with the reading's lag added to its
 /// `retry_after` ([`Clock::lag_within`]).
 #[inline]
+#[cfg_attr(not(feature = "std"), allow(dead_code))] // its callers, the keyed forms, need std
 pub(crate) fn lagged<C: Clock + ?Sized>(clock: &C, quota: &Quota, denied: Denied) -> Denied {
-    denied.later_by(clock.lag_within(tolerance_for(quota)).as_u64())
+    lagged_within(clock, tolerance_for(quota), denied)
+}
+
+/// A refusal decided on `clock.now_within(tolerance)`, with that reading's lag added.
+#[inline]
+pub(crate) fn lagged_within<C: Clock + ?Sized>(
+    clock: &C,
+    tolerance: Nanos,
+    denied: Denied,
+) -> Denied {
+    denied.later_by(clock.lag_within(tolerance).as_u64())
+}
+
+/// A refusal decided on [`Clock::now`], with that reading's lag added to its `retry_after`.
+#[inline]
+pub(crate) fn lagged_now<C: Clock + ?Sized>(clock: &C, denied: Denied) -> Denied {
+    lagged_within(clock, Nanos::ZERO, denied)
 }
 
 /// How stale a reading a check under `quota` accepts: a sixteenth of its depth.

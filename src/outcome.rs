@@ -131,13 +131,15 @@ impl Denied {
         }
     }
 
-    /// How long to wait before the same request would be admitted: it would pass at exactly
-    /// `now + retry_after` (if nothing else is spent meanwhile) and at no earlier time.
+    /// How long to wait before the same request would be admitted. On an exact reading (an
+    /// `_at` form, an exact clock) it would pass at exactly `now + retry_after` (if nothing else
+    /// is spent meanwhile) and at no earlier time.
     ///
     /// On a reading that may lag the true time (the default [`TickClock`](crate::TickClock)'s
     /// cached time, a [`CachedClock`](crate::CachedClock)), `retry_after` also covers the lag
     /// ([`Clock::lag_within`](crate::Clock::lag_within)): the retry's reading may lag too, and a
     /// retry made `retry_after` after the refusal is decided on a reading late enough to pass.
+    /// The request may then pass up to that lag earlier.
     ///
     /// `None` when the request can never pass: its cost exceeds the burst, or (at times within
     /// one bucket depth of [`Nanos::MAX`](crate::Nanos::MAX), 584 years after the clock's

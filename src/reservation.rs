@@ -7,7 +7,7 @@
 
 use crate::bucket::Change;
 use crate::bucket_ref::{BucketRef, TatStore};
-use crate::clock::Clock;
+use crate::clock::{lagged_now, Clock};
 use crate::gcra;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
@@ -282,6 +282,7 @@ impl<C: Clock> Limiter<C> {
     /// [`Denied::retry_after`] `None`), which could never be served.
     pub fn reserve_n(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'_, C>, Denied> {
         self.reserve_n_at(cost, max_wait, self.clock().now())
+            .map_err(|denied| lagged_now(self.clock(), denied))
     }
 
     /// [`Limiter::reserve_n`] at a time passed in.

@@ -1,7 +1,10 @@
 //! CachedClock: bad resolutions are refused, readings never run ahead of the monotonic clock,
 //! never go backwards, and do move.
 
-use cellrate::{CachedClock, CachedClockError, Clock, Limiter, MonotonicClock, Quota};
+use cellrate::{
+    all_of, CachedClock, CachedClockError, Clock, Denied, KeyedLimiter, Limiter, MonotonicClock,
+    Quota,
+};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -87,4 +90,57 @@ fn a_limiter_on_it_decides_at_the_cached_time() {
         debug.starts_with("CachedClock") && debug.contains("resolution: 1ms"),
         "{debug}"
     );
+}
+
+#[test]
+fn every_refusal_on_its_readings_covers_two_resolutions_of_lag() {
+    let clock = CachedClock::new(CachedClock::MAX_RESOLUTION).expect("a thread starts");
+    let lag = 2 * CachedClock::MAX_RESOLUTION;
+    let quota = Quota::per_hour(1);
+    let retry = |answer: Result<(), Denied>| answer.unwrap_err().retry_after().unwrap();
+    loop {
+        let now = clock.now();
+        let limiter = Limiter::with_clock(quota, clock.clone());
+        let keyed = KeyedLimiter::<u64, _>::builder(quota)
+            .max_keys(16)
+            .clock(clock.clone())
+            .build();
+        limiter.check_at(now).unwrap();
+        keyed.check_key_n_at(&1, 1, now).unwrap();
+        // Each form that reads the clock beside its `_at` twin at the same reading.
+        let pairs = [
+            (
+                "check",
+                limiter.check().map(drop),
+                limiter.check_at(now).map(drop),
+            ),
+            (
+                "all_of",
+                all_of(&[&limiter]).check_n(1).map(drop),
+                all_of(&[&limiter]).check_n_at(1, now).map(drop),
+            ),
+            (
+                "reserve_n",
+                limiter.reserve_n(1, Duration::ZERO).map(drop),
+                limiter.reserve_n_at(1, Duration::ZERO, now).map(drop),
+            ),
+            (
+                "check_key",
+                keyed.check_key(&1).map(drop),
+                keyed.check_key_n_at(&1, 1, now).map(drop),
+            ),
+            (
+                "key().reserve_n",
+                keyed.key(&1).reserve_n(1, Duration::ZERO).map(drop),
+                keyed.key(&1).reserve_n_at(1, Duration::ZERO, now).map(drop),
+            ),
+        ];
+        if clock.now() != now {
+            continue; // refreshed meanwhile: the pairs did not share a reading
+        }
+        for (name, read, at) in pairs {
+            assert_eq!(retry(read), retry(at) + lag, "{name}");
+        }
+        break;
+    }
 }

@@ -5,7 +5,7 @@ use super::headers::PolicyInfo;
 use super::key::{KeyExtractor, RequestHead};
 use super::policy::{sealed::Local, Slots, Tiered};
 use super::state::{PolicyState, MAX_POLICIES};
-use crate::clock::{lagged, now_for, tolerance_for};
+use crate::clock::{lagged, lagged_within, now_for, tolerance_for};
 use crate::{all_of, Allowed, Clock, Denied, Limit, Nanos, Quota};
 use std::hash::BuildHasher;
 
@@ -100,7 +100,7 @@ pub(crate) fn together<P: Local>(
     };
     let answer = all_of(&limits[..slots.len])
         .check_n_at(cost, now)
-        .map_err(|denied| denied.later_by(set.clock().lag_within(tolerance).as_u64()));
+        .map_err(|denied| lagged_within(set.clock(), tolerance, denied));
     // Each policy's own level, by a peek (cost 0 spends and creates nothing), only when a
     // header will show it.
     if how.figures || answer.is_err() {

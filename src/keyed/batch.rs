@@ -44,11 +44,11 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized + 'a,
     {
-        let first = decisions.len();
-        self.check_many_n_at(keys, cost, now_for(&self.clock, self.quota()), decisions);
+        let (first, quota) = (decisions.len(), self.quota());
+        self.check_many_n_at(keys, cost, now_for(&self.clock, quota), decisions);
         for decision in &mut decisions[first..] {
             if let Err(denied) = decision {
-                *denied = lagged(&self.clock, self.quota(), *denied);
+                *denied = lagged(&self.clock, quota, *denied);
             }
         }
     }

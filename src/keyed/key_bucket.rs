@@ -6,7 +6,7 @@ use super::KeyedLimiter;
 use crate::all_of::{sealed, Limit};
 use crate::bucket::Change;
 use crate::bucket_ref::{BucketRef, TatStore};
-use crate::clock::{lagged, now_for, Clock};
+use crate::clock::{lagged, lagged_now, now_for, Clock};
 use crate::gcra::Booking;
 use crate::named::{count_wait, Named};
 use crate::nanos::Nanos;
@@ -158,6 +158,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// [`Limiter::reserve_n`](crate::Limiter::reserve_n).
     pub fn reserve_n(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'a, C>, Denied> {
         self.reserve_n_at(cost, max_wait, self.clock.now())
+            .map_err(|denied| lagged_now(self.clock, denied))
     }
 
     /// [`reserve_n`](Self::reserve_n) at a time passed in.

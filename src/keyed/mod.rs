@@ -159,9 +159,9 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        let fp = self.fingerprint(key);
-        self.check_fp(fp, 1, self.quota(), now_for(&self.clock, self.quota()))
-            .map_err(|denied| lagged(&self.clock, self.quota(), denied))
+        let (fp, quota) = (self.fingerprint(key), self.quota());
+        self.check_fp(fp, 1, quota, now_for(&self.clock, quota))
+            .map_err(|denied| lagged(&self.clock, quota, denied))
     }
 
     /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
@@ -172,9 +172,9 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        let fp = self.fingerprint(key);
-        self.check_fp(fp, cost, self.quota(), now_for(&self.clock, self.quota()))
-            .map_err(|denied| lagged(&self.clock, self.quota(), denied))
+        let (fp, quota) = (self.fingerprint(key), self.quota());
+        self.check_fp(fp, cost, quota, now_for(&self.clock, quota))
+            .map_err(|denied| lagged(&self.clock, quota, denied))
     }
 
     /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
