@@ -82,7 +82,6 @@ pub(crate) fn now_for<C: Clock + ?Sized>(clock: &C, quota: &Quota) -> Nanos {
 /// A refusal decided on [`now_for`]`(clock, quota)`, with the reading's lag added to its
 /// `retry_after` ([`Clock::lag_within`]).
 #[inline]
-#[cfg_attr(not(feature = "std"), allow(dead_code))] // its callers, the keyed forms, need std
 pub(crate) fn lagged<C: Clock + ?Sized>(clock: &C, quota: &Quota, denied: Denied) -> Denied {
     lagged_within(clock, tolerance_for(quota), denied)
 }

@@ -1,13 +1,12 @@
 //! `Limiter`: one bucket, one quota, one clock.
 
 use crate::bucket_ref::BucketRef;
-use crate::clock::{lagged_within, now_for, tolerance_for, Clock};
+use crate::clock::{lagged, now_for, Clock};
 use crate::gcra;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 use crate::quota_cells::Cells;
-use core::cell::Cell;
 
 #[cfg(feature = "std")]
 use crate::named::{self, Named};
@@ -110,14 +109,11 @@ impl<C: Clock> Limiter<C> {
     /// is denied with [`Denied::retry_after`] `None`.
     #[inline(always)]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        // The quota of the cell decided on sets both how stale the reading may be and the lag a
-        // refusal adds, even if the quota changes meanwhile.
-        let tolerance = Cell::new(Nanos::ZERO);
-        self.spend(cost, |quota| {
-            tolerance.set(tolerance_for(quota));
-            self.clock.now_within(tolerance.get())
-        })
-        .map_err(|denied| lagged_within(&self.clock, tolerance.get(), denied))
+        // The padding reads the live quota again: carrying the decided cell's out of the spend
+        // would slow every allowed check, and a quota change in that instant can only pad one
+        // refusal by the lag too much or too little.
+        self.spend(cost, |quota| now_for(&self.clock, quota))
+            .map_err(|denied| lagged(&self.clock, self.quota(), denied))
     }
 
     /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many
