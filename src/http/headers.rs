@@ -61,7 +61,8 @@ pub(crate) struct FieldChoice {
 
 impl Fields {
     /// The fields for `states` (one per policy; `None` for a policy that did not apply).
-    /// `quotas` overrides a policy's configured quota (a per-request tier).
+    /// `quotas` overrides the quota a policy was described with (a per-request tier, or a
+    /// quota changed while running).
     #[inline(always)]
     pub(crate) fn new(
         choice: FieldChoice,
