@@ -5,34 +5,31 @@
 //! those already spent are rolled back.
 //!
 //! # Rollback, exactly
-//! - If nothing else wrote to a bucket between the spend and the rollback (the common case),
-//!   its TAT goes back to exactly the value it had: as if the check had never run.
-//! - If other spends landed on top, the TAT becomes the larger of `TAT - cost * T` and
-//!   `max(before, now) + (TAT - after)`, never above the current TAT (`before`/`after`: the
-//!   TAT around this check's spend). When every spend involved happened at the same instant,
-//!   this is again exactly the TAT the other spends alone would have left.
+//! A rollback is a give-back of the spend it undoes, by the one rule of every give-back
+//! (docs/design.md, section 5): if nothing else was booked, spent or given back on the bucket
+//! between the spend and the rollback (the common case), its TAT goes back to exactly the
+//! state it had, as if the check had never run; otherwise it returns at most what the spend
+//! still holds. A concurrent request may meanwhile find the bucket lower than it ends up, and
+//! be refused because of tokens that are then given back; it is never admitted beyond a limit.
 //!
-//! # What a concurrent observer can see, and why no limit is ever exceeded
-//! Between a spend and its rollback, another request may find the bucket lower than it will
-//! end up, and be refused because of tokens that are then given back. It is never admitted
-//! beyond a limit: admissions only happen through a bucket's own CAS-checked spend, which
-//! compares against a TAT that is at least the TAT of the admitted spends alone (the refused
-//! check's spend only adds to it). After the rollback the TAT is still at least that: a later
-//! spend `i` at time `t_i` made the TAT `max(TAT, t_i) + c_i * T`, which is 1-Lipschitz and
-//! non-decreasing in the TAT, so without our spend the later ones would have reached at most
-//! `max(before, max t_i) + (TAT - after)`; the rollback never goes below this as long as
-//! `t_i <= now`. [`AllOf::check_n`] makes that hold by reading the clock again for the
-//! rollback (a spend that landed before the rollback read its clock earlier). With
-//! [`AllOf::check_n_at`], pass times from one clock, as for any shared bucket.
+//! # Time
+//! Each limit is decided at its own bucket's time (`check_n`), the reading every other
+//! operation on that bucket uses, or at the one time passed in (`check_n_at`: pass times from
+//! one clock, as for any shared bucket). A rollback without a time passed in reads its
+//! bucket's time again, after loading the TAT, so that it is no earlier than any spend it
+//! undoes beneath.
 //!
 //! The loom models in `loom-tests/tests/all_of.rs` check this: no bucket admits more than its
-//! burst, and a refused check leaves every TAT exactly as the admitted checks alone would.
+//! burst, and a refused check leaves every bucket as the admitted checks alone would.
 
 use crate::bucket_ref::BucketRef;
 use crate::clock::Clock;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
+use crate::reservation::Reservation;
+use alloc::vec::Vec;
+use core::time::Duration;
 
 pub(crate) mod sealed {
     use crate::bucket_ref::BucketRef;
@@ -82,23 +79,21 @@ pub fn all_of<'a>(limits: &'a [&'a dyn Limit]) -> AllOf<'a> {
     AllOf { limits }
 }
 
-impl AllOf<'_> {
+impl<'a> AllOf<'a> {
     /// Spends one token in every limit, or in none.
     pub fn check(&self) -> Result<Allowed, Denied> {
         self.check_n(1)
     }
 
-    /// Spends `cost` tokens in every limit, or in none. Time comes from the first limit's
-    /// clock (an empty set admits everything).
+    /// [`check`](Self::check) at a time passed in.
+    pub fn check_at(&self, now: Nanos) -> Result<Allowed, Denied> {
+        self.check_n_at(1, now)
+    }
+
+    /// Spends `cost` tokens in every limit, or in none, each at its own bucket's time (an
+    /// empty set admits everything).
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        match self.limits.first() {
-            Some(first) => {
-                let bucket = first.bucket_ref();
-                self.spend_or_refuse(cost, bucket.now(), true)
-                    .map_err(|denied| bucket.lagged_now(denied))
-            }
-            None => Ok(Allowed::unlimited()),
-        }
+        self.spend_or_refuse(cost, None)
     }
 
     /// Spends `cost` tokens at `now` in every limit, or in none.
@@ -108,30 +103,100 @@ impl AllOf<'_> {
     /// limit can never admit the cost), the smallest `remaining` and the longest
     /// `reset_after` among all the limits, as they stand after the rollback.
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        self.spend_or_refuse(cost, now, false)
+        self.spend_or_refuse(cost, Some(now))
     }
 
-    /// Spends everywhere or nowhere; with `reread_clock`, each rollback reads its limit's clock
-    /// again and uses the later of the two times.
-    fn spend_or_refuse(
+    /// Books `cost` tokens in every limit, or in none, each ready within `max_wait`, each at
+    /// its own bucket's time: one [`Reservation`] per limit, in the order of the limits, to wait
+    /// for (the tokens are all there at the latest `ready_at`), cancel or settle one by one. A
+    /// `max_wait` of zero makes it an all-or-nothing check that can be taken back.
+    ///
+    /// ```
+    /// use cellrate::{all_of, Limiter, ManualClock, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let user = Limiter::with_clock(Quota::per_second(10), clock.clone());
+    /// let global = Limiter::with_clock(Quota::per_second(100), clock.clone());
+    /// let booked = all_of(&[&user, &global]).reserve_n(3, Duration::ZERO).unwrap();
+    /// for reservation in booked {
+    ///     reservation.cancel(); // the request was not carried out after all
+    /// }
+    /// assert_eq!((user.available(), global.available()), (10, 100));
+    /// ```
+    pub fn reserve_n(
         &self,
         cost: u32,
+        max_wait: Duration,
+    ) -> Result<Vec<Reservation<'a, dyn Clock + 'a>>, Denied> {
+        self.reserve_or_refuse(cost, max_wait, None)
+    }
+
+    /// [`reserve_n`](Self::reserve_n) at a time passed in.
+    pub fn reserve_n_at(
+        &self,
+        cost: u32,
+        max_wait: Duration,
         now: Nanos,
-        reread_clock: bool,
-    ) -> Result<Allowed, Denied> {
-        spend_all(self.limits, cost, now, reread_clock).map_err(|refusal| {
+    ) -> Result<Vec<Reservation<'a, dyn Clock + 'a>>, Denied> {
+        self.reserve_or_refuse(cost, max_wait, Some(now))
+    }
+
+    /// Books everywhere or nowhere: on a refusal, gives the bookings made back, the last one
+    /// first (so that each is on top of its bucket when it is given back).
+    fn reserve_or_refuse(
+        &self,
+        cost: u32,
+        max_wait: Duration,
+        at: Option<Nanos>,
+    ) -> Result<Vec<Reservation<'a, dyn Clock + 'a>>, Denied> {
+        let mut booked = Vec::with_capacity(self.limits.len());
+        for limit in self.limits {
+            let bucket = limit.bucket_ref();
+            let now = at.unwrap_or_else(|| bucket.now());
+            match Reservation::book(bucket.clone(), cost, max_wait, now) {
+                Ok(reservation) => booked.push(reservation),
+                Err(denied) => {
+                    while let Some(reservation) = booked.pop() {
+                        match at {
+                            Some(now) => reservation.cancel_at(now),
+                            None => reservation.cancel(),
+                        }
+                    }
+                    return Err(self.refusal(lag(&bucket, at, denied), cost, at));
+                }
+            }
+        }
+        Ok(booked)
+    }
+
+    /// Spends everywhere or nowhere, at `at` or at each bucket's own time.
+    fn spend_or_refuse(&self, cost: u32, at: Option<Nanos>) -> Result<Allowed, Denied> {
+        spend_all(self.limits, cost, at).map_err(|refusal| self.refusal(refusal, cost, at))
+    }
+
+    /// The answer to a refused request: `refusal`, made stricter by what each limit says now.
+    fn refusal(&self, refusal: Denied, cost: u32, at: Option<Nanos>) -> Denied {
+        {
             self.limits.iter().fold(refusal, |worst, limit| {
                 // A limit that would refuse brings its retry_after; one that would admit, its
                 // level now (a peek), not the level after a spend that did not happen.
                 let bucket = limit.bucket_ref();
-                let now = now.as_u64();
-                worst.stricter(
-                    bucket
-                        .evaluate(cost, now)
-                        .and_then(|_| bucket.evaluate(0, now)),
-                )
+                let now = at.unwrap_or_else(|| bucket.now()).as_u64();
+                let answer = bucket
+                    .evaluate(cost, now)
+                    .and_then(|_| bucket.evaluate(0, now));
+                worst.stricter(answer.map_err(|denied| lag(&bucket, at, denied)))
             })
-        })
+        }
+    }
+}
+
+/// A refusal of `bucket` decided at `at`, or at the bucket's own time (then with its lag).
+fn lag(bucket: &BucketRef<'_, dyn Clock + '_>, at: Option<Nanos>, denied: Denied) -> Denied {
+    match at {
+        Some(_) => denied,
+        None => bucket.lagged(denied),
     }
 }
 
@@ -148,19 +213,25 @@ impl AllOf<'_> {
         Ok(answer)
     }
 
-    /// Deliberately broken `check_n_at`: rolls back by storing each TAT from before the spend
-    /// blindly, wherever the bucket is now. Only for the loom models, which must catch it.
+    /// Deliberately broken `check_n_at`: rolls back by value, putting the TAT from before the
+    /// spend back whenever the TAT is found equal to the one the spend left, which a give-back
+    /// and a spend in between can bring about (ABA). Only for the loom models, which must
+    /// catch it.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn check_n_at_with_blind_rollback(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
+    pub fn check_n_at_rolling_back_by_value(
+        &self,
+        cost: u32,
+        now: Nanos,
+    ) -> Result<Allowed, Denied> {
         let mut spent = alloc::vec::Vec::new();
         for limit in self.limits {
             let bucket = limit.bucket_ref();
             match bucket.book(cost, now.as_u64(), 0) {
-                Ok((change, _)) => spent.push((bucket, change)),
+                Ok((receipt, _)) => spent.push((bucket, receipt)),
                 Err(denied) => {
-                    for (bucket, change) in spent {
-                        bucket.restore_racy(change);
+                    for (bucket, receipt) in spent {
+                        bucket.restore_by_value(&receipt, cost);
                     }
                     return Err(denied);
                 }
@@ -170,28 +241,21 @@ impl AllOf<'_> {
     }
 }
 
-/// Spends in `limits[0]`, then the rest; when the rest refuses, rolls `limits[0]` back. The
-/// recursion keeps each undo record on the stack: no allocation, depth = number of limits.
-fn spend_all(
-    limits: &[&dyn Limit],
-    cost: u32,
-    now: Nanos,
-    reread_clock: bool,
-) -> Result<Allowed, Denied> {
+/// Spends in `limits[0]`, then the rest; when the rest refuses, gives `limits[0]`'s spend
+/// back. The recursion keeps each receipt on the stack: no allocation, depth = number of limits.
+fn spend_all(limits: &[&dyn Limit], cost: u32, at: Option<Nanos>) -> Result<Allowed, Denied> {
     let Some((first, rest)) = limits.split_first() else {
         return Ok(Allowed::unlimited());
     };
     let bucket = first.bucket_ref();
-    let (change, booking) = bucket.book(cost, now.as_u64(), 0)?;
-    match spend_all(rest, cost, now, reread_clock) {
+    let now = at.unwrap_or_else(|| bucket.now());
+    let (receipt, booking) = bucket
+        .book(cost, now.as_u64(), 0)
+        .map_err(|denied| lag(&bucket, at, denied))?;
+    match spend_all(rest, cost, at) {
         Ok(others) => Ok(booking.allowed.stricter(others)),
         Err(refusal) => {
-            let now = if reread_clock {
-                now.max(bucket.now())
-            } else {
-                now
-            };
-            bucket.undo(change, cost, now.as_u64());
+            bucket.give_back(&receipt, cost, at);
             Err(refusal)
         }
     }

@@ -15,9 +15,14 @@
 //! was lower by the refill between `now` and the last update, so a stale reading can only be
 //! denied more, never granted more. This is what GCRA's `max(TAT, now)` does implicitly.
 //!
-//! Like a [`Limiter`](crate::Limiter), it can change its quota ([`MutexBucket::set_quota_at`]),
-//! by the same [`QuotaChange`] rules, and its full-again time stops one nanosecond short of the
-//! end of the clock, where the limiter keeps its marker of a moved bucket.
+//! Like a [`Limiter`](crate::Limiter), it can book tokens ahead and give bookings back
+//! ([`MutexBucket::reserve_n_at`], [`MutexBooking`]) by the one rule of every give-back
+//! (docs/design.md, section 5), which it applies from its exact history: a booking gives back
+//! at most what it still holds, `min(k * T, top - now)` where `top` is the full-again time its
+//! spend left less the credit given back since (unless it is on top of the bucket). It can
+//! change its quota ([`MutexBucket::set_quota_at`]) by the same [`QuotaChange`] rules, after
+//! which earlier bookings give nothing back. Its full-again time stops one nanosecond short of
+//! the end of the clock, where the limiter keeps its marker of a moved bucket.
 
 use crate::clock::{Clock, MonotonicClock};
 use crate::nanos::Nanos;
@@ -43,13 +48,44 @@ pub struct MutexBucket<C: Clock = MonotonicClock> {
     clock: C,
 }
 
-/// The bucket's level (credit in ns, at most the depth; negative only transiently) at `at`,
-/// under `quota`.
+/// The bucket's level (credit in ns, at most the depth; negative in debt) at `at`, under
+/// `quota`, with the credit given back so far and the tenure of the quota.
 #[derive(Debug, Clone, Copy)]
 struct State {
     credit_ns: i128,
     at: u64,
     quota: Quota,
+    /// Credit given back so far by give-backs that were not on top of the bucket.
+    given: u64,
+    /// One more at each quota change: bookings of an earlier tenure give nothing back.
+    tenure: u64,
+}
+
+/// Tokens booked on a [`MutexBucket`]: what its give-backs need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MutexBooking {
+    ready_at: u64,
+    allowed: Allowed,
+    /// The full-again times before the booking and after it.
+    before: u64,
+    after: u64,
+    /// The bucket's `given` at the booking.
+    given: u64,
+    tenure: u64,
+    cost: u32,
+    quota: Quota,
+}
+
+impl MutexBooking {
+    /// When the booked tokens are there.
+    pub fn ready_at(&self) -> Nanos {
+        Nanos::new(self.ready_at)
+    }
+
+    /// The bucket just after the booking.
+    pub fn allowed(&self) -> Allowed {
+        self.allowed
+    }
 }
 
 /// The last instant a full-again time may be: the end of the clock is the limiter's marker.
@@ -69,6 +105,8 @@ impl<C: Clock> MutexBucket<C> {
             credit_ns: i128::from(quota.depth_ns()),
             at: 0,
             quota,
+            given: 0,
+            tenure: 0,
         };
         MutexBucket {
             state: Mutex::new(full),
@@ -88,11 +126,10 @@ impl<C: Clock> MutexBucket<C> {
     pub fn start_empty_at(self, now: Nanos) -> MutexBucket<C> {
         let quota = self.quota();
         let full_in = quota.depth_ns().min(LAST_FULL.saturating_sub(now.as_u64()));
-        *self.lock() = State {
-            credit_ns: i128::from(quota.depth_ns() - full_in),
-            at: now.as_u64(),
-            quota,
-        };
+        let mut state = self.lock();
+        state.credit_ns = i128::from(quota.depth_ns() - full_in);
+        state.at = now.as_u64();
+        drop(state);
         self
     }
 
@@ -109,6 +146,18 @@ impl<C: Clock> MutexBucket<C> {
     /// Spends `cost` tokens at `now` if all of them are there; the same rules as
     /// [`Limiter::check_n_at`](crate::Limiter::check_n_at).
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
+        self.reserve_n_at(cost, 0, now)
+            .map(|booking| booking.allowed)
+    }
+
+    /// Books `cost` tokens at `now`, ready within `max_wait_ns`; the same rules as
+    /// [`Limiter::reserve_n_at`](crate::Limiter::reserve_n_at).
+    pub fn reserve_n_at(
+        &self,
+        cost: u32,
+        max_wait_ns: u64,
+        now: Nanos,
+    ) -> Result<MutexBooking, Denied> {
         let now = now.as_u64();
         let mut state = self.lock();
         let quota = state.quota;
@@ -116,8 +165,20 @@ impl<C: Clock> MutexBucket<C> {
         let depth = i128::from(quota.depth_ns());
         let interval = i128::from(quota.emission_interval_ns());
         let cost_ns = i128::from(cost) * interval;
+        let before = state.at as i128 + depth - state.credit_ns;
+        let before = u64::try_from(before.max(0)).unwrap_or(u64::MAX);
+        let booking = |after: i128, ready_at: u64, state: &State| MutexBooking {
+            ready_at,
+            allowed: Allowed::new(level(after, &quota)),
+            before,
+            after: full_again(after, now, &quota),
+            given: state.given,
+            tenure: state.tenure,
+            cost,
+            quota,
+        };
         if cost == 0 {
-            return Ok(Allowed::new(level(credit, &quota)));
+            return Ok(booking(credit, now, &state));
         }
         if cost > quota.burst() {
             return Err(Denied::new(level(credit, &quota), None));
@@ -129,19 +190,90 @@ impl<C: Clock> MutexBucket<C> {
             let unusable = Level::unusable(level(credit, &quota).reset_after_ns, interval as u64);
             return Err(Denied::new(unusable, None));
         }
-        if credit < cost_ns {
+        // A reservation waits at most the limiter's bound (`gcra::max_wait_ns`).
+        let max_wait = i128::from(max_wait_ns.min(crate::gcra::MAX_AHEAD - quota.depth_ns()));
+        if credit + max_wait < cost_ns {
             return Err(Denied::new(
                 level(credit, &quota),
                 Some((cost_ns - credit) as u64),
             ));
         }
         let after = credit - cost_ns;
-        *state = State {
-            credit_ns: after,
-            at: now,
-            quota,
-        };
-        Ok(Allowed::new(level(after, &quota)))
+        let ready_at = now + (-after).max(0) as u64;
+        state.credit_ns = after;
+        state.at = now;
+        Ok(booking(after, ready_at, &state))
+    }
+
+    /// Gives the tokens of `booking` back at `now`, as far as it still holds them; the same
+    /// rules as [`Reservation::cancel_at`](crate::Reservation::cancel_at).
+    pub fn cancel_at(&self, booking: &MutexBooking, now: Nanos) {
+        self.give_back_at(booking, booking.cost, now)
+    }
+
+    /// Settles `booking` at its actual cost at `now`; the same rules as
+    /// [`Reservation::settle_at`](crate::Reservation::settle_at).
+    pub fn settle_at(&self, booking: &MutexBooking, actual: u32, now: Nanos) {
+        if actual < booking.cost && now.as_u64() >= booking.ready_at {
+            self.give_back_at(booking, booking.cost - actual, now);
+        } else if actual > booking.cost {
+            self.force_at(actual - booking.cost, now);
+        }
+    }
+
+    /// Gives back `tokens` of `booking` at `now` by the rule of every give-back.
+    fn give_back_at(&self, booking: &MutexBooking, tokens: u32, now: Nanos) {
+        let now = now.as_u64();
+        let mut state = self.lock();
+        if state.tenure != booking.tenure {
+            return; // the quota changed since: nothing comes back
+        }
+        let quota = booking.quota;
+        let depth = i128::from(quota.depth_ns());
+        // The full-again time as stored: below `now` for a bucket restored to before a booking.
+        let stored = i128::from(state.at) + depth - state.credit_ns;
+        let stored = u64::try_from(stored.max(0)).unwrap_or(u64::MAX);
+        if state.given == booking.given && stored == booking.after {
+            // Nothing given back since, and the bucket as the booking left it: back exactly.
+            let new = if tokens >= booking.cost {
+                booking.before
+            } else {
+                booking.after - u64::from(tokens) * quota.emission_interval_ns()
+            };
+            state.credit_ns = depth - (i128::from(new) - i128::from(state.at));
+            return;
+        }
+        let full = full_again(refill(&state, now), now, &quota);
+        if full <= now {
+            return;
+        }
+        let top = booking.after.saturating_sub(state.given - booking.given);
+        if full != top && full - now > quota.depth_ns() {
+            return; // a booking above it may be waiting for its tokens
+        }
+        let held = top.saturating_sub(now);
+        let give = (u64::from(tokens) * quota.emission_interval_ns()).min(held);
+        if give == 0 {
+            return;
+        }
+        let new = full.saturating_sub(give).max(now);
+        if full != top {
+            state.given += full - new;
+        }
+        state.credit_ns = i128::from(quota.depth_ns()) - i128::from(new - now);
+        state.at = now;
+    }
+
+    /// Spends `tokens` more unconditionally at `now`, under the bucket's quota now; the same
+    /// rule as a settled reservation's extra cost.
+    fn force_at(&self, tokens: u32, now: Nanos) {
+        let now = now.as_u64();
+        let mut state = self.lock();
+        let quota = state.quota;
+        let full = full_again(refill(&state, now), now, &quota);
+        let forced = crate::gcra::force(full, now, tokens, &quota).min(LAST_FULL);
+        state.credit_ns = i128::from(quota.depth_ns()) - (i128::from(forced) - i128::from(now));
+        state.at = now;
     }
 
     /// Whole tokens available now. Spends nothing.
@@ -155,30 +287,6 @@ impl<C: Clock> MutexBucket<C> {
         Allowed::new(level(refill(&state, now.as_u64()), &state.quota)).remaining()
     }
 
-    /// Gives back `n` tokens, never beyond the capacity.
-    pub fn refund_n(&self, n: u32) {
-        self.refund_n_at(n, self.clock.now())
-    }
-
-    /// Gives back `n` tokens at `now`, never beyond the capacity.
-    pub fn refund_n_at(&self, n: u32, now: Nanos) {
-        let now = now.as_u64();
-        let mut state = self.lock();
-        let quota = state.quota;
-        let credit = refill(&state, now);
-        let depth = i128::from(quota.depth_ns());
-        if n == 0 || credit >= depth {
-            return;
-        }
-        // More than a full bucket cannot be given back (as for the GCRA refund).
-        let give = i128::from(n.min(quota.burst())) * i128::from(quota.emission_interval_ns());
-        *state = State {
-            credit_ns: (credit + give).min(depth),
-            at: now,
-            quota,
-        };
-    }
-
     /// Changes the quota at `now`, carrying the bucket over by the rule `how`: the same change
     /// as [`Limiter::set_quota_at`](crate::Limiter::set_quota_at), under the lock. The rule is
     /// applied to the full-again time the level stands for, `at + depth - credit`.
@@ -190,11 +298,9 @@ impl<C: Clock> MutexBucket<C> {
         let moved = how
             .rebase(full_again, now.as_u64(), &old, &quota)
             .min(LAST_FULL);
-        *state = State {
-            credit_ns: i128::from(quota.depth_ns()) - (i128::from(moved) - i128::from(state.at)),
-            at: state.at,
-            quota,
-        };
+        state.credit_ns = i128::from(quota.depth_ns()) - (i128::from(moved) - i128::from(state.at));
+        state.quota = quota;
+        state.tenure += 1;
     }
 
     /// The quota this bucket enforces.
@@ -214,6 +320,12 @@ impl<C: Clock> MutexBucket<C> {
 fn refill(state: &State, now: u64) -> i128 {
     let elapsed = i128::from(now) - i128::from(state.at);
     (state.credit_ns + elapsed).min(i128::from(state.quota.depth_ns()))
+}
+
+/// The full-again time of a bucket with `credit` at `now` (at least `now`: a full bucket).
+fn full_again(credit: i128, now: u64, quota: &Quota) -> u64 {
+    let ahead = (i128::from(quota.depth_ns()) - credit).max(0);
+    u64::try_from(i128::from(now) + ahead).unwrap_or(u64::MAX)
 }
 
 fn level(credit: i128, quota: &Quota) -> Level {

@@ -2,24 +2,33 @@
 //!
 //! This is the whole concurrent protocol of a bucket: load, decide, return on a denial (no
 //! write), `compare_exchange_weak`, and on failure spin briefly (crossbeam's `Backoff`) and
-//! decide again with the value it returned.
-//! Every operation (spend, reserve, refund, roll back) is that one loop around a different
-//! pure function of `gcra`; [`BucketRef`](crate::bucket_ref::BucketRef) holds the rarer ones.
+//! decide again with the value it returned. Every operation (spend, book, force, give back) is
+//! that one loop around a different pure function of `gcra`.
 //!
-//! A [`Limiter`](crate::Limiter)'s bucket can also be *moved*: a quota change replaces it by a
-//! new bucket under the new quota (`quota_cells.rs`) and leaves [`MOVED`] in the old word.
-//! [`MOVED`] is the last nanosecond of the clock, which no write ever stores as a TAT, so a
-//! word that holds it is never written again: every operation that loads it goes to the new
-//! bucket instead, and one that loaded the TAT before fails its compare-and-swap.
+//! A [`Limiter`](crate::Limiter)'s word can be reused for another quota (`quota_cells.rs`):
+//! each use is a *tenure*, whose values are stored masked (`TAT ^ mask`) so that a
+//! compare-and-swap expecting a value of one tenure fails in any other, and whose validity a
+//! caller checks after every load ([`Tenure`]). A bucket can also be *moved*: a quota change
+//! carries its TAT to another word and leaves [`MOVED`] here, the last nanosecond of the
+//! clock, which no write ever stores as a TAT; every operation that loads it goes to the new
+//! word instead, and one that loaded the TAT before fails its compare-and-swap.
 //!
 //! # Atomic orderings
-//! Every access is `Relaxed`. The TAT is the only data a decision reads or writes and it
-//! publishes no other memory, so the modification order of this one word (which every atomic
-//! read-modify-write respects, whatever its ordering) is all a correct count needs. The write of
-//! [`MOVED`] is the one exception: it is `Release`, and publishes the new bucket
-//! (`quota_cells.rs` says who acquires it).
+//! The TAT is the only data a decision reads or writes, so the modification order of this one
+//! word, which every read-modify-write respects whatever its ordering, is all a correct count
+//! needs; a check's first load is `Relaxed`. Three things need more:
+//! - a successful compare-and-swap is `Release`, and a give-back loads with `Acquire`: a
+//!   give-back then reads a time no earlier than that of every spend it sees, and the
+//!   announcements of earlier give-backs (`give_back.rs`);
+//! - on a reused word a load is `Acquire`, so that the check of the tenure that follows it
+//!   cannot be answered before the value it validates (`quota_cells.rs`);
+//! - the write of [`MOVED`] is `Release`: it publishes the word the bucket moved to.
+//!
+//! None of this orders anything for users: an `Allowed` is not a signal that another thread's
+//! writes are visible.
 
 use crate::gcra;
+use crate::give_back::TenureWord;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 use crate::sync::{AtomicU64, Ordering};
@@ -36,40 +45,79 @@ pub(crate) const LAST_TAT: u64 = MOVED - 1;
 /// One GCRA bucket: 8 bytes of state.
 #[derive(Debug)]
 pub(crate) struct Bucket {
-    tat: AtomicU64,
+    word: AtomicU64,
 }
 
-/// A write that took effect: the TAT before and after it, so that it can be rolled back.
+/// Which tenure of a [`Bucket`]'s word an operation acts in: the mask of its values, and the
+/// version word whose value says the tenure still holds (`None`: a word that is never reused).
+#[derive(Clone, Copy)]
+pub(crate) struct Tenure<'a> {
+    pub(crate) mask: u64,
+    pub(crate) version: Option<(&'a AtomicU64, u64)>,
+}
+
+impl Tenure<'_> {
+    /// The tenure of a word that is never reused: values unmasked, always valid.
+    pub(crate) const ONLY: Tenure<'static> = Tenure {
+        mask: 0,
+        version: None,
+    };
+
+    /// Whether the tenure still holds. Called after each load of the word, which is `Acquire`
+    /// on a reused word (module docs).
+    #[inline(always)]
+    fn holds(&self) -> bool {
+        match self.version {
+            None => true,
+            // Relaxed: ordered after the Acquire load of the word it validates.
+            Some((version, expected)) => version.load(Ordering::Relaxed) == expected,
+        }
+    }
+
+    /// The ordering of a load whose value [`holds`](Self::holds) then validates.
+    #[inline(always)]
+    fn load_order(&self) -> Ordering {
+        if self.version.is_some() {
+            Ordering::Acquire
+        } else {
+            Ordering::Relaxed
+        }
+    }
+}
+
+/// A write that took effect: the TAT before and after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     pub(crate) before: u64,
     pub(crate) after: u64,
 }
 
 impl Bucket {
     /// A bucket whose theoretical arrival time is `tat` (0: full at every `now`), at most
-    /// [`LAST_TAT`].
+    /// [`LAST_TAT`], stored unmasked.
     #[inline]
     pub(crate) fn new(tat: u64) -> Bucket {
         Bucket {
-            tat: AtomicU64::new(tat.min(LAST_TAT)),
+            word: AtomicU64::new(tat.min(LAST_TAT)),
         }
     }
 
     /// The CAS loop: applies `decide` to the current TAT until its result is stored. `decide`
     /// returns the TAT to store (the same value: nothing to store) and an answer, or an error
-    /// that ends the loop without a write (`Some`). A moved bucket decides nothing and is
-    /// never written: `Err(None)`. A result of [`MOVED`] is stored as [`LAST_TAT`].
+    /// that ends the loop without a write (`Some`). A moved bucket, or one whose tenure ended,
+    /// decides nothing and is never written: `Err(None)`. A result of [`MOVED`] is stored as
+    /// [`LAST_TAT`].
     #[inline(always)]
     pub(crate) fn update<T, E>(
         &self,
+        tenure: Tenure<'_>,
         mut decide: impl FnMut(u64) -> Result<(u64, T), E>,
     ) -> Result<(Change, T), Option<E>> {
-        // Relaxed: see the module's orderings note.
-        let mut current = self.tat.load(Ordering::Relaxed);
+        let mut raw = self.word.load(tenure.load_order());
         let backoff = Backoff::new();
         loop {
-            if current == MOVED {
+            let current = raw ^ tenure.mask;
+            if current == MOVED || !tenure.holds() {
                 return Err(None);
             }
             let (new, answer) = decide(current).map_err(Some)?;
@@ -81,38 +129,35 @@ impl Bucket {
             if new == current {
                 return Ok((change, answer)); // nothing to store (a peek)
             }
-            // Relaxed on both arms: see the module's orderings note.
-            match self
-                .tat
-                .compare_exchange_weak(current, new, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return Ok((change, answer)),
+            match self.swap_raw(raw, new ^ tenure.mask, tenure) {
+                Ok(()) => return Ok((change, answer)),
                 Err(actual) => {
-                    // Spinning briefly after a lost race keeps the losers off the contended
-                    // line while the winner's write lands, which raises throughput on one hot
-                    // bucket at no cost to a single thread (see the `contention` group of
-                    // `benches/core`).
                     backoff.spin();
-                    current = actual;
+                    raw = actual;
                 }
             }
         }
     }
 
     /// Spends `cost` tokens at `now` if the bucket holds them; see [`gcra::spend`]. `None`
-    /// if the bucket has moved (nothing decided). The loop of [`Bucket::update`], written out
-    /// for the hot path: a spend's new TAT is above the old one, so an admission always writes.
+    /// if the bucket has moved or its tenure ended (nothing decided). The loop of
+    /// [`Bucket::update`], written out for the hot path: a spend's new TAT is above the old
+    /// one, so an admission always writes.
     #[inline(always)]
     pub(crate) fn spend(
         &self,
         cost: u32,
         now: u64,
         quota: &Quota,
+        tenure: Tenure<'_>,
     ) -> Option<Result<Allowed, Denied>> {
-        // Relaxed: see the module's orderings note.
-        let mut current = self.tat.load(Ordering::Relaxed);
+        let mut raw = self.word.load(tenure.load_order());
         let backoff = Backoff::new();
         loop {
+            if !tenure.holds() {
+                return None;
+            }
+            let current = raw ^ tenure.mask;
             // MOVED is looked for only where a decision from it can land: a spend of it is
             // beyond the clock, a refusal that can never pass, so the common refusal (one that
             // says when to retry) and every admission skip the comparison.
@@ -128,91 +173,115 @@ impl Bucket {
             if new == MOVED {
                 return Some(Err(gcra::unrepresentable_at(current, now, quota)));
             }
-            // Relaxed on both arms: see the module's orderings note.
-            match self
-                .tat
-                .compare_exchange_weak(current, new, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return Some(Ok(allowed)),
+            match self.swap_raw(raw, new ^ tenure.mask, tenure) {
+                Ok(()) => return Some(Ok(allowed)),
                 Err(actual) => {
-                    // As in `update`.
+                    // Spinning briefly after a lost race keeps the losers off the contended
+                    // line while the winner's write lands.
                     backoff.spin();
-                    current = actual;
+                    raw = actual;
                 }
             }
         }
     }
 
-    /// Gives back `n` tokens at `now`, never beyond the capacity; see [`gcra::refund`].
-    /// `false` if the bucket has moved (nothing given back).
-    #[inline]
-    pub(crate) fn refund(&self, n: u32, now: u64, quota: &Quota) -> bool {
-        let given = self.update(|tat| {
-            gcra::refund(tat, now, n, quota)
-                .map(|new| (new, ()))
-                .ok_or(())
-        });
-        !matches!(given, Err(None))
-    }
-
-    /// Whole tokens at `now`, spending nothing; `None` if the bucket has moved.
-    #[inline]
-    pub(crate) fn available(&self, now: u64, quota: &Quota) -> Option<u32> {
-        // Relaxed: see the module's orderings note.
-        let tat = self.tat.load(Ordering::Relaxed);
-        (tat != MOVED).then(|| gcra::available(tat, now, quota))
-    }
-
-    /// Leaves [`MOVED`] in the word if it still holds `expected`: the last write of a moved
-    /// bucket (`quota_cells.rs`). `Err` with the TAT found otherwise.
-    pub(crate) fn mark_moved(&self, expected: u64) -> Result<(), u64> {
-        // Release on success: publishes the bucket it moved to (`quota_cells.rs`); Relaxed on
-        // failure: the TAT found is only decided on again.
-        self.tat
-            .compare_exchange(expected, MOVED, Ordering::Release, Ordering::Relaxed)
+    /// The raw word from `current` to `new`: `Release` on success (module docs), and on
+    /// failure the value found, loaded as a first load is.
+    #[inline(always)]
+    fn swap_raw(&self, current: u64, new: u64, tenure: Tenure<'_>) -> Result<(), u64> {
+        self.word
+            .compare_exchange_weak(current, new, Ordering::Release, tenure.load_order())
             .map(|_| ())
     }
 
-    /// Sets the TAT of a bucket that no other thread can reach yet (a cell being made).
-    pub(crate) fn reset(&self, tat: u64) {
-        // Relaxed: published with the bucket (`quota_cells.rs`).
-        self.tat.store(tat.min(LAST_TAT), Ordering::Relaxed);
-    }
-
-    /// The theoretical arrival time ([`MOVED`] for a moved bucket).
+    /// The TAT in `tenure`; `None` if the bucket moved or the tenure ended.
     #[inline]
-    pub(crate) fn load(&self) -> u64 {
-        // Relaxed: see the module's orderings note.
-        self.tat.load(Ordering::Relaxed)
+    pub(crate) fn load(&self, tenure: Tenure<'_>) -> Option<u64> {
+        let tat = self.word.load(tenure.load_order()) ^ tenure.mask;
+        (tat != MOVED && tenure.holds()).then_some(tat)
     }
 
-    /// Deliberately broken [`Bucket::spend`] (load + store instead of CAS): a lost update. Only
-    /// for the loom models, which must catch it.
+    /// The raw word (masked), loaded with `Acquire`: for the quota change that moves it.
+    #[inline]
+    pub(crate) fn load_raw(&self) -> u64 {
+        // Acquire: a change reads the TAT it carries over as a give-back would.
+        self.word.load(Ordering::Acquire)
+    }
+
+    /// Leaves [`MOVED`] (masked) in the word if it still holds the raw `expected`: the last
+    /// write of a moved bucket (`quota_cells.rs`).
+    pub(crate) fn mark_moved(&self, expected: u64, mask: u64) -> bool {
+        // Release on success: publishes the word it moved to (`quota_cells.rs`); Relaxed on
+        // failure: the change reads the word again.
+        self.word
+            .compare_exchange(expected, MOVED ^ mask, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Sets the TAT of a word that no operation of its new tenure can reach yet (a quota
+    /// change's target, before the move that publishes it).
+    pub(crate) fn reset(&self, tat: u64, mask: u64) {
+        // Relaxed: published by the Release write of MOVED in the word this one replaces.
+        self.word.store(tat.min(LAST_TAT) ^ mask, Ordering::Relaxed);
+    }
+
+    /// This bucket in `tenure`, as a give-back acts on it.
+    pub(crate) fn in_tenure<'a>(&'a self, tenure: Tenure<'a>) -> InTenure<'a> {
+        InTenure {
+            bucket: self,
+            tenure,
+        }
+    }
+
+    /// Deliberately broken spend (load + store instead of CAS): a lost update. Only for the
+    /// loom models, which must catch it.
     #[cfg(loom)]
     pub(crate) fn spend_racy(&self, cost: u32, now: u64, quota: &Quota) -> Result<Allowed, Denied> {
-        let current = self.tat.load(Ordering::Relaxed);
+        let current = self.word.load(Ordering::Relaxed);
         assert_ne!(
             current, MOVED,
             "the racy twins run on a limiter that never changed"
         );
         let (new, allowed) = gcra::spend(current, now, cost, quota)?;
-        self.tat.store(new, Ordering::Relaxed);
+        self.word.store(new, Ordering::Relaxed);
         Ok(allowed)
     }
 
-    /// Deliberately broken write: stores `tat` without checking that nothing was written
-    /// since. Only for loom.
+    /// Deliberately broken write: stores the raw `value` without checking that nothing was
+    /// written since. Only for loom.
     #[cfg(loom)]
-    pub(crate) fn store_racy(&self, tat: u64) {
-        self.tat.store(tat, Ordering::Relaxed);
+    pub(crate) fn store_racy(&self, value: u64) {
+        self.word.store(value, Ordering::Relaxed);
+    }
+}
+
+/// A bucket in one tenure, as [`give_back`](crate::give_back::give_back) acts on it.
+pub(crate) struct InTenure<'a> {
+    bucket: &'a Bucket,
+    tenure: Tenure<'a>,
+}
+
+impl TenureWord for InTenure<'_> {
+    fn load(&self) -> Option<u64> {
+        // Acquire: see the module's orderings note.
+        let tat = self.bucket.word.load(Ordering::Acquire) ^ self.tenure.mask;
+        (tat != MOVED && self.tenure.holds()).then_some(tat)
     }
 
-    /// Deliberately broken [`Bucket::refund`] (load + store instead of CAS). Only for loom.
-    #[cfg(loom)]
-    pub(crate) fn refund_racy(&self, n: u32, now: u64, quota: &Quota) {
-        let current = self.tat.load(Ordering::Relaxed);
-        if let Some(new) = gcra::refund(current, now, n, quota) {
-            self.tat.store(new, Ordering::Relaxed);
+    fn swap(&self, current: u64, new: u64) -> Result<(), Option<u64>> {
+        let mask = self.tenure.mask;
+        // Release on success, Acquire on failure: see the module's orderings note.
+        match self.bucket.word.compare_exchange(
+            current ^ mask,
+            new.min(LAST_TAT) ^ mask,
+            Ordering::Release,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => Ok(()),
+            Err(raw) => {
+                let found = raw ^ mask;
+                Err((found != MOVED && self.tenure.holds()).then_some(found))
+            }
         }
     }
 }

@@ -1,24 +1,28 @@
 //! `BucketRef`: one bucket, wherever its TAT lives, with what reservations and all-or-nothing
 //! checks do to it.
 //!
-//! A [`Limiter`](crate::Limiter) keeps its TAT in its own [`Bucket`]; a keyed limiter keeps one
-//! per key in its table. Both implement [`TatStore`], so that reservations and
+//! A [`Limiter`](crate::Limiter) keeps its TAT in its own cells; a keyed limiter keeps one per
+//! key in its table. Both implement [`TatStore`], so that reservations and
 //! [`all_of`](crate::all_of) are written once, against a [`BucketRef`], and the core modules
-//! never name the keyed ones. These are the cold paths (a cancellation, a rollback): the
-//! checks themselves call their bucket directly.
+//! never name the keyed ones. These are the cold paths (a booking, a give-back): the checks
+//! themselves call their bucket directly.
 
-use crate::bucket::Change;
-use crate::clock::Clock;
+use crate::clock::{lagged, now_for, Clock};
 use crate::gcra::{self, Booking};
+use crate::give_back::Receipt;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 
 /// Where the TATs of buckets live, each found by an `id` (a keyed table's fingerprint; a
-/// limiter's cell).
+/// limiter has one bucket and ignores it).
 pub trait TatStore: Sync {
+    /// An id of the limiter this store belongs to, unique in the process: what a detached
+    /// reservation ([`Ticket`](crate::Ticket)) is checked against.
+    fn origin(&self) -> u64;
+
     /// Books `cost` tokens at `now`, ready within `max_wait_ns`, creating the bucket if it is
-    /// absent; returns the change made and the booking. The rules of [`gcra::reserve`].
+    /// absent; returns the booking's receipt and the booking. The rules of [`gcra::reserve`].
     fn book(
         &self,
         id: u64,
@@ -27,21 +31,33 @@ pub trait TatStore: Sync {
         max_wait_ns: u64,
         quota: &Quota,
         start_empty: bool,
-    ) -> Result<(Change, Booking), Denied>;
+    ) -> Result<(Receipt, Booking), Denied>;
 
-    /// Rewrites the bucket's TAT to `f(TAT)` by compare-and-swap, retried with the TAT it
-    /// finds (`None` from `f`: leave it). An absent bucket is left alone. Returns whether a
-    /// write happened.
-    fn rewrite(&self, id: u64, f: &mut dyn FnMut(u64) -> Option<u64>) -> bool;
+    /// Gives back `tokens` of the booking `receipt` under `quota` (for a limiter: the quota of
+    /// the cell booked on), at times read by `now` (`give_back.rs`); nothing if the bucket's
+    /// tenure has ended since. Returns the credit given back, in nanoseconds.
+    fn give_back(
+        &self,
+        id: u64,
+        receipt: &Receipt,
+        tokens: u32,
+        quota: &Quota,
+        now: &dyn Fn() -> u64,
+    ) -> u64;
+
+    /// Spends `tokens` more unconditionally at `now` in the bucket's current tenure (creating
+    /// it if absent): the extra cost of a settled booking.
+    fn force(&self, id: u64, tokens: u32, now: u64, quota: &Quota, start_empty: bool);
 
     /// The bucket's TAT at `now`: the stored one, or for a bucket the store does not hold,
     /// the one a new bucket starts from. Creates nothing.
     fn tat(&self, id: u64, now: u64, quota: &Quota, start_empty: bool) -> u64;
 
-    /// Deliberately broken write: stores `tat` without a compare-and-swap. Only the loom
-    /// models' broken twins call it.
+    /// Deliberately broken give-back: `tokens` back whenever the TAT equals the one the
+    /// booking left, a value comparison that an intervening give-back and spend can fool.
+    /// Only the loom models' broken twins call it.
     #[cfg(loom)]
-    fn store_racy(&self, id: u64, tat: u64);
+    fn give_back_by_value(&self, receipt: &Receipt, tokens: u32);
 }
 
 /// One bucket and everything needed to act on it: its store and id, the quota it is booked
@@ -75,17 +91,18 @@ impl<'a, C: Clock + 'a> BucketRef<'a, C> {
     }
 }
 
-impl<'a, C: Clock + ?Sized> BucketRef<'a, C> {
-    /// The bucket's clock, now.
+impl<C: Clock + ?Sized> BucketRef<'_, C> {
+    /// The bucket's time now: the reading every operation on a bucket under this quota uses,
+    /// checks and give-backs alike (docs/design.md, section 3, *One time per bucket*).
     #[inline]
     pub(crate) fn now(&self) -> Nanos {
-        self.clock.now()
+        now_for(self.clock, &self.quota)
     }
 
     /// A refusal decided on [`now`](Self::now), its `retry_after` covering the reading's lag.
     #[inline]
-    pub(crate) fn lagged_now(&self, denied: Denied) -> Denied {
-        crate::clock::lagged_now(self.clock, denied)
+    pub(crate) fn lagged(&self, denied: Denied) -> Denied {
+        lagged(self.clock, &self.quota, denied)
     }
 
     /// Books `cost` tokens at `now`, ready within `max_wait_ns` (0: a check).
@@ -95,7 +112,7 @@ impl<'a, C: Clock + ?Sized> BucketRef<'a, C> {
         cost: u32,
         now: u64,
         max_wait_ns: u64,
-    ) -> Result<(Change, Booking), Denied> {
+    ) -> Result<(Receipt, Booking), Denied> {
         self.store.book(
             self.id,
             cost,
@@ -122,58 +139,25 @@ impl<'a, C: Clock + ?Sized> BucketRef<'a, C> {
         gcra::available(self.tat(now), now, &self.quota)
     }
 
-    /// Gives back `n` tokens at `now`; see [`gcra::refund`].
-    #[cfg_attr(not(feature = "std"), allow(dead_code))] // only the keyed handle needs it
-    pub(crate) fn refund(&self, n: u32, now: u64) {
-        let quota = &self.quota;
+    /// Gives back `tokens` of the booking `receipt` at the bucket's time, read after each load
+    /// of the TAT (`give_back.rs`); `at` instead if given (the `_at` forms).
+    pub(crate) fn give_back(&self, receipt: &Receipt, tokens: u32, at: Option<Nanos>) -> u64 {
+        let now = || at.unwrap_or_else(|| self.now()).as_u64();
         self.store
-            .rewrite(self.id, &mut |tat| gcra::refund(tat, now, n, quota));
+            .give_back(self.id, receipt, tokens, &self.quota, &now)
     }
 
-    /// Puts the TAT from before `change` back if `change` is still the last write.
-    pub(crate) fn restore(&self, change: Change) -> bool {
-        change.before == change.after
-            || self.store.rewrite(self.id, &mut |tat| {
-                (tat == change.after).then_some(change.before)
-            })
-    }
-
-    /// Undoes `change`, a spend of `cost` tokens: back to the exact TAT before it if nothing
-    /// has been written since, otherwise as [`gcra::unwind_spend`] says.
-    pub(crate) fn undo(&self, change: Change, cost: u32, now: u64) {
-        if self.restore(change) {
-            return;
-        }
-        let quota = &self.quota;
-        self.store.rewrite(self.id, &mut |tat| {
-            gcra::unwind_spend(tat, now, change.before, change.after, cost, quota)
-        });
-    }
-
-    /// Gives back `n` tokens of the booking `change`; see [`gcra::unwind_booking`].
-    pub(crate) fn unbook(&self, change: Change, n: u32, now: u64) {
-        let quota = &self.quota;
-        self.store.rewrite(self.id, &mut |tat| {
-            gcra::unwind_booking(tat, now, change.after, n, quota)
-        });
-    }
-
-    /// Spends `n` more tokens unconditionally (a settled reservation that cost more). A
-    /// bucket the store no longer holds (it had become full) is charged by a booking of the
-    /// extra tokens, however long it has to wait.
-    pub(crate) fn force(&self, n: u32, now: u64) {
-        let quota = &self.quota;
-        if !self
-            .store
-            .rewrite(self.id, &mut |tat| Some(gcra::force(tat, now, n, quota)))
-        {
-            let _ = self.book(n.min(quota.burst()), now, u64::MAX);
-        }
-    }
-
-    /// Deliberately broken [`BucketRef::restore`]: stores the old TAT blindly. Only for loom.
+    /// Deliberately broken [`give_back`](Self::give_back), by value. Only for loom.
     #[cfg(loom)]
-    pub(crate) fn restore_racy(&self, change: Change) {
-        self.store.store_racy(self.id, change.before)
+    pub(crate) fn restore_by_value(&self, receipt: &Receipt, tokens: u32) {
+        self.store.give_back_by_value(receipt, tokens)
+    }
+
+    /// Spends `tokens` more unconditionally at `now` (a settled booking that cost more), in
+    /// the bucket as it is now: under the live quota of a limiter, in a keyed bucket created
+    /// again if it was removed.
+    pub(crate) fn force(&self, tokens: u32, now: u64) {
+        self.store
+            .force(self.id, tokens, now, &self.quota, self.start_empty)
     }
 }

@@ -96,12 +96,6 @@ pub(crate) fn lagged_within<C: Clock + ?Sized>(
     denied.later_by(clock.lag_within(tolerance).as_u64())
 }
 
-/// A refusal decided on [`Clock::now`], with that reading's lag added to its `retry_after`.
-#[inline]
-pub(crate) fn lagged_now<C: Clock + ?Sized>(clock: &C, denied: Denied) -> Denied {
-    lagged_within(clock, Nanos::ZERO, denied)
-}
-
 /// How stale a reading a check under `quota` accepts: a sixteenth of its depth.
 #[inline]
 pub(crate) fn tolerance_for(quota: &Quota) -> Nanos {

@@ -9,12 +9,12 @@
 use crate::outcome::{Allowed, Denied, Level};
 use crate::quota::Quota;
 
-/// The furthest ahead of its `now` that any write places a TAT: 2^62 ns, about 146 years. A
-/// quota's depth is at most this ([`Quota`] refuses deeper ones), a reservation waits at most
-/// this minus the depth, and a forced spend stops here. So every decision at a time below 2^63
-/// ns (292 years after the clock's origin) has a representable TAT, and a full bucket admits
-/// any cost up to its burst.
-pub(crate) const MAX_AHEAD: u64 = 1 << 62;
+/// The furthest ahead of its `now` that any write places a TAT: [`Quota::MAX_DEPTH`], 2^62 ns,
+/// about 146 years. A quota's depth is at most this, a reservation waits at most this minus
+/// the depth, and a forced spend stops here. So every decision at a time below 2^63 ns (292
+/// years after the clock's origin) has a representable TAT, and a full bucket admits any cost
+/// up to its burst.
+pub(crate) const MAX_AHEAD: u64 = crate::quota::MAX_DEPTH_NS;
 
 /// A TAT more than this far ahead of `now` was written by no operation at or before `now`
 /// (nor at any time up to [`MAX_AHEAD`] after it): twice [`MAX_AHEAD`], 2^63 ns.
@@ -71,60 +71,27 @@ pub(crate) fn spend_marked(
         .map(|(new_tat, booking)| (new_tat, booking.allowed))
 }
 
-/// The TAT after giving back `n` tokens at `now`: `max(TAT - n * T, now)`, so the level never
-/// rises above the capacity. `None` when nothing changes (the bucket is already full).
+/// The TAT after giving back `tokens` of a booking whose tokens end at `top` (the TAT its
+/// spend left, less what give-backs since can have moved it: `give_back.rs`): at most
+/// `tokens * T`, and no part of them below `now`, which the bucket has already refilled. Never
+/// below `now`, so the level never rises above the capacity. A booking that is not on top of
+/// the bucket (`TAT != top`) gives nothing while the bucket holds more than its depth: a
+/// booking above it may still be waiting for its tokens, and it keeps the time it was given,
+/// so lowering the TAT under it would let a new booking overlap it. `None` when nothing
+/// changes.
 #[inline]
-pub(crate) fn refund(tat: u64, now: u64, n: u32, quota: &Quota) -> Option<u64> {
-    if tat <= now || n == 0 {
-        return None;
+pub(crate) fn give_back(tat: u64, now: u64, top: u64, tokens: u32, quota: &Quota) -> Option<u64> {
+    if tat <= now {
+        return None; // full
     }
-    // min(n, burst) * T <= D: no overflow, and more than a full bucket cannot be given back.
-    let give_ns = u64::from(n.min(quota.burst())) * quota.emission_interval_ns();
-    Some(tat.saturating_sub(give_ns).max(now))
-}
-
-/// The TAT after undoing a spend of `cost` tokens that moved the TAT from `before` to
-/// `after`, when other writes landed since (`tat != after`).
-///
-/// Every later spend `i` moved the TAT to `max(TAT, t_i) + c_i * T`. Without ours, the same
-/// spends would have built on `before` instead of `after`, giving at most
-/// `max(before, now) + later` (where `later = tat - after` bounds what they added) provided
-/// every `t_i <= now`; and never less than `tat - cost * T`. (When the TAT has dropped below
-/// `after`, tokens under or over this spend were given back, and `before` is lowered by as
-/// much.) The result is the larger of the two, never above `tat`: exact when everything
-/// happened at one instant, and otherwise never below what the later spends alone would have
-/// left, so the rollback admits nothing beyond the limit. `None` when nothing changes.
-#[inline]
-pub(crate) fn unwind_spend(
-    tat: u64,
-    now: u64,
-    before: u64,
-    after: u64,
-    cost: u32,
-    quota: &Quota,
-) -> Option<u64> {
-    let cost_ns = u64::from(cost.min(quota.burst())) * quota.emission_interval_ns();
-    let rebuilt = if tat >= after {
-        before.max(now).saturating_add(tat - after)
-    } else {
-        // Something under or over this spend was given back since: the bucket it sits on is
-        // lower by at least that much.
-        before.saturating_sub(after - tat).max(now)
-    };
-    let new = tat.saturating_sub(cost_ns).max(rebuilt).min(tat);
-    (new < tat).then_some(new)
-}
-
-/// The TAT after giving back `n` tokens of a booking that moved the TAT to `after`. Only a
-/// booking that nothing was booked or spent on since (`tat <= after`) gives tokens back: a
-/// later booking keeps the time it was given, and a new one must not be handed a slot that
-/// overlaps it. Never below `now`. `None` when nothing changes.
-#[inline]
-pub(crate) fn unwind_booking(tat: u64, now: u64, after: u64, n: u32, quota: &Quota) -> Option<u64> {
-    if tat > after {
-        return None;
+    if tat != top && tat - now > quota.depth_ns() {
+        return None; // a booking above this one may be waiting
     }
-    refund(tat, now, n, quota)
+    let held = top.saturating_sub(now);
+    let credit = u64::from(tokens)
+        .saturating_mul(quota.emission_interval_ns())
+        .min(held);
+    (credit > 0).then(|| tat.saturating_sub(credit).max(now))
 }
 
 /// Whole tokens available at `now`, spending nothing.

@@ -71,6 +71,7 @@ mod clock;
 #[cfg(feature = "metrics")]
 mod export;
 mod gcra;
+mod give_back;
 #[cfg(feature = "std")]
 mod keyed;
 mod limiter;
@@ -125,7 +126,7 @@ pub use outcome::{Allowed, Denied};
 pub use quanta_clock::QuantaClock;
 pub use quota::{Quota, QuotaError};
 pub use quota_change::QuotaChange;
-pub use reservation::{BucketOwner, Reservation};
+pub use reservation::{Reservation, Ticket};
 pub use stats::Stats;
 #[cfg(feature = "std")]
 pub use tick_clock::TickClock;

@@ -73,13 +73,13 @@ impl<C: Clock> Limiter<C> {
     /// bucket depth (`burst * emission_interval`) later. For cold starts that must not burst,
     /// such as many instances restarting at once after a deploy.
     pub fn start_empty(self) -> Limiter<C> {
-        let now = self.clock.now();
+        let now = now_for(&self.clock, &self.quota());
         self.start_empty_at(now)
     }
 
     /// [`Limiter::start_empty`] with the time passed in.
     pub fn start_empty_at(self, now: Nanos) -> Limiter<C> {
-        let quota = *self.quota();
+        let quota = self.quota();
         let limiter = Limiter {
             cells: Cells::new(quota, gcra::empty_at(now.as_u64(), &quota)),
             ..self
@@ -113,7 +113,7 @@ impl<C: Clock> Limiter<C> {
         // would slow every allowed check, and a quota change in that instant can only pad one
         // refusal by the lag too much or too little.
         self.spend(cost, |quota| now_for(&self.clock, quota))
-            .map_err(|denied| lagged(&self.clock, self.quota(), denied))
+            .map_err(|denied| lagged(&self.clock, &self.quota(), denied))
     }
 
     /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many
@@ -142,40 +142,21 @@ impl<C: Clock> Limiter<C> {
     /// Whole tokens available now. Spends nothing.
     #[inline]
     pub fn available(&self) -> u32 {
-        self.available_at(now_for(&self.clock, self.quota()))
+        self.cells
+            .available(|quota| now_for(&self.clock, quota).as_u64())
     }
 
     /// [`Limiter::available`] at a time passed in.
     #[inline]
     pub fn available_at(&self, now: Nanos) -> u32 {
-        self.cells.available(now.as_u64())
-    }
-
-    /// Gives back one token; see [`Limiter::refund_n`].
-    #[inline]
-    pub fn refund(&self) {
-        self.refund_n(1)
-    }
-
-    /// Gives back `n` tokens of a request that was admitted but not carried out. The level
-    /// never rises above the capacity; refunding into a full bucket does nothing. Safe to race
-    /// with checks and other refunds: no spend is lost.
-    #[inline]
-    pub fn refund_n(&self, n: u32) {
-        self.refund_n_at(n, self.clock.now())
-    }
-
-    /// [`Limiter::refund_n`] at a time passed in.
-    #[inline]
-    pub fn refund_n_at(&self, n: u32, now: Nanos) {
-        self.cells.refund(n, now.as_u64())
+        self.cells.available(|_| now.as_u64())
     }
 
     /// The quota this limiter enforces: the one it was made with, or the last one set by
     /// [`Limiter::set_quota`].
     #[inline]
-    pub fn quota(&self) -> &Quota {
-        self.cells.live().1.quota()
+    pub fn quota(&self) -> Quota {
+        self.cells.quota()
     }
 
     /// The clock this limiter reads.
@@ -193,11 +174,10 @@ impl<C: Clock> Limiter<C> {
     /// This limiter's bucket, for reservations and [`all_of`](crate::all_of).
     #[inline]
     pub(crate) fn bucket_ref(&self) -> BucketRef<'_, C> {
-        let (id, cell) = self.cells.live();
         BucketRef {
             store: &self.cells,
-            id,
-            quota: *cell.quota(),
+            id: 0,
+            quota: self.quota(),
             clock: &self.clock,
             start_empty: false,
         }
@@ -207,22 +187,14 @@ impl<C: Clock> Limiter<C> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn theoretical_arrival(&self) -> Nanos {
-        Nanos::new(self.cells.live().1.bucket.load())
+        Nanos::new(self.cells.tat().0)
     }
 
     /// Deliberately broken `check_n_at` (load + store, no CAS). Only for the loom models.
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn check_n_at_racy(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        let head = self.cells.head();
-        head.bucket.spend_racy(cost, now.as_u64(), head.quota())
-    }
-
-    /// Deliberately broken `refund_n_at` (load + store, no CAS). Only for the loom models.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn refund_n_at_racy(&self, n: u32, now: Nanos) {
-        let head = self.cells.head();
-        head.bucket.refund_racy(n, now.as_u64(), head.quota())
+        let (bucket, quota) = self.cells.head_bucket();
+        bucket.spend_racy(cost, now.as_u64(), quota)
     }
 }

@@ -11,7 +11,6 @@
 use crate::clock::Clock;
 use crate::limiter::Limiter;
 use crate::outcome::{Allowed, Denied};
-use crate::reservation::Reservation;
 use crate::stats::Stats;
 use crate::tally::Tally;
 use alloc::borrow::Cow;
@@ -73,19 +72,24 @@ pub(crate) fn count(named: &Option<Box<Named>>, cost: u32, decision: &Result<All
     }
 }
 
-/// Counts the booking of a waiting form (`wait_n`, `until_ready_n`) if the limiter is named,
-/// and with the `metrics` feature records how long it is to wait.
-pub(crate) fn count_wait<C: Clock>(
+/// Counts a completed wait (`wait_n`, `until_ready_n`) if the limiter is named: allowed once
+/// its tokens were there, denied if it was refused; with the `metrics` feature an allowed one
+/// records `waited`, the time it actually waited. A wait dropped before it ended (its tokens
+/// given back) is not counted.
+pub(crate) fn count_wait(
     named: Option<&Named>,
     cost: u32,
-    booking: &Result<Reservation<'_, C>, Denied>,
+    answer: &Result<Allowed, Denied>,
+    waited: core::time::Duration,
 ) {
     let Some(named) = named else { return };
-    named.tally.record(booking.is_ok(), cost);
+    named.tally.record(answer.is_ok(), cost);
     #[cfg(feature = "metrics")]
-    if let Ok(reservation) = booking {
-        crate::export::record_wait(&named.name, reservation.ready_in());
+    if answer.is_ok() {
+        crate::export::record_wait(&named.name, waited);
     }
+    #[cfg(not(feature = "metrics"))]
+    let _ = waited;
 }
 
 impl<C: Clock> Limiter<C> {

@@ -1,8 +1,12 @@
 //! `Quota`: how fast tokens arrive (the emission interval) and how many can be saved (the burst).
 
+use crate::sync::{fence, AtomicU64, Ordering};
 use core::fmt;
 use core::num::NonZeroU32;
 use core::time::Duration;
+
+/// The deepest quota: 2^62 ns (about 146 years); see [`Quota::MAX_DEPTH`].
+pub(crate) const MAX_DEPTH_NS: u64 = 1 << 62;
 
 const NANOS_PER_SECOND: u64 = 1_000_000_000;
 const NANOS_PER_MINUTE: u64 = 60 * NANOS_PER_SECOND;
@@ -15,8 +19,9 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 /// bucket admits any cost up to its burst at any time before 2^63 ns (292 years) after the
 /// clock's origin. Rates that do not divide a second are rounded so that the long-run rate
 /// never exceeds the one configured: `per_second(3)` emits a token every 333,333,334 ns. The
-/// fastest rate is one token per nanosecond: `per_second(n)` for `n` above 10^9 is rejected
-/// ([`QuotaError::RateTooHigh`]) rather than silently slowed.
+/// shortest interval is one nanosecond: `per_second(n)` for any `n` above 10^9 (up to
+/// `u32::MAX`, what "effectively unlimited" is often written as) emits 10^9 tokens a second,
+/// with a burst of `n`.
 ///
 /// ```
 /// use cellrate::Quota;
@@ -48,14 +53,6 @@ pub enum QuotaError {
     ZeroPeriod,
     /// An emission interval or period longer than [`Quota::MAX_DEPTH`].
     PeriodTooLong,
-    /// More tokens per period than nanoseconds in it: the emission interval would be below
-    /// one nanosecond.
-    RateTooHigh {
-        /// The tokens per period that were asked for.
-        n: u32,
-        /// The period in nanoseconds.
-        period_ns: u64,
-    },
     /// A quota split into zero shares.
     ZeroShares,
     /// `burst * emission_interval` is longer than [`Quota::MAX_DEPTH`].
@@ -77,10 +74,6 @@ impl fmt::Display for QuotaError {
             QuotaError::PeriodTooLong => {
                 f.write_str("quota period must be at most 2^62 nanoseconds (about 146 years)")
             }
-            QuotaError::RateTooHigh { n, period_ns } => write!(
-                f,
-                "quota rate {n} per {period_ns} ns is above one token per nanosecond"
-            ),
             QuotaError::DepthOverflow { interval_ns, burst } => write!(
                 f,
                 "quota depth too long: burst {burst} x emission interval {interval_ns} ns \
@@ -95,13 +88,23 @@ impl core::error::Error for QuotaError {}
 impl Quota {
     /// The longest bucket depth (`burst * emission_interval`) a quota may have: 2^62 ns, about
     /// 146 years (type docs).
-    pub const MAX_DEPTH: Duration = Duration::from_nanos(crate::gcra::MAX_AHEAD);
+    pub const MAX_DEPTH: Duration = Duration::from_nanos(MAX_DEPTH_NS);
 
-    /// `n` tokens per second, burst `n`.
+    /// `n` tokens per second, burst `n`. The emission interval is `1e9 / n` ns rounded up,
+    /// at least 1 ns: above 10^9 per second the rate is 10^9 (never more than asked for) and
+    /// the burst is still `n`.
+    ///
+    /// ```
+    /// use cellrate::Quota;
+    /// use std::time::Duration;
+    ///
+    /// let unlimited = Quota::per_second(u32::MAX);
+    /// assert_eq!(unlimited.emission_interval(), Duration::from_nanos(1));
+    /// assert_eq!(unlimited.burst(), u32::MAX);
+    /// ```
     ///
     /// # Panics
-    /// If `n` is zero or above 10^9 (one token per nanosecond, the fastest rate).
-    /// [`Quota::try_per_second`] returns the error instead.
+    /// If `n` is zero. [`Quota::try_per_second`] returns the error instead.
     pub fn per_second(n: u32) -> Quota {
         Quota::try_per_second(n).unwrap_or_else(|e| panic!("Quota::per_second({n}): {e}"))
     }
@@ -142,8 +145,7 @@ impl Quota {
             .unwrap_or_else(|e| panic!("Quota::with_burst({burst}): {e}"))
     }
 
-    /// Fallible [`Quota::per_second`]: [`QuotaError::ZeroRate`] for 0, and
-    /// [`QuotaError::RateTooHigh`] above 10^9 (an emission interval below one nanosecond).
+    /// Fallible [`Quota::per_second`]: [`QuotaError::ZeroRate`] for 0.
     pub fn try_per_second(n: u32) -> Result<Quota, QuotaError> {
         Quota::per_period_ns(n, NANOS_PER_SECOND)
     }
@@ -214,13 +216,8 @@ impl Quota {
 
     fn per_period_ns(n: u32, period_ns: u64) -> Result<Quota, QuotaError> {
         let n = NonZeroU32::new(n).ok_or(QuotaError::ZeroRate)?;
-        if u64::from(n.get()) > period_ns {
-            return Err(QuotaError::RateTooHigh {
-                n: n.get(),
-                period_ns,
-            });
-        }
-        // Round the interval up: the long-run rate never exceeds what was configured.
+        // Round the interval up (to at least 1 ns): the long-run rate never exceeds what was
+        // configured.
         let interval_ns = period_ns.div_ceil(u64::from(n.get()));
         Quota::from_parts(interval_ns, n.get())
     }
@@ -229,7 +226,7 @@ impl Quota {
         if interval_ns == 0 {
             return Err(QuotaError::ZeroPeriod);
         }
-        if interval_ns > crate::gcra::MAX_AHEAD {
+        if interval_ns > MAX_DEPTH_NS {
             return Err(QuotaError::PeriodTooLong);
         }
         if burst == 0 {
@@ -237,7 +234,7 @@ impl Quota {
         }
         let depth_ns = interval_ns
             .checked_mul(u64::from(burst))
-            .filter(|&depth| depth <= crate::gcra::MAX_AHEAD)
+            .filter(|&depth| depth <= MAX_DEPTH_NS)
             .ok_or(QuotaError::DepthOverflow { interval_ns, burst })?;
         Ok(Quota {
             interval_ns,
@@ -274,6 +271,81 @@ impl Quota {
     #[inline]
     pub fn depth_ns(&self) -> u64 {
         self.depth_ns
+    }
+}
+
+/// A quota kept in two atomic words, for a cell that a change rewrites while other threads may
+/// read it. A read can be torn (one word of one quota, one of another): the owner validates it
+/// with a version word around the read (a sequence lock), and a torn read is never used.
+#[derive(Debug)]
+pub(crate) struct AtomicQuota {
+    interval_ns: AtomicU64,
+    burst: AtomicU64,
+}
+
+impl AtomicQuota {
+    pub(crate) fn new(quota: Quota) -> AtomicQuota {
+        AtomicQuota {
+            interval_ns: AtomicU64::new(quota.interval_ns),
+            burst: AtomicU64::new(u64::from(quota.burst)),
+        }
+    }
+
+    /// The quota, possibly torn (type docs): valid only if the owner's version check after
+    /// this read passes.
+    #[inline]
+    pub(crate) fn load(&self) -> Quota {
+        // Relaxed: validated by the owner's sequence lock (its Acquire fence follows).
+        let interval_ns = self.interval_ns.load(Ordering::Relaxed);
+        // Relaxed: as above. A torn burst is only ever a u32 written here.
+        let burst = self.burst.load(Ordering::Relaxed) as u32;
+        Quota {
+            interval_ns,
+            // Wrapping: a torn pair is discarded unread, and must not panic first.
+            depth_ns: interval_ns.wrapping_mul(u64::from(burst)),
+            burst,
+        }
+    }
+
+    /// The quota, if `version` holds `expected` (even) before and after the read: a sequence
+    /// lock read, never torn.
+    #[inline(always)]
+    pub(crate) fn read_at(&self, version: &AtomicU64, expected: u64) -> Option<Quota> {
+        // Acquire: pairs with the Release store of the version in `write_at`, so the quota read
+        // next is the one written before it.
+        if version.load(Ordering::Acquire) != expected {
+            return None;
+        }
+        let quota = self.load();
+        // Acquire: the quota's loads come before the version check that validates them, and
+        // before every later load the caller validates with the version again.
+        fence(Ordering::Acquire);
+        // Relaxed: ordered by the fence above.
+        (version.load(Ordering::Relaxed) == expected).then_some(quota)
+    }
+
+    /// Writes `quota` under the next version of `version` and returns it. Writers of one
+    /// version word are made one at a time (their owner's lock).
+    pub(crate) fn write_at(&self, version: &AtomicU64, quota: Quota) -> u64 {
+        // Relaxed: only the (one) writer writes the version.
+        let next = version.load(Ordering::Relaxed) + 2;
+        // Relaxed, then a Release fence: a reader that sees any write below sees the version
+        // odd, and reads again.
+        version.store(next - 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.store(quota);
+        // Release: publishes the quota to readers that find this version (`read_at`).
+        version.store(next, Ordering::Release);
+        next
+    }
+
+    /// Writes `quota`; the owner has marked the cell as being written.
+    #[cfg_attr(not(loom), allow(dead_code))] // outside the broken twins, only `write_at` writes
+    pub(crate) fn store(&self, quota: Quota) {
+        // Relaxed: published by the owner's Release store of the version that follows.
+        self.interval_ns.store(quota.interval_ns, Ordering::Relaxed);
+        // Relaxed: as above.
+        self.burst.store(u64::from(quota.burst), Ordering::Relaxed);
     }
 }
 

@@ -1,137 +1,260 @@
-//! `Cells`: a [`Limiter`](crate::Limiter)'s bucket with its quota, and the ones that quota
-//! changes replace them by.
+//! `Cells`: a [`Limiter`](crate::Limiter)'s bucket with its quota, and the two cells that quota
+//! changes move it between.
 //!
-//! A cell is one bucket and the quota its TAT is meant for. The quota of a cell never changes:
-//! a change makes a new cell under the new quota, with the TAT that its [`QuotaChange`] rule
-//! gives, and *moves* the old cell there in one compare-and-swap of the old cell's word, from
-//! the TAT it rebased to [`MOVED`] (`bucket.rs`). So every operation decides with the quota of
-//! the cell whose TAT it read: one that read the old word before the move fails its
-//! compare-and-swap and follows the cell's `next` link, and a moved word is never written
-//! again, so no operation can find the TAT it read there later (no ABA). Checks take no lock
-//! and never wait for a change.
+//! A cell is one bucket word and the quota its TAT is meant for. A change never rewrites the
+//! live cell's quota: it writes the new quota and the TAT its [`QuotaChange`] rule gives into
+//! another cell, then *moves* the live cell there in one compare-and-swap of the live cell's
+//! word, from the TAT it rebased to [`MOVED`] (`bucket.rs`). So every operation decides with the
+//! quota of the cell whose TAT it read: one that read the old word before the move fails its
+//! compare-and-swap and follows the cell's `next`. Checks take no lock and never wait for a
+//! change.
 //!
-//! The first cell (the quota the limiter was made with) lives inside the limiter: a limiter
-//! whose quota never changed decides on it exactly as a bare bucket does (`bucket.rs` says
-//! where it looks for [`MOVED`]). Later cells are allocated by the changes and freed with the limiter, never
-//! before (a stalled check may still hold any of them), so each change keeps
-//! `size_of::<Cell>()` bytes until the limiter is dropped.
+//! The first cell, the *head*, holds the quota the limiter was made with, plainly: a limiter
+//! whose quota never changed decides on it exactly as a bare bucket does. It is never reused.
+//! The two *spares* take turns: a change moves the live cell to the spare that is not live,
+//! so a limiter changed a million times holds these three cells and allocates nothing. Reusing
+//! a spare starts a new *tenure* of it, numbered by its `version` (even; odd while a change
+//! writes it): its values are masked by the version (`bucket.rs`), so a stalled operation of an
+//! earlier tenure fails its compare-and-swap, and its quota is read under the version (a
+//! sequence lock), so no operation decides with a quota of one tenure on a TAT of another.
+//! Changes are made one at a time (`changing`); a check never takes part in that.
 //!
 //! # Atomic orderings
-//! A change writes its cell, claims the old cell's `next` link, then writes [`MOVED`] with
-//! `Release` and stores `live` with `Release`. A check that finds [`MOVED`] issues an `Acquire`
-//! fence before following `next`, and loads `live` with `Acquire`, so the cell it reaches is
-//! whole (under loom every read of a cell's quota is checked against its write: [`Published`]).
+//! A change marks the spare odd (then a `Release` fence), writes its quota and TAT, marks it
+//! even with `Release`, names it in the live cell's `next`, writes [`MOVED`] with `Release`
+//! and stores `live` with `Release`. An operation on a spare loads its version with `Acquire`,
+//! then the quota, then (after an `Acquire` fence) the word with `Acquire`, and checks the
+//! version again after every load of the word; one that finds [`MOVED`] reads `next` and checks
+//! the version once more. Under loom every interleaving of this is explored.
 //!
 //! [`QuotaChange`]: crate::QuotaChange
 
-use crate::bucket::{Bucket, Change, LAST_TAT, MOVED};
+use crate::bucket::{Bucket, Change, Tenure, LAST_TAT, MOVED};
 use crate::bucket_ref::TatStore;
 use crate::gcra::{self, Booking};
+use crate::give_back::{self, Ledger, Receipt};
 use crate::outcome::{Allowed, Denied};
-use crate::quota::Quota;
-use crate::sync::{fence, AtomicPtr, Ordering, Published};
-use alloc::boxed::Box;
-use core::ptr;
-use crossbeam_utils::Backoff;
+use crate::quota::{AtomicQuota, Quota};
+use crate::sync::{spin_wait, AtomicU64, Ordering};
 
-/// One bucket and the quota its TAT is meant for.
-#[derive(Debug)]
-pub(crate) struct Cell {
-    pub(crate) bucket: Bucket,
-    quota: Published<Quota>,
-    /// The cell this one moved to; null while it is live.
-    next: AtomicPtr<Cell>,
+/// The id of the head cell (index 0, version 0). A spare's id is `version << 2 | index`, with
+/// index 1 or 2.
+const HEAD: u64 = 0;
+
+/// The cell index of an id.
+fn index(id: u64) -> usize {
+    (id & 3) as usize
 }
 
-impl Cell {
-    fn new(quota: Quota, tat: u64) -> Cell {
-        Cell {
-            bucket: Bucket::new(tat),
-            quota: Published::new(quota),
-            next: AtomicPtr::new(ptr::null_mut()),
+/// The version of an id.
+fn version(id: u64) -> u64 {
+    id >> 2
+}
+
+/// The mask of a spare's values in the tenure `version`: a multiply-xorshift mix, so that
+/// tenures have unrelated masks.
+fn mask(version: u64) -> u64 {
+    let x = version.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^ (x >> 29)
+}
+
+/// The head: the bucket and quota the limiter was made with.
+#[derive(Debug)]
+struct Head {
+    bucket: Bucket,
+    quota: Quota,
+    /// The id of the spare the head moved to; written once, before its move.
+    next: AtomicU64,
+    ledger: Ledger,
+}
+
+/// A spare: a bucket word reused by quota changes, one tenure at a time.
+#[derive(Debug)]
+struct Spare {
+    bucket: Bucket,
+    /// Even: the tenure in force; odd: being written by a change. 0: never used.
+    version: AtomicU64,
+    quota: AtomicQuota,
+    /// The id of the cell this one moved to, in its current tenure.
+    next: AtomicU64,
+    /// Kept across tenures: a receipt of an earlier tenure never reaches the bucket, and the
+    /// bounds it gives are differences.
+    ledger: Ledger,
+}
+
+impl Spare {
+    fn new(quota: Quota) -> Spare {
+        Spare {
+            bucket: Bucket::new(0),
+            version: AtomicU64::new(0),
+            quota: AtomicQuota::new(quota),
+            next: AtomicU64::new(HEAD),
+            ledger: Ledger::new(),
+        }
+    }
+}
+
+/// One cell in one tenure: what every operation acts on.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a> {
+    pub(crate) id: u64,
+    pub(crate) quota: Quota,
+    bucket: &'a Bucket,
+    tenure: Tenure<'a>,
+    ledger: &'a Ledger,
+}
+
+impl View<'_> {
+    /// Spends `cost` tokens at `now(quota)`; `None` if the cell moved or its tenure ended.
+    #[inline(always)]
+    fn spend(&self, cost: u32, now: &impl Fn(&Quota) -> u64) -> Option<Result<Allowed, Denied>> {
+        self.bucket
+            .spend(cost, now(&self.quota), &self.quota, self.tenure)
+    }
+
+    /// Books `cost` tokens at `now`, ready within `max_wait_ns`.
+    fn book(&self, cost: u32, now: u64, max_wait_ns: u64) -> Option<Result<Booked, Denied>> {
+        let quota = &self.quota;
+        let max_wait_ns = gcra::max_wait_ns(max_wait_ns, quota);
+        let given = self.ledger.snapshot();
+        let booked = self.bucket.update(self.tenure, |tat| {
+            let (new, booking) = gcra::reserve(tat, now, cost, max_wait_ns, quota)?;
+            if new == MOVED {
+                return Err(gcra::unrepresentable_at(tat, now, quota));
+            }
+            Ok((new, booking))
+        });
+        match booked {
+            Ok((change, booking)) => Some(Ok((self.receipt(change, given, cost), booking))),
+            Err(Some(denied)) => Some(Err(denied)),
+            Err(None) => None,
         }
     }
 
-    /// The quota of this cell.
-    #[inline(always)]
-    pub(crate) fn quota(&self) -> &Quota {
-        self.quota.get()
+    /// What a give-back of the booking `change` of `cost` tokens needs.
+    fn receipt(&self, change: Change, given: u64, cost: u32) -> Receipt {
+        Receipt {
+            tenure: self.id,
+            before: change.before,
+            after: change.after,
+            given,
+            cost,
+        }
     }
 
-    /// The cell this one moved to. Only for a cell whose word was seen holding [`MOVED`].
-    #[inline]
-    fn next(&self) -> &Cell {
-        // Acquire: pairs with the Release write of MOVED that the caller saw (module docs).
-        fence(Ordering::Acquire);
-        // Relaxed: ordered by the fence above.
-        let next = self.next.load(Ordering::Relaxed);
-        assert!(!next.is_null(), "a moved cell names the cell it moved to");
-        // SAFETY:
-        // - `next` was made by `Box::into_raw` in `Cells::change` and is freed only when the
-        //   `Cells` that owns this cell is dropped, which outlives `&self`;
-        // - its contents were written before the Release write of MOVED (fence above).
-        unsafe { &*next }
+    /// Spends `tokens` more unconditionally at `now`; `None` if the cell moved.
+    fn force(&self, tokens: u32, now: u64) -> Option<()> {
+        let quota = &self.quota;
+        let forced = self.bucket.update(self.tenure, |tat| {
+            Ok::<_, ()>((gcra::force(tat, now, tokens, quota), ()))
+        });
+        (!matches!(forced, Err(None))).then_some(())
     }
 }
 
-/// The cells of one limiter: the first inline, later ones linked from it.
+/// A booking's receipt and what it booked.
+pub(crate) type Booked = (Receipt, Booking);
+
+/// The cells of one limiter.
 #[derive(Debug)]
 pub(crate) struct Cells {
-    head: Cell,
-    /// The last cell a change made; null while there is none (the head is live).
-    live: AtomicPtr<Cell>,
+    head: Head,
+    spares: [Spare; 2],
+    /// The id of the cell the last change moved to (the head while none did).
+    live: AtomicU64,
+    /// 1 while a change is made.
+    changing: AtomicU64,
+    /// This limiter's id ([`TatStore::origin`]).
+    origin: u64,
 }
 
 impl Cells {
     /// One cell under `quota` at `tat`.
     pub(crate) fn new(quota: Quota, tat: u64) -> Cells {
         Cells {
-            head: Cell::new(quota, tat),
-            live: AtomicPtr::new(ptr::null_mut()),
+            head: Head {
+                bucket: Bucket::new(tat),
+                quota,
+                next: AtomicU64::new(HEAD),
+                ledger: Ledger::new(),
+            },
+            spares: [Spare::new(quota), Spare::new(quota)],
+            live: AtomicU64::new(HEAD),
+            changing: AtomicU64::new(0),
+            origin: crate::sync::next_id(),
         }
     }
 
-    /// The first cell, for the broken twins of the loom models.
-    #[cfg(loom)]
-    pub(crate) fn head(&self) -> &Cell {
-        &self.head
+    /// The head, which a check of a limiter that never changed decides on.
+    #[inline(always)]
+    fn head(&self) -> View<'_> {
+        View {
+            id: HEAD,
+            quota: self.head.quota,
+            bucket: &self.head.bucket,
+            tenure: Tenure::ONLY,
+            ledger: &self.head.ledger,
+        }
     }
 
-    /// The cell the last change made (the head if none), with its id for [`TatStore`]. It may
-    /// have moved since: operations on it follow `next`.
+    /// The cell `id` in its tenure, if the tenure is in force (or the head, whatever it holds).
     #[inline]
-    pub(crate) fn live(&self) -> (u64, &Cell) {
-        // Acquire: pairs with the Release store in `change`, so the cell reads whole.
-        let live = self.live.load(Ordering::Acquire);
-        if live.is_null() {
-            (0, &self.head)
-        } else {
-            // SAFETY: as in `Cell::next` (the Acquire load above orders its writes).
-            (live as usize as u64, unsafe { &*live })
+    fn view(&self, id: u64) -> Option<View<'_>> {
+        if id == HEAD {
+            return Some(self.head());
         }
+        let spare = &self.spares[index(id) - 1];
+        let v = version(id);
+        let quota = spare.quota.read_at(&spare.version, v)?;
+        Some(View {
+            id,
+            quota,
+            bucket: &spare.bucket,
+            tenure: Tenure {
+                mask: mask(v),
+                version: Some((&spare.version, v)),
+            },
+            ledger: &spare.ledger,
+        })
     }
 
-    /// The cell of `id` (0: the head; otherwise the address of a cell, from [`Cells::live`]).
-    fn cell(&self, id: u64) -> &Cell {
-        if id == 0 {
-            &self.head
-        } else {
-            // SAFETY:
-            // - a non-zero id is the address of a cell of these `Cells` (`live`): ids travel
-            //   only with the store they came from (`BucketRef`, `Reservation`, whose
-            //   `into_owned` checks the store), and cells are freed only with the `Cells`.
-            unsafe { &*(id as usize as *const Cell) }
+    /// The id of the cell the move of `id` went to, if `id` moved in its tenure; `None` if
+    /// its tenure ended (look at `live` again) or it did not move.
+    fn next_of(&self, id: u64) -> Option<u64> {
+        if id == HEAD {
+            // Acquire: pairs with the change's Release store; the head's word was seen MOVED.
+            return Some(self.head.next.load(Ordering::Acquire));
         }
+        let spare = &self.spares[index(id) - 1];
+        let v = version(id);
+        let moved = spare.bucket.load_raw() ^ mask(v) == MOVED;
+        // Acquire: the next id is read after MOVED was seen, and before the version check.
+        let next = spare.next.load(Ordering::Acquire);
+        // Relaxed: ordered after the Acquire load of `next`.
+        (moved && spare.version.load(Ordering::Relaxed) == v).then_some(next)
+    }
+
+    /// The id in `live`.
+    #[inline]
+    fn live_id(&self) -> u64 {
+        // Acquire: pairs with the Release store in `change`.
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// The live cell's quota: the one the limiter enforces.
+    pub(crate) fn quota(&self) -> Quota {
+        self.on_live(|view| view.bucket.load(view.tenure).map(|_| view.quota))
+    }
+
+    /// The live cell's TAT and quota.
+    pub(crate) fn tat(&self) -> (u64, Quota) {
+        self.on_live(|view| Some((view.bucket.load(view.tenure)?, view.quota)))
     }
 
     /// Spends `cost` tokens from the live cell at `now(its quota)`, then calls `moved` with the
     /// decision if the head had moved. A named limiter's head has (see [`Cells::move_head`]):
     /// its counting rides on the path a changed limiter takes, so the checks of every other
     /// limiter test nothing for it.
-    ///
-    /// The time is read from the quota of the cell being decided on, not from the live quota
-    /// read first: that read would be a second load of the contended line (`live`) ahead of
-    /// the CAS, and the quota it gave could be stale by the time the cell is decided on.
     #[inline(always)]
     pub(crate) fn spend_then(
         &self,
@@ -141,10 +264,7 @@ impl Cells {
     ) -> Result<Allowed, Denied> {
         let mut moved = Some(moved);
         self.on_live_then(
-            |cell| {
-                let quota = cell.quota();
-                cell.bucket.spend(cost, now(quota), quota)
-            },
+            |view| view.spend(cost, &now),
             |done| {
                 if let Some(moved) = moved.take() {
                     moved(done)
@@ -153,118 +273,158 @@ impl Cells {
         )
     }
 
-    /// Moves the head to a cell under the same quota and TAT, unless it has moved already:
+    /// Moves the head to a spare under the same quota and TAT, unless it has moved already:
     /// from then on, every operation takes the moved path (see [`Cells::spend_then`]).
     #[cfg(feature = "std")]
     pub(crate) fn move_head(&self) {
-        if self.head.bucket.load() != MOVED {
-            self.change(*self.head.quota(), |tat, _| tat);
+        if self.head.bucket.load(Tenure::ONLY).is_some() {
+            self.change(self.head.quota, |tat, _| tat);
         }
     }
 
-    /// `op` on the live cell: on the head, then, once it has moved, on the cell the last
-    /// change made, following `next` while `op` finds its cell moved (`None`). Both calls of
-    /// `op` are inlined here, so that a changed limiter runs the same decision as one that
-    /// never changed and the answer stays in registers; the moved path is marked cold, so
-    /// that it takes no registers from the head's.
+    /// `op` on the live cell. Both calls of `op` are inlined here, so that a changed limiter
+    /// runs the same decision as one that never changed and the answer stays in registers;
+    /// the moved path is marked cold, so that it takes no registers from the head's.
     #[inline(always)]
-    fn on_live<T>(&self, op: impl FnMut(&Cell) -> Option<T>) -> T {
+    fn on_live<T>(&self, op: impl FnMut(&View<'_>) -> Option<T>) -> T {
         self.on_live_then(op, |_| ())
     }
 
     /// [`Cells::on_live`], calling `moved` with the answer when it came from the moved path.
+    /// `op` answers `None` when the cell it was given has moved or its tenure ended.
     #[inline(always)]
     fn on_live_then<T>(
         &self,
-        mut op: impl FnMut(&Cell) -> Option<T>,
+        mut op: impl FnMut(&View<'_>) -> Option<T>,
         mut moved: impl FnMut(&T),
     ) -> T {
-        if let Some(done) = op(&self.head) {
+        if let Some(done) = op(&self.head()) {
             return done;
         }
         moved_head();
-        let (id, live) = self.live();
-        // The head moved, but `live` may not name its successor yet.
-        let mut cell = if id == 0 { self.head.next() } else { live };
+        let mut id = self.live_id();
         loop {
-            if let Some(done) = op(cell) {
-                moved(&done);
-                return done;
+            if id == HEAD {
+                // The head moved, but `live` does not name its successor yet.
+                id = self.head.next.load(Ordering::Acquire);
             }
-            cell = cell.next();
-        }
-    }
-
-    /// Whole tokens at `now` in the live cell.
-    #[inline]
-    pub(crate) fn available(&self, now: u64) -> u32 {
-        self.on_live(|cell| cell.bucket.available(now, cell.quota()))
-    }
-
-    /// Gives back `n` tokens at `now` to the live cell.
-    #[inline]
-    pub(crate) fn refund(&self, n: u32, now: u64) {
-        self.on_live(|cell| cell.bucket.refund(n, now, cell.quota()).then_some(()))
-    }
-
-    /// Moves the live cell to a new cell under `quota`, whose TAT is `rebase(TAT, old quota)`
-    /// for the live cell's TAT at the move. Changes that race are made one after the other.
-    pub(crate) fn change(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
-        let new = Box::into_raw(Box::new(Cell::new(quota, 0)));
-        // SAFETY: just made; freed only with `self` (`Drop`).
-        let cell = unsafe { &*new };
-        let from = self.claim(new);
-        let old = from.quota();
-        let mut tat = from.bucket.load();
-        loop {
-            // No check can reach `cell` before `from` holds MOVED: a plain write.
-            cell.bucket.reset(rebase(tat, old).min(LAST_TAT));
-            match from.bucket.mark_moved(tat) {
-                Ok(()) => break,
-                Err(found) => tat = found,
-            }
-        }
-        // Release: publishes `cell` to checks that load `live` (module docs).
-        self.live.store(new, Ordering::Release);
-    }
-
-    /// Makes `new` the `next` of the live cell, and returns that cell. A change that claimed
-    /// it first is waited for, and `new` goes after the cell it made.
-    fn claim(&self, new: *mut Cell) -> &Cell {
-        let mut from = self.live().1;
-        let backoff = Backoff::new();
-        loop {
-            // AcqRel: publishes `new` to a change that finds it here, and acquires the cell
-            // of the change that won.
-            match from.next.compare_exchange(
-                ptr::null_mut(),
-                new,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return from,
-                Err(_) => {
-                    // That change moves `from` next; its cell is live once it has.
-                    while from.bucket.load() != MOVED {
-                        backoff.snooze();
-                    }
-                    from = from.next();
+            if let Some(view) = self.view(id) {
+                if let Some(done) = op(&view) {
+                    moved(&done);
+                    return done;
                 }
             }
+            // Moved: follow it; a tenure that ended: start again from `live`.
+            id = self.next_of(id).unwrap_or_else(|| self.live_id());
         }
+    }
+
+    /// Whole tokens at `now(quota)` in the live cell.
+    #[inline]
+    pub(crate) fn available(&self, now: impl Fn(&Quota) -> u64) -> u32 {
+        self.on_live(|view| {
+            let tat = view.bucket.load(view.tenure)?;
+            Some(gcra::available(tat, now(&view.quota), &view.quota))
+        })
+    }
+
+    /// Moves the live cell to the spare that is not live, under `quota`, with the TAT
+    /// `rebase(TAT, old quota)` for the live cell's TAT at the move. Changes are made one at a
+    /// time; a check is never held up by one.
+    pub(crate) fn change(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
+        let _lock = ChangeLock::take(&self.changing);
+        self.change_locked(quota, rebase);
+    }
+
+    /// [`Cells::change`], with the change lock held (or, in a broken twin, not).
+    fn change_locked(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
+        // With the lock held `live` names the live cell, which has not moved: every change
+        // stores `live` before it lets go of the lock.
+        let from_id = self.live_id();
+        let from = self.view(from_id).expect("the live cell is in its tenure");
+        let to_index = if index(from_id) == 1 { 2 } else { 1 };
+        let to = &self.spares[to_index - 1];
+        // An operation of the old tenure that reads any write from here on sees the version
+        // move, and starts again from `live`.
+        let v = to.quota.write_at(&to.version, quota);
+        let to_id = v << 2 | to_index as u64;
+        // Relaxed: published with the Release write of MOVED below.
+        from_next(self, from_id).store(to_id, Ordering::Relaxed);
+        loop {
+            let raw = from.bucket.load_raw();
+            let tat = raw ^ from.tenure.mask;
+            debug_assert_ne!(tat, MOVED, "only a change moves a cell, one at a time");
+            // No operation of this tenure can reach `to` before `from` holds MOVED.
+            to.bucket
+                .reset(rebase(tat, &from.quota).min(LAST_TAT), mask(v));
+            if from.bucket.mark_moved(raw, from.tenure.mask) {
+                break;
+            }
+        }
+        // Release: publishes the cell to operations that load `live` (module docs).
+        self.live.store(to_id, Ordering::Release);
+    }
+
+    /// Deliberately broken [`Cells::change`]: no change lock, so two changes can write the same
+    /// spare at once and publish `live` out of order. Only for the loom models.
+    #[cfg(loom)]
+    pub(crate) fn change_unlocked(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
+        self.change_locked(quota, rebase);
     }
 
     /// Deliberately broken [`Cells::change`]: loads the TAT, rebases it and stores MOVED with
-    /// no compare-and-swap, so an operation that lands in between is lost. Only for loom.
+    /// no compare-and-swap, so an operation that lands in between is lost. Only for loom, on a
+    /// limiter that never changed.
     #[cfg(loom)]
     pub(crate) fn change_racy(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
-        let new = Box::into_raw(Box::new(Cell::new(quota, 0)));
-        // SAFETY: as in `change`.
-        let cell = unsafe { &*new };
-        let from = self.claim(new);
-        cell.bucket.reset(rebase(from.bucket.load(), from.quota()));
-        from.bucket.store_racy(MOVED);
-        self.live.store(new, Ordering::Release);
+        let to = &self.spares[0];
+        to.version.store(1, Ordering::Relaxed);
+        to.quota.store(quota);
+        to.version.store(2, Ordering::Release);
+        let to_id = 2 << 2 | 1;
+        self.head.next.store(to_id, Ordering::Relaxed);
+        let tat = self.head.bucket.load_raw();
+        to.bucket.reset(rebase(tat, &self.head.quota), mask(2));
+        self.head.bucket.store_racy(MOVED);
+        self.live.store(to_id, Ordering::Release);
+    }
+
+    /// The head's TAT, for the broken twins of the loom models.
+    #[cfg(loom)]
+    pub(crate) fn head_bucket(&self) -> (&Bucket, &Quota) {
+        (&self.head.bucket, &self.head.quota)
+    }
+}
+
+/// The `next` word of the cell `id`.
+fn from_next(cells: &Cells, id: u64) -> &AtomicU64 {
+    if id == HEAD {
+        &cells.head.next
+    } else {
+        &cells.spares[index(id) - 1].next
+    }
+}
+
+/// The change lock, held while it lives.
+struct ChangeLock<'a>(&'a AtomicU64);
+
+impl<'a> ChangeLock<'a> {
+    fn take(word: &'a AtomicU64) -> ChangeLock<'a> {
+        // Acquire: the change sees the cells as the change before it left them.
+        while word
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            spin_wait();
+        }
+        ChangeLock(word)
+    }
+}
+
+impl Drop for ChangeLock<'_> {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire in `take`.
+        self.0.store(0, Ordering::Release);
     }
 }
 
@@ -274,65 +434,62 @@ impl Cells {
 #[inline(never)]
 fn moved_head() {}
 
-impl Drop for Cells {
-    fn drop(&mut self) {
-        // Relaxed: `&mut self`, no other thread can reach the cells.
-        let mut next = self.head.next.load(Ordering::Relaxed);
-        while !next.is_null() {
-            // SAFETY:
-            // - every `next` was made by `Box::into_raw` in `change` and is linked once;
-            // - with `&mut self`, no check or change can still refer to it.
-            let cell = unsafe { Box::from_raw(next) };
-            next = cell.next.load(Ordering::Relaxed);
-        }
-    }
-}
-
-/// A limiter's cells hold one TAT per cell, found by its id ([`Cells::live`]). Each cell
-/// decides with its own quota; an operation on a moved cell books on the cell it moved to,
-/// and rewrites nothing (its rewrite was meant for the old quota).
+/// A limiter's cells hold one bucket, the live cell's: a booking is made there (following
+/// moves), a give-back goes to the tenure its receipt names, and a forced spend to the live
+/// cell. The `id`, `quota` and `start_empty` of the trait are a keyed table's: a limiter's
+/// cells have their own.
 impl TatStore for Cells {
+    fn origin(&self) -> u64 {
+        self.origin
+    }
+
     fn book(
         &self,
-        id: u64,
+        _id: u64,
         cost: u32,
         now: u64,
         max_wait_ns: u64,
         _quota: &Quota,
         _start_empty: bool,
-    ) -> Result<(Change, Booking), Denied> {
-        let mut cell = self.cell(id);
-        loop {
-            let quota = cell.quota();
-            let max_wait_ns = gcra::max_wait_ns(max_wait_ns, quota);
-            let booked = cell.bucket.update(|tat| {
-                let (new, booking) = gcra::reserve(tat, now, cost, max_wait_ns, quota)?;
-                if new == MOVED {
-                    return Err(gcra::unrepresentable_at(tat, now, quota));
-                }
-                Ok((new, booking))
-            });
-            match booked {
-                Ok(booked) => return Ok(booked),
-                Err(Some(denied)) => return Err(denied),
-                Err(None) => cell = cell.next(),
-            }
-        }
+    ) -> Result<Booked, Denied> {
+        self.on_live(|view| view.book(cost, now, max_wait_ns))
     }
 
-    fn rewrite(&self, id: u64, f: &mut dyn FnMut(u64) -> Option<u64>) -> bool {
-        self.cell(id)
-            .bucket
-            .update(|tat| f(tat).map(|new| (new, ())).ok_or(()))
-            .is_ok()
+    fn give_back(
+        &self,
+        _id: u64,
+        receipt: &Receipt,
+        tokens: u32,
+        _quota: &Quota,
+        now: &dyn Fn() -> u64,
+    ) -> u64 {
+        // A cell changed since the booking gives nothing: its TAT was rebased by a rule the
+        // receipt knows nothing of.
+        let Some(view) = self.view(receipt.tenure) else {
+            return 0;
+        };
+        let word = view.bucket.in_tenure(view.tenure);
+        give_back::give_back(&word, view.ledger, receipt, tokens, &view.quota, now)
     }
 
-    fn tat(&self, id: u64, _now: u64, _quota: &Quota, _start_empty: bool) -> u64 {
-        self.cell(id).bucket.load()
+    fn force(&self, _id: u64, tokens: u32, now: u64, _quota: &Quota, _start_empty: bool) {
+        self.on_live(|view| view.force(tokens, now))
+    }
+
+    fn tat(&self, _id: u64, _now: u64, _quota: &Quota, _start_empty: bool) -> u64 {
+        Cells::tat(self).0
     }
 
     #[cfg(loom)]
-    fn store_racy(&self, id: u64, tat: u64) {
-        self.cell(id).bucket.store_racy(tat)
+    fn give_back_by_value(&self, receipt: &Receipt, tokens: u32) {
+        let (bucket, quota) = self.head_bucket();
+        let give = u64::from(tokens) * quota.emission_interval_ns();
+        let _ = bucket.update(Tenure::ONLY, |tat| {
+            if tat == receipt.after {
+                Ok((tat.saturating_sub(give), ()))
+            } else {
+                Err(())
+            }
+        });
     }
 }

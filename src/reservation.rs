@@ -5,16 +5,14 @@
 //! each reserver gets its own slot in arrival order: waiters wake one at a time, spaced by the
 //! emission interval, with no retry loop and no thundering herd.
 
-use crate::bucket::Change;
 use crate::bucket_ref::{BucketRef, TatStore};
-use crate::clock::{lagged_now, Clock};
+use crate::clock::Clock;
 use crate::gcra;
+use crate::give_back::Receipt;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-#[cfg(feature = "std")]
-use alloc::sync::Arc;
 use core::time::Duration;
 
 /// Tokens booked on a [`Limiter`] or on one key of a [`KeyedLimiter`](crate::KeyedLimiter),
@@ -22,13 +20,18 @@ use core::time::Duration;
 ///
 /// Dropping a reservation keeps the booking (the caller is assumed to go ahead at `ready_at`);
 /// [`Reservation::cancel`] gives the tokens back and [`Reservation::settle`] corrects the cost.
-/// Forgetting a reservation therefore never admits more than the limit. Cancelling and settling
-/// use the quota the tokens were booked under, whatever quota the bucket is checked with later.
+/// Forgetting a reservation therefore never admits more than the limit. A reservation that does
+/// not wait (`max_wait` zero) is a check that can be taken back: `reserve_n(cost,
+/// Duration::ZERO)`, then `cancel()` if the request is not carried out after all.
 ///
-/// A reservation borrows its limiter. To settle it in another task (reserve in a handler,
-/// settle in `tokio::spawn` once the real cost is known), turn it into a
-/// `Reservation<'static, C>` that keeps the limiter alive: [`Reservation::into_owned`] with the
-/// `Arc` the limiter lives in, or [`Limiter::reserve_n_owned`] directly.
+/// A give-back never returns more than the booking still holds: its tokens that the bucket
+/// has already refilled (those due before now) do not come back, and neither does anything
+/// after the bucket's quota changed (a limiter's) or the key's bucket was removed (a keyed
+/// limiter's) since the booking. Cancelling uses the quota the tokens were booked under.
+///
+/// A reservation borrows its limiter. To settle it where the borrow cannot go (reserve in a
+/// handler, settle in `tokio::spawn` once the real cost is known), [`detach`](Self::detach) it
+/// into a [`Ticket`] and [`attach`](Limiter::attach) that to the limiter there.
 ///
 /// ```
 /// use cellrate::{Limiter, ManualClock, Nanos, Quota};
@@ -43,67 +46,42 @@ use core::time::Duration;
 /// assert!(limiter.reserve_n_at(1, Duration::from_millis(150), Nanos::ZERO).is_err());
 /// ```
 #[must_use = "a reservation says when its tokens are ready; dropping it keeps the booking"]
-pub struct Reservation<'a, C: Clock> {
-    holder: Holder<'a, C>,
-    id: u64,
-    quota: Quota,
-    start_empty: bool,
-    cost: u32,
-    ready_at: Nanos,
-    change: Change,
+pub struct Reservation<'a, C: Clock + ?Sized> {
+    store: &'a dyn TatStore,
+    clock: &'a C,
+    ticket: Ticket,
     allowed: Allowed,
 }
 
-/// Where the reserved bucket lives: in a limiter the reservation borrows, or in one it keeps
-/// alive.
-enum Holder<'a, C: Clock> {
-    Borrowed {
-        store: &'a dyn TatStore,
-        clock: &'a C,
-    },
-    #[cfg(feature = "std")]
-    Owned(Arc<dyn owner::Owner<C> + Send + Sync>),
+/// A [`Reservation`] detached from the limiter it was booked on: `Copy`, `'static` and
+/// `Send`, to keep where a borrow cannot go (a request's extensions, another task). It does
+/// nothing by itself; [`Limiter::attach`] and
+/// [`KeyedLimiter::attach`](crate::KeyedLimiter::attach) give the reservation back, on that
+/// limiter only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    /// The limiter it was booked on (its store's [`TatStore::origin`]).
+    pub(crate) origin: u64,
+    /// The bucket's id in its store (a keyed limiter's fingerprint).
+    pub(crate) id: u64,
+    pub(crate) quota: Quota,
+    pub(crate) start_empty: bool,
+    pub(crate) cost: u32,
+    pub(crate) ready_at: Nanos,
+    pub(crate) receipt: Receipt,
 }
 
-impl<C: Clock> core::fmt::Debug for Reservation<'_, C> {
+impl<C: Clock + ?Sized> core::fmt::Debug for Reservation<'_, C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Reservation")
-            .field("cost", &self.cost)
-            .field("ready_at", &self.ready_at)
+            .field("cost", &self.ticket.cost)
+            .field("ready_at", &self.ticket.ready_at)
             .field("allowed", &self.allowed)
             .finish_non_exhaustive()
     }
 }
 
-pub(crate) mod owner {
-    use crate::bucket_ref::TatStore;
-
-    /// What [`BucketOwner`](super::BucketOwner) hides: the buckets and clock of a limiter.
-    pub trait Owner<C> {
-        /// Where the limiter's TATs live.
-        fn store(&self) -> &dyn TatStore;
-        /// The limiter's clock.
-        fn clock(&self) -> &C;
-    }
-}
-
-/// A limiter whose reservations can own it: [`Limiter`] and
-/// [`KeyedLimiter`](crate::KeyedLimiter). Sealed; see [`Reservation::into_owned`].
-pub trait BucketOwner<C>: owner::Owner<C> {}
-
-impl<C: Clock> owner::Owner<C> for Limiter<C> {
-    fn store(&self) -> &dyn TatStore {
-        self.bucket_ref().store
-    }
-
-    fn clock(&self) -> &C {
-        Limiter::clock(self)
-    }
-}
-
-impl<C: Clock> BucketOwner<C> for Limiter<C> {}
-
-impl<'a, C: Clock> Reservation<'a, C> {
+impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
     /// Books `cost` tokens of `bucket` at `now`, ready within `max_wait`: what every
     /// `reserve_n_at` does.
     pub(crate) fn book(
@@ -114,110 +92,87 @@ impl<'a, C: Clock> Reservation<'a, C> {
     ) -> Result<Self, Denied> {
         let max_wait_ns = u64::try_from(max_wait.as_nanos()).unwrap_or(u64::MAX);
         let max_wait_ns = gcra::max_wait_ns(max_wait_ns, &bucket.quota);
-        let (change, booking) = bucket.book(cost, now.as_u64(), max_wait_ns)?;
-        Ok(Reservation::new(bucket, cost, booking, change))
-    }
-
-    fn new(bucket: BucketRef<'a, C>, cost: u32, booking: gcra::Booking, change: Change) -> Self {
-        Reservation {
-            holder: Holder::Borrowed {
-                store: bucket.store,
-                clock: bucket.clock,
-            },
+        let (receipt, booking) = bucket.book(cost, now.as_u64(), max_wait_ns)?;
+        let ticket = Ticket {
+            origin: bucket.store.origin(),
             id: bucket.id,
             quota: bucket.quota,
             start_empty: bucket.start_empty,
             cost,
             ready_at: Nanos::new(booking.ready_at),
-            change,
+            receipt,
+        };
+        Ok(Reservation {
+            store: bucket.store,
+            clock: bucket.clock,
+            ticket,
             allowed: booking.allowed,
-        }
+        })
+    }
+
+    /// The reservation of `ticket` on the limiter whose store and clock these are; `None` if
+    /// the ticket is another limiter's.
+    pub(crate) fn attach(ticket: Ticket, store: &'a dyn TatStore, clock: &'a C) -> Option<Self> {
+        (ticket.origin == store.origin()).then(|| {
+            let bucket = BucketRef {
+                store,
+                id: ticket.id,
+                quota: ticket.quota,
+                clock,
+                start_empty: ticket.start_empty,
+            };
+            let level = crate::gcra::level(
+                ticket.receipt.after.saturating_sub(bucket.now().as_u64()),
+                &ticket.quota,
+            );
+            Reservation {
+                store,
+                clock,
+                ticket,
+                allowed: Allowed::new(level),
+            }
+        })
     }
 
     /// The reserved bucket, as booked.
-    fn bucket(&self) -> BucketRef<'_, C> {
-        let (store, clock): (&dyn TatStore, &C) = match &self.holder {
-            Holder::Borrowed { store, clock } => (*store, *clock),
-            #[cfg(feature = "std")]
-            Holder::Owned(owner) => (owner.store(), owner.clock()),
-        };
+    pub(crate) fn bucket(&self) -> BucketRef<'a, C> {
         BucketRef {
-            store,
-            id: self.id,
-            quota: self.quota,
-            clock,
-            start_empty: self.start_empty,
+            store: self.store,
+            id: self.ticket.id,
+            quota: self.ticket.quota,
+            clock: self.clock,
+            start_empty: self.ticket.start_empty,
         }
     }
 
-    /// The same reservation, keeping `limiter` alive instead of borrowing it, so that it can
-    /// be moved into a spawned task and settled there. `limiter` must be the `Arc` of the
-    /// limiter the reservation was booked on; any other is refused, handing the reservation
-    /// back unchanged.
-    ///
-    /// ```
-    /// use cellrate::{KeyedLimiter, ManualClock, Quota};
-    /// use std::sync::Arc;
-    /// use std::time::Duration;
-    ///
-    /// let quota = Quota::per_second(100);
-    /// let limiter = Arc::new(KeyedLimiter::<u64, _>::with_clock(quota, ManualClock::new()));
-    /// let booked = limiter.key(&7).reserve_n(10, Duration::ZERO).unwrap();
-    /// let owned = booked.into_owned(Arc::clone(&limiter)).unwrap();
-    /// std::thread::spawn(move || owned.settle(4)) // the real cost, known later
-    ///     .join()
-    ///     .unwrap();
-    /// assert_eq!(limiter.key(&7).available(), 96);
-    /// ```
-    #[cfg(feature = "std")]
-    pub fn into_owned<L>(self, limiter: Arc<L>) -> Result<Reservation<'static, C>, Self>
-    where
-        L: BucketOwner<C> + Send + Sync + 'static,
-    {
-        let booked_on = self.bucket().store as *const dyn TatStore;
-        if !core::ptr::addr_eq(booked_on, limiter.store() as *const dyn TatStore) {
-            return Err(self);
-        }
-        Ok(self.owned_by(limiter))
-    }
-
-    /// The same reservation, holding `owner` (the limiter it was booked on).
-    #[cfg(feature = "std")]
-    fn owned_by(self, owner: Arc<dyn owner::Owner<C> + Send + Sync>) -> Reservation<'static, C> {
-        Reservation {
-            holder: Holder::Owned(owner),
-            id: self.id,
-            quota: self.quota,
-            start_empty: self.start_empty,
-            cost: self.cost,
-            ready_at: self.ready_at,
-            change: self.change,
-            allowed: self.allowed,
-        }
+    /// The same booking, detached from the limiter (see [`Ticket`]): the tokens stay booked.
+    pub fn detach(self) -> Ticket {
+        self.ticket
     }
 
     /// The instant the booked tokens are there (on the limiter's clock).
     pub fn ready_at(&self) -> Nanos {
-        self.ready_at
+        self.ticket.ready_at
     }
 
     /// How long to wait from `now` until [`Reservation::ready_at`] (zero if already there).
     pub fn ready_in_at(&self, now: Nanos) -> Duration {
-        self.ready_at.saturating_duration_since(now)
+        self.ticket.ready_at.saturating_duration_since(now)
     }
 
-    /// How long to wait from the limiter's clock's current time until
-    /// [`Reservation::ready_at`] (zero if already there).
+    /// How long to wait from the bucket's time now until [`Reservation::ready_at`] (zero if
+    /// already there).
     pub fn ready_in(&self) -> Duration {
         self.ready_in_at(self.bucket().now())
     }
 
     /// The tokens this reservation booked.
     pub fn cost(&self) -> u32 {
-        self.cost
+        self.ticket.cost
     }
 
-    /// The bucket just after the booking: `remaining` (0 while in debt) and `reset_after`.
+    /// The bucket just after the booking (or, for a reservation [attached](Limiter::attach)
+    /// again, the booking's figures now): `remaining` (0 while in debt) and `reset_after`.
     pub fn allowed(&self) -> Allowed {
         self.allowed
     }
@@ -227,51 +182,67 @@ impl<'a, C: Clock> Reservation<'a, C> {
         self.allowed
     }
 
-    /// Gives the tokens back now. See [`Reservation::cancel_at`].
+    /// Gives the tokens back now, as far as the booking still holds them: see
+    /// [`Reservation::cancel_at`].
     pub fn cancel(self) {
-        let now = self.bucket().now();
-        self.cancel_at(now)
+        self.bucket()
+            .give_back(&self.ticket.receipt, self.ticket.cost, None);
     }
 
-    /// Gives the tokens back at `now`. What is restored, exactly:
-    /// - if nothing was booked or spent on the limiter since, the bucket returns to exactly
-    ///   the state it had before the reservation, as if it had never been made;
-    /// - if only refunds happened since, `cost` tokens come back (never beyond a full bucket);
-    /// - if anything was booked or spent after it, nothing comes back. Later reservations
-    ///   keep the times they were given, and returning tokens underneath them would let a new
-    ///   booking take a slot that overlaps theirs, admitting more than the limit. A
-    ///   cancellation can leave the limit under-used, never exceeded.
+    /// Gives the tokens back at `now`. What comes back, exactly (docs/design.md, section 5):
+    /// - if nothing was booked, spent or given back on the bucket since, it returns to the
+    ///   state it had before the booking, as if the booking had never been made;
+    /// - otherwise at most the tokens the booking still holds: `cost` tokens, less those
+    ///   the bucket has refilled since (the part of the booking due before `now`), less how far
+    ///   give-backs of earlier bookings can have moved this one down. A give-back can leave
+    ///   the limit under-used, never exceeded;
+    /// - nothing while a later booking may still be waiting above it (the bucket holds more
+    ///   than its depth): that booking keeps the time it was given, and tokens returned beneath
+    ///   it would let a new booking overlap it;
+    /// - nothing after a quota change of the limiter, or once the key's bucket was removed.
+    ///
+    /// `now` must be no earlier than a time any other operation on the bucket has used (the
+    /// forms without `_at` read the clock so): a give-back at an earlier time would hand back
+    /// tokens that a later spend found refilled.
     pub fn cancel_at(self, now: Nanos) {
-        let bucket = self.bucket();
-        if !bucket.restore(self.change) {
-            bucket.unbook(self.change, self.cost, now.as_u64());
-        }
-    }
-
-    /// Deliberately broken `cancel_at`: restores the old TAT blindly. Only for the loom models.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn cancel_racy(self) {
-        self.bucket().restore_racy(self.change)
+        self.bucket()
+            .give_back(&self.ticket.receipt, self.ticket.cost, Some(now));
     }
 
     /// Settles the reservation at its actual cost (two-phase use: reserve an estimate, settle
     /// the real figure, e.g. the tokens of an LLM reply). See [`Reservation::settle_at`].
     pub fn settle(self, actual: u32) {
-        let now = self.bucket().now();
-        self.settle_at(actual, now)
+        self.settle_as(actual, None)
     }
 
-    /// Settles at `now`: a lower actual cost gives the difference back by the rule of
-    /// [`Reservation::cancel_at`] (so exactly, if nothing was booked since); a higher one spends
-    /// the difference unconditionally, since the work is already done, so the bucket may go
-    /// into debt that later requests wait out.
+    /// Settles at `now`, once the work the tokens were booked for is done: a lower actual cost
+    /// gives the difference back by the rule of [`Reservation::cancel_at`] (the tokens booked
+    /// last come back first); a higher one spends the difference unconditionally, since the
+    /// work is already done, so the bucket may go into debt that later requests wait out. The
+    /// extra tokens are charged to the bucket as it is now: under a limiter's live quota, to a
+    /// key's bucket even if it was removed and made again. `now` as for
+    /// [`cancel_at`](Self::cancel_at).
+    ///
+    /// A settle before [`ready_at`](Self::ready_at) gives nothing back: the tokens are not there
+    /// yet, so the work cannot have used them, and they may still be used at `ready_at`, which
+    /// later bookings were timed around. [`cancel`](Self::cancel) a booking that will not be
+    /// used.
     pub fn settle_at(self, actual: u32, now: Nanos) {
-        let (bucket, now) = (self.bucket(), now.as_u64());
-        if actual < self.cost {
-            bucket.unbook(self.change, self.cost - actual, now);
-        } else if actual > self.cost {
-            bucket.force(actual - self.cost, now);
+        self.settle_as(actual, Some(now))
+    }
+
+    fn settle_as(self, actual: u32, at: Option<Nanos>) {
+        let (bucket, cost) = (self.bucket(), self.ticket.cost);
+        if actual < cost {
+            // Before `ready_at` the tokens are not there to have been used: a settle then gives
+            // nothing back (see `settle_at`).
+            let ready = at.unwrap_or_else(|| bucket.now()) >= self.ticket.ready_at;
+            if ready {
+                bucket.give_back(&self.ticket.receipt, cost - actual, at);
+            }
+        } else if actual > cost {
+            let now = at.unwrap_or_else(|| bucket.now());
+            bucket.force(actual - cost, now.as_u64());
         }
     }
 }
@@ -281,8 +252,9 @@ impl<C: Clock> Limiter<C> {
     /// `max_wait`. A longer wait is refused and books nothing; so is `cost > burst` (with
     /// [`Denied::retry_after`] `None`), which could never be served.
     pub fn reserve_n(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'_, C>, Denied> {
-        self.reserve_n_at(cost, max_wait, self.clock().now())
-            .map_err(|denied| lagged_now(self.clock(), denied))
+        let bucket = self.bucket_ref();
+        Reservation::book(bucket.clone(), cost, max_wait, bucket.now())
+            .map_err(|denied| bucket.lagged(denied))
     }
 
     /// [`Limiter::reserve_n`] at a time passed in.
@@ -295,17 +267,23 @@ impl<C: Clock> Limiter<C> {
         Reservation::book(self.bucket_ref(), cost, max_wait, now)
     }
 
-    /// [`Limiter::reserve_n`], returning a reservation that keeps the limiter alive (see
-    /// [`Reservation::into_owned`]).
-    #[cfg(feature = "std")]
-    pub fn reserve_n_owned(
-        self: &Arc<Self>,
-        cost: u32,
-        max_wait: Duration,
-    ) -> Result<Reservation<'static, C>, Denied>
-    where
-        C: Send + Sync + 'static,
-    {
-        Ok(self.reserve_n(cost, max_wait)?.owned_by(self.clone()))
+    /// The reservation of a [`Ticket`] this limiter issued ([`Reservation::detach`]), to
+    /// cancel or settle it; `None` for another limiter's ticket.
+    ///
+    /// ```
+    /// use cellrate::{Limiter, ManualClock, Quota};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let limiter = Arc::new(Limiter::with_clock(Quota::per_second(100), ManualClock::new()));
+    /// let ticket = limiter.reserve_n(10, Duration::ZERO).unwrap().detach();
+    /// let shared = Arc::clone(&limiter);
+    /// std::thread::spawn(move || shared.attach(ticket).unwrap().settle(4)) // the real cost
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(limiter.available(), 96);
+    /// ```
+    pub fn attach(&self, ticket: Ticket) -> Option<Reservation<'_, C>> {
+        Reservation::attach(ticket, self.cells(), self.clock())
     }
 }

@@ -39,7 +39,8 @@ impl<C: Clock> Limiter<C> {
     /// dropped: a stalled check may still read the old one, and no check pays to announce
     /// when it is done.
     pub fn set_quota(&self, quota: Quota, how: QuotaChange) {
-        self.set_quota_at(quota, how, self.clock().now())
+        // The reading the new quota's operations will use (`clock::now_for`).
+        self.set_quota_at(quota, how, crate::clock::now_for(self.clock(), &quota))
     }
 
     /// [`Limiter::set_quota`] with the limiter's time passed in: the instant at which the rule

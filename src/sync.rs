@@ -10,80 +10,43 @@
 //! where they are a sequentially consistent stand-in (below).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
 
+#[cfg(all(not(loom), feature = "portable-atomic"))]
+pub(crate) use core::sync::atomic::fence;
 #[cfg(all(not(loom), feature = "portable-atomic"))]
 pub(crate) use portable_atomic::{AtomicU64, Ordering};
-// Pointer-sized atomics are native wherever there is an atomic pointer at all.
-#[cfg(all(not(loom), feature = "portable-atomic"))]
-pub(crate) use core::sync::atomic::{fence, AtomicPtr};
 
 #[cfg(all(not(loom), not(feature = "portable-atomic")))]
-pub(crate) use core::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
-
-/// A value written once by one thread before a `Release` store publishes it, and only read
-/// after: the quotas that changes publish (`quota_cells.rs`, `keyed/default_quota.rs`). Under
-/// loom it is loom's `UnsafeCell`, so that a model catches a read the write does not
-/// happen-before (a torn or stale quota); otherwise it is the plain value.
-#[cfg(not(loom))]
-#[derive(Debug)]
-pub(crate) struct Published<T>(T);
-
-#[cfg(not(loom))]
-impl<T> Published<T> {
-    pub(crate) fn new(value: T) -> Self {
-        Published(value)
-    }
-
-    #[inline(always)]
-    pub(crate) fn get(&self) -> &T {
-        &self.0
-    }
-}
-
-#[cfg(loom)]
-#[derive(Debug)]
-pub(crate) struct Published<T>(loom::cell::UnsafeCell<Option<T>>);
-
-// SAFETY:
-// - the value is written once, in `new`, before the cell is shared; later accesses only read
-//   it (`get`), and loom checks that each read happens after the write.
-#[cfg(loom)]
-unsafe impl<T: Send + Sync> Sync for Published<T> {}
-
-#[cfg(loom)]
-impl<T> Published<T> {
-    /// Under loom the value is written after the cell is made, so that the model sees the
-    /// write as a step of its own that every read must happen after.
-    pub(crate) fn new(value: T) -> Self {
-        let cell = Published(loom::cell::UnsafeCell::new(None));
-        // SAFETY:
-        // - the cell was made just above and nothing else refers to it yet.
-        cell.0.with_mut(|p| unsafe { *p = Some(value) });
-        cell
-    }
-
-    pub(crate) fn get(&self) -> &T {
-        // SAFETY:
-        // - the value is never written after `new` (no `&mut` to it exists); loom checks that
-        //   this read happens after that write, which is the property the models test.
-        let value = self.0.with(|p| unsafe { (*p).as_ref() });
-        value.expect("a published value is written before it is shared")
-    }
-
-    /// Deliberately broken: rewrites the value while it may be read. Only for the broken
-    /// twins, which loom must catch.
-    pub(crate) fn overwrite_racy(&self, value: T) {
-        // SAFETY: none; this is the bug the twins exist to show (loom reports the race).
-        self.0.with_mut(|p| unsafe { *p = Some(value) });
-    }
-}
+pub(crate) use core::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// Gives up the processor in a wait loop (loom's, so that a model can schedule another thread).
 #[cfg(all(loom, feature = "std"))]
 pub(crate) use loom::thread::yield_now;
 #[cfg(all(not(loom), feature = "std"))]
 pub(crate) use std::thread::yield_now;
+
+/// One round of a wait for another thread (a quota change waiting for the one before it):
+/// loom's yield under loom, so that a model can schedule that thread; the operating system's
+/// with `std`; a spin hint otherwise.
+#[inline]
+pub(crate) fn spin_wait() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(all(not(loom), feature = "std"))]
+    std::thread::yield_now();
+    #[cfg(all(not(loom), not(feature = "std")))]
+    core::hint::spin_loop();
+}
+
+/// A number no other call in this process has returned: a limiter's id. Not part of any
+/// protocol, so a plain counter, also under loom; pointer-sized, so that it exists wherever
+/// atomics do.
+pub(crate) fn next_id() -> u64 {
+    static NEXT: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(1);
+    // Relaxed: only uniqueness matters, which the read-modify-write gives whatever the order.
+    NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed) as u64
+}
 
 // The keyed limiter's statistics (src/keyed/stats.rs) take their atomics directly: they are
 // not part of any protocol, so the loom models do not interleave them.

@@ -14,24 +14,35 @@ use std::thread;
 /// [`KeyedLimiter::new`](crate::KeyedLimiter::new): exact where a quota needs it, a cached
 /// time where a quota cannot tell the difference.
 ///
-/// - **Precision.** A check under a quota whose depth (`burst * emission_interval`) is at least
-///   16 [`TICK`](Self::TICK)s (16 ms) reads a process-wide time that one background thread
-///   refreshes every tick (1 ms): one relaxed load, no system call, no timestamp-counter read.
-///   Its decisions move in steps of a tick, and a reading lags the true time by up to a tick
-///   plus however late the thread is scheduled. A check under a shallower quota reads
-///   [`MonotonicClock`] and is exact to the nanosecond. [`now`](Clock::now) is always exact;
-///   waits and reservations read it. A refusal on the cached reading adds two ticks to its
-///   `retry_after` ([`lag_within`](Clock::lag_within)), because the retry's reading lags too:
-///   a retry made `retry_after` later passes unless the refresher runs more than a tick late.
-/// - **Why 16 ticks.** A lag never grants tokens (the bucket is judged as it was a moment
-///   earlier), and a lag of a tick holds back at most a sixteenth of a full bucket, so a coarse
-///   reading costs a quota none of its rate. A quota shallower than a tick on a cached time would
-///   admit only its burst per tick (1,000,000/s with burst 1 would pass 1,000/s).
+/// - **Precision.** Every operation on a bucket whose quota is at least 16
+///   [`TICK`](Self::TICK)s deep (`burst * emission_interval` of 16 ms or more) reads a
+///   process-wide time that one background thread refreshes every tick (1 ms): one relaxed
+///   load, no system call, no timestamp-counter read. Its decisions move in steps of a tick.
+///   Every operation under a shallower quota reads [`MonotonicClock`] and is exact to the
+///   nanosecond.
+/// - **One time per bucket.** Checks, `available`, reservations and their give-backs, waits,
+///   [`all_of`](crate::all_of), pacing and the keyed handle all read a bucket's time the same
+///   way ([`Clock::now_within`] with a tolerance of a sixteenth of the quota's depth), so the
+///   decisions on a bucket are exactly those of a token bucket at those readings: a refund, a
+///   reservation or a wait never loses a token to a reading taken another way. [`now`](Clock::now)
+///   itself is exact; only the length of a sleep is computed from it.
+/// - **In real time.** A cached reading `c(t)` at real time `t` never runs ahead
+///   (`c(t) <= t`) and lags by at most a tick plus however late the thread is scheduled. When
+///   the thread wakes late it does not jump: the cached time advances at most two ticks per
+///   refresh, twice real speed, until it has caught up. So in any real window of length `W`
+///   a bucket admits at most `burst + min(W + L, 2 W + 2 ticks) / T` tokens, `L` being the
+///   lag: a late refresher can never hand out more than twice the quota's rate at once.
+///   A refusal on the cached reading adds two ticks to its `retry_after`
+///   ([`lag_within`](Clock::lag_within)), because the retry's reading lags too: a retry made
+///   `retry_after` later passes unless the refresher runs more than a tick late.
+/// - **Why 16 ticks.** A lag of a tick holds back at most a sixteenth of a full bucket, so a
+///   coarse reading costs a quota none of its rate. A quota shallower than a tick on a cached
+///   time would admit only its burst per tick (1,000,000/s with burst 1 would pass 1,000/s).
 /// - **Monotonic, one origin.** Readings never go backwards: the thread only raises the time
 ///   (`fetch_max`), and after a restart readers wait for its first reading, which is later than
 ///   every earlier one. Cached and exact readings share [`MonotonicClock`]'s origin, so they mix
-///   in the `_at` forms; a cached reading can be up to a tick behind an exact one taken at the
-///   same moment, and like any stale reading it can only deny.
+///   in the `_at` forms; a cached reading can be behind an exact one taken at the same moment,
+///   and like any stale reading it can only deny.
 /// - **The thread.** It starts at the first cached read (the first check pays for starting
 ///   it, tens of microseconds), wakes once a millisecond (1,000 wakeups a second, a
 ///   `clock_gettime` and a store each) while any `TickClock` exists, and stops within a tick
@@ -136,6 +147,9 @@ impl fmt::Debug for TickClock {
 /// [`TickClock::TICK`] in nanoseconds.
 const TICK_NS: u64 = 1_000_000;
 
+/// The most one refresh advances the cached time: two ticks (module docs, *In real time*).
+const CATCH_UP_NS: u64 = 2 * TICK_NS;
+
 /// What every `TickClock` and the refresher share.
 #[doc(hidden)]
 pub struct Ticker {
@@ -225,8 +239,10 @@ impl Ticker {
             .is_ok()
     }
 
-    /// One step of the refresher: stores `now` (ns since the origin) and returns true, or, if
-    /// no `TickClock` is left, clears the time and returns false (the refresher then exits).
+    /// One step of the refresher: stores `now` (ns since the origin), or at most two ticks
+    /// more than the time stored before (a refresher that woke late catches up at twice real
+    /// speed), and returns true; or, if no `TickClock` is left, clears the time and returns
+    /// false (the refresher then exits).
     #[doc(hidden)]
     pub fn tick(&self, now: u64) -> bool {
         // SeqCst: a handle made before this load keeps the refresher going; one made after it
@@ -238,8 +254,14 @@ impl Ticker {
             return false;
         }
         // Relaxed: the reading publishes no other memory; fetch_max keeps the time from going
-        // backwards whatever the order of stores.
-        self.now.fetch_max(now.max(1), Ordering::Relaxed);
+        // backwards whatever the order of stores. The refresher is the only writer while it
+        // runs, so the load and the fetch_max see the same time.
+        let before = self.now.load(Ordering::Relaxed);
+        let next = match before {
+            0 => now,
+            before => now.min(before.saturating_add(CATCH_UP_NS)),
+        };
+        self.now.fetch_max(next.max(1), Ordering::Relaxed);
         true
     }
 

@@ -3,7 +3,17 @@
 //! Every form books a [`Reservation`] first (one CAS, a place in line) and then sleeps until it
 //! is ready, so waiters wake in booking order, one emission interval apart, and never poll the
 //! limiter. A cost above the burst, or a wait beyond `max_wait`, is refused at once, never a
-//! hang.
+//! hang. A keyed limiter that has no room for a new key refuses the booking for a while
+//! ([`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys)); a wait books again
+//! after that while `max_wait` allows.
+//!
+//! # When a wait ends
+//! A wait ends once the bucket's own time (the reading every operation on it uses) has reached
+//! the booking's `ready_at`, and once the clock's exact time has passed it by the lag its
+//! cached reading may have ([`Clock::lag_within`]): so no wait ends before the limiter says
+//! the tokens are there, nor, in real time, before they are due after the operations that
+//! came before it. On the default clock that is up to two ticks (2 ms) after `ready_at` for
+//! quotas at least 16 ms deep; exact clocks add nothing.
 //!
 //! # Jitter
 //! Waiters of one limiter wake one emission interval apart, in booking order. When many
@@ -13,19 +23,48 @@
 //! the tokens were booked at their place in line, so using them later can never admit more than
 //! the limit.
 
-use crate::clock::Clock;
+use crate::bucket_ref::BucketRef;
+use crate::clock::{tolerance_for, Clock};
 use crate::limiter::Limiter;
-use crate::named::count_wait;
+use crate::named::{count_wait, Named};
+use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::reservation::Reservation;
 use core::time::Duration;
 
+/// How many times a wait sleeps again when the bucket's time has not reached `ready_at` after
+/// the first sleep (a refresher of a cached clock that runs late): a bound, so that a clock
+/// that does not move by itself (a [`ManualClock`](crate::ManualClock)) cannot hang a wait.
+pub(crate) const MORE_SLEEPS: u32 = 8;
+
+/// What is left to sleep before a booking ready at `ready_at` on `bucket` may be used: the
+/// first sleep (`first`) runs to the clock's exact time `ready_at + lag`; later ones to the
+/// bucket's own time `ready_at`, at least a millisecond each.
+pub(crate) fn still_to_sleep<C: Clock + ?Sized>(
+    bucket: &BucketRef<'_, C>,
+    ready_at: Nanos,
+    first: bool,
+) -> Duration {
+    if first {
+        let lag = bucket.clock.lag_within(tolerance_for(&bucket.quota));
+        let due = Nanos::new(ready_at.as_u64().saturating_add(lag.as_u64()));
+        return due.saturating_duration_since(bucket.clock.now());
+    }
+    let short = ready_at.saturating_duration_since(bucket.now());
+    if short.is_zero() {
+        short
+    } else {
+        short.max(Duration::from_millis(1))
+    }
+}
+
 impl<C: Clock> Reservation<'_, C> {
-    /// Blocks the thread until the booked tokens are there, then keeps the booking.
+    /// Blocks the thread until the booked tokens are there (see the module's *When a wait
+    /// ends*), then keeps the booking.
     ///
-    /// The sleep is `std::thread::sleep` for the wait computed now, so it assumes a clock that
-    /// runs at real speed (it never waits on a [`ManualClock`](crate::ManualClock) to be
-    /// advanced).
+    /// The sleep is `std::thread::sleep`, so it assumes a clock that runs at real speed: on a
+    /// [`ManualClock`](crate::ManualClock) it sleeps for the wait computed from its time and
+    /// returns, whether or not the clock was advanced.
     pub fn wait_blocking(self) -> Allowed {
         self.wait_blocking_with_jitter(Duration::ZERO)
     }
@@ -33,17 +72,25 @@ impl<C: Clock> Reservation<'_, C> {
     /// [`wait_blocking`](Self::wait_blocking), then a random extra delay of at most
     /// `max_jitter` (see the module's *Jitter*).
     pub fn wait_blocking_with_jitter(self, max_jitter: Duration) -> Allowed {
-        let wait = self.ready_in().saturating_add(jitter(max_jitter));
-        if !wait.is_zero() {
+        let (bucket, ready_at) = (self.bucket(), self.ready_at());
+        for round in 0..=MORE_SLEEPS {
+            let wait = still_to_sleep(&bucket, ready_at, round == 0);
+            if wait.is_zero() {
+                break;
+            }
             std::thread::sleep(wait);
+        }
+        let jitter = jitter(max_jitter);
+        if !jitter.is_zero() {
+            std::thread::sleep(jitter);
         }
         self.commit()
     }
 
-    /// Waits asynchronously until the booked tokens are there, then keeps the booking. Works on
-    /// any executor: the timer is `futures_timer::Delay` (feature `async`). Dropping the future
-    /// before it resolves cancels the reservation, giving its tokens back as
-    /// [`Reservation::cancel`] describes.
+    /// Waits asynchronously until the booked tokens are there (see the module's *When a wait
+    /// ends*), then keeps the booking. Works on any executor: the timer is
+    /// `futures_timer::Delay` (feature `async`). Dropping the future before it resolves
+    /// cancels the reservation, giving its tokens back as [`Reservation::cancel`] describes.
     #[cfg(feature = "async")]
     pub async fn ready(self) -> Allowed {
         self.ready_with_jitter(Duration::ZERO).await
@@ -54,10 +101,19 @@ impl<C: Clock> Reservation<'_, C> {
     #[cfg(feature = "async")]
     pub async fn ready_with_jitter(self, max_jitter: Duration) -> Allowed {
         let pending = CancelOnDrop(Some(self));
-        let wait = pending.0.as_ref().map_or(Duration::ZERO, |r| r.ready_in());
-        let wait = wait.saturating_add(jitter(max_jitter));
-        if !wait.is_zero() {
-            futures_timer::Delay::new(wait).await;
+        if let Some(reservation) = &pending.0 {
+            let (bucket, ready_at) = (reservation.bucket(), reservation.ready_at());
+            for round in 0..=MORE_SLEEPS {
+                let wait = still_to_sleep(&bucket, ready_at, round == 0);
+                if wait.is_zero() {
+                    break;
+                }
+                futures_timer::Delay::new(wait).await;
+            }
+        }
+        let jitter = jitter(max_jitter);
+        if !jitter.is_zero() {
+            futures_timer::Delay::new(jitter).await;
         }
         pending.keep()
     }
@@ -72,6 +128,81 @@ fn jitter(max: Duration) -> Duration {
     Duration::from_nanos(fastrand::u64(0..=max_ns))
 }
 
+/// One attempt of a wait's booking: `cost` tokens of `bucket` at `now`, ready within what is
+/// left of `max_wait` since `start` (the first attempt's `now`). A refusal comes with how long
+/// to wait before booking again, if it was for lack of room (a keyed limiter's) and the time
+/// left allows.
+fn try_book<'a, C: Clock>(
+    bucket: &BucketRef<'a, C>,
+    cost: u32,
+    max_wait: Duration,
+    (start, now): (Nanos, Nanos),
+) -> Result<Reservation<'a, C>, (Denied, Option<Duration>)> {
+    let left = max_wait.saturating_sub(now.saturating_duration_since(start));
+    Reservation::book(bucket.clone(), cost, left, now).map_err(|denied| {
+        let denied = bucket.lagged(denied);
+        // Only a refusal for lack of room says to retry within the time left: a booking that
+        // has to wait that long is made, not refused.
+        let again = denied.retry_after().filter(|r| *r <= left && !r.is_zero());
+        (denied, again)
+    })
+}
+
+/// The blocking wait of every limiter: books (again after a refusal for lack of room), sleeps,
+/// counts.
+pub(crate) fn wait_n_on<C: Clock>(
+    bucket: &BucketRef<'_, C>,
+    named: Option<&Named>,
+    cost: u32,
+    max_wait: Duration,
+) -> Result<Allowed, Denied> {
+    let start = bucket.now();
+    let mut now = start;
+    let answer = loop {
+        match try_book(bucket, cost, max_wait, (start, now)) {
+            Ok(booked) => break Ok(booked.wait_blocking()),
+            Err((_, Some(again))) => std::thread::sleep(again),
+            Err((denied, None)) => break Err(denied),
+        }
+        now = bucket.now();
+    };
+    count_wait(
+        named,
+        cost,
+        &answer,
+        bucket.now().saturating_duration_since(start),
+    );
+    answer
+}
+
+/// The async wait of every limiter: books (again after a refusal for lack of room), sleeps,
+/// counts; dropped, it gives the tokens back and counts nothing.
+#[cfg(feature = "async")]
+pub(crate) async fn until_ready_n_on<C: Clock>(
+    bucket: &BucketRef<'_, C>,
+    named: Option<&Named>,
+    cost: u32,
+    max_wait: Duration,
+) -> Result<Allowed, Denied> {
+    let start = bucket.now();
+    let mut now = start;
+    let answer = loop {
+        match try_book(bucket, cost, max_wait, (start, now)) {
+            Ok(booked) => break Ok(booked.ready().await),
+            Err((_, Some(again))) => futures_timer::Delay::new(again).await,
+            Err((denied, None)) => break Err(denied),
+        }
+        now = bucket.now();
+    };
+    count_wait(
+        named,
+        cost,
+        &answer,
+        bucket.now().saturating_duration_since(start),
+    );
+    answer
+}
+
 impl<C: Clock> Limiter<C> {
     /// Blocks the thread until one token is there, however long that takes (one emission
     /// interval at most, unless reservations or debt are queued ahead).
@@ -83,9 +214,7 @@ impl<C: Clock> Limiter<C> {
     /// otherwise returns the refusal at once, having booked nothing. See
     /// [`Reservation::wait_blocking`].
     pub fn wait_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        let booking = self.reserve_n(cost, max_wait);
-        count_wait(self.named.as_deref(), cost, &booking);
-        Ok(booking?.wait_blocking())
+        wait_n_on(&self.bucket_ref(), self.named.as_deref(), cost, max_wait)
     }
 
     /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
@@ -93,9 +222,7 @@ impl<C: Clock> Limiter<C> {
     /// cancels the reservation. See [`Reservation::ready`].
     #[cfg(feature = "async")]
     pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        let booking = self.reserve_n(cost, max_wait);
-        count_wait(self.named.as_deref(), cost, &booking);
-        Ok(booking?.ready().await)
+        until_ready_n_on(&self.bucket_ref(), self.named.as_deref(), cost, max_wait).await
     }
 
     /// Waits asynchronously until one token is there, however long that takes; dropping the

@@ -1,5 +1,5 @@
 //! One `Limiter` hammered by 8 threads: no token is admitted twice, none is lost, with the clock
-//! frozen, with the clock moving and with refunds racing the checks.
+//! frozen, with the clock moving, and with give-backs racing the checks.
 
 use crate::common;
 
@@ -140,74 +140,88 @@ fn a_moving_clock_never_admits_more_than_the_burst_plus_the_elapsed_tokens() {
     }
 }
 
-/// Refunds racing checks at a frozen time. Each thread keeps the first `KEPT` tokens it is
-/// admitted and gives back every later one at once, so the bucket never runs dry and spends
-/// and refunds race all along. A refund of 1 by a thread holding that token is never capped
-/// (the level is at most `b - 1` while it is out), so it restores exactly one token. Hence
-/// `level = b - admitted + refunded` exactly at the end: a lost spend would raise the level, a
-/// lost refund lower it; and admitted exceeds the burst by the refunded amount only.
+/// Give-backs racing checks and bookings on a clock that moves: 8 threads check, book (keeping
+/// some bookings for a while, cancelling or settling others, some above their cost) and move
+/// the clock on, logging the time and tokens of every request they carried out. Replayed in
+/// time order through an exact bucket, every one of them must pass: no give-back returned more
+/// than its booking still held, whatever came between. The give-backs read the clock
+/// themselves (after loading the TAT, as the rule needs); the checks and bookings use a time
+/// read just before, which may be stale by the time they decide.
 #[test]
-fn refunds_racing_checks_restore_exactly_what_they_give_back() {
-    const KEPT: u32 = 3;
-    let burst = 50; // more than THREADS * KEPT: every check passes
-    let limiter = Limiter::with_clock(quota(1_000, burst), ManualClock::new());
-    let counts = on_threads(|_| {
-        let (mut admitted, mut refunded) = (0u32, 0u32);
-        for _ in 0..50_000 {
-            if limiter.check().is_ok() {
-                admitted += 1;
-                if admitted > KEPT {
-                    limiter.refund_n(1);
-                    refunded += 1;
+fn give_backs_racing_checks_never_admit_beyond_the_exact_bucket() {
+    const T: u64 = 1_000;
+    let quota = quota(T, 8);
+    let clock = ManualClock::new();
+    let limiter = Limiter::with_clock(quota, clock.clone());
+    // (time, tokens, forced)
+    let logs = on_threads(|i| {
+        let mut log: Vec<(u64, u32, bool)> = Vec::new();
+        let mut held: Vec<(usize, cellrate::Ticket)> = Vec::new();
+        let mut rng = 0x9E37_79B9_7F4A_7C15_u64 ^ (i as u64 + 1);
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for _ in 0..20_000 {
+            let now = clock.now();
+            let cost = 1 + next(3) as u32;
+            match next(10) {
+                0..=2 => {
+                    if limiter.check_n_at(cost, now).is_ok() {
+                        log.push((now.as_u64(), cost, false));
+                    }
                 }
+                3..=5 => {
+                    if let Ok(booked) = limiter.reserve_n_at(cost, Duration::ZERO, now) {
+                        log.push((now.as_u64(), cost, false));
+                        held.push((log.len() - 1, booked.detach()));
+                    }
+                }
+                6..=7 if !held.is_empty() => {
+                    let (entry, ticket) = held.swap_remove(next(held.len() as u64) as usize);
+                    let booked = limiter.attach(ticket).unwrap();
+                    let actual = next(u64::from(booked.cost()) + 2) as u32;
+                    if actual > booked.cost() {
+                        let extra = actual - booked.cost();
+                        // Forced at a time no earlier than this one: the replay is no stricter.
+                        let before = clock.now().as_u64();
+                        booked.settle(actual);
+                        log.push((before, extra, true));
+                    } else {
+                        booked.settle(actual);
+                        log[entry].1 = actual;
+                    }
+                }
+                _ => clock.advance(Duration::from_nanos(next(T / 2))),
             }
         }
-        (admitted, refunded)
+        log
     });
-    let admitted: u32 = counts.iter().map(|c| c.0).sum();
-    let refunded: u32 = counts.iter().map(|c| c.1).sum();
-    assert_eq!(admitted, 50_000 * THREADS as u32, "a check was denied");
-    assert_eq!(admitted - refunded, KEPT * THREADS as u32);
-    assert_eq!(limiter.available(), burst + refunded - admitted);
-}
-
-/// Over-refunds racing checks at a frozen time. A refund of more than was taken is capped at a
-/// full bucket, so the level ends as `b - admitted + given`, where `given` (what the refunds
-/// really gave back) is at least 0 and at most the refunded tokens, each capped at the burst:
-/// every admission is paid for by the burst or a refund, and no spend or refund vanishes.
-#[test]
-fn over_refunds_racing_checks_never_overfill_the_bucket() {
-    let burst = 20;
-    let limiter = Limiter::with_clock(quota(1_000, burst), ManualClock::new());
-    let counts = on_threads(|i| {
-        let (mut admitted, mut refunded_tokens) = (0u64, 0u64);
-        for n in 0..50_000u32 {
-            if limiter.check().is_ok() {
-                admitted += 1;
-                if (n + i as u32).is_multiple_of(5) {
-                    let give = if n.is_multiple_of(2) { u32::MAX } else { 3 };
-                    limiter.refund_n(give);
-                    refunded_tokens += u64::from(give.min(burst));
-                }
-            }
+    let mut log: Vec<_> = logs.into_iter().flatten().collect();
+    log.sort_by_key(|&(at, _, forced)| (at, forced));
+    let exact = cellrate::baseline::MutexBucket::with_clock(quota, ManualClock::new());
+    let (mut admitted, mut forced) = (0u64, 0u64);
+    for (at, tokens, is_forced) in log {
+        let at = Nanos::new(at);
+        if tokens == 0 {
+            continue;
         }
-        (admitted, refunded_tokens)
-    });
-    let admitted: u64 = counts.iter().map(|c| c.0).sum();
-    let refunded_tokens: u64 = counts.iter().map(|c| c.1).sum();
-    let level = u64::from(limiter.available());
-    let burst = u64::from(burst);
-    assert!(refunded_tokens > 0, "no refund raced");
-    assert!(admitted > burst, "the refunds never gave anything back");
+        if is_forced {
+            let booked = exact.reserve_n_at(0, 0, at).unwrap();
+            exact.settle_at(&booked, tokens, at);
+            forced += u64::from(tokens);
+        } else {
+            assert!(
+                exact.check_n_at(tokens, at).is_ok(),
+                "{tokens} tokens carried out at {at:?} beyond the exact bucket"
+            );
+            admitted += u64::from(tokens);
+        }
+    }
     assert!(
-        level + admitted >= burst,
-        "level {level}, admitted {admitted}: a spend vanished"
+        admitted > 10_000 && forced > 0,
+        "too little raced: {admitted}, {forced}"
     );
-    assert!(
-        level + admitted <= burst + refunded_tokens,
-        "level {level}, admitted {admitted}, refunded {refunded_tokens}: a token appeared"
-    );
-    // The level reported is the level there is: exactly that many more pass.
-    let more = (0..=burst).take_while(|_| limiter.check().is_ok()).count() as u64;
-    assert_eq!(more, level);
 }

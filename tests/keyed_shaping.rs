@@ -1,4 +1,5 @@
-//! Reservations, refunds, waiting and all-or-nothing checks on the buckets of a keyed limiter.
+//! Reservations and their give-backs, waiting and all-or-nothing checks on the buckets of a
+//! keyed limiter.
 
 use cellrate::{all_of, KeyedLimiter, Limit, Limiter, ManualClock, Nanos, Quota};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -114,14 +115,23 @@ fn settling_higher_puts_the_key_in_debt_and_lower_gives_back() {
 }
 
 #[test]
-fn refunds_never_exceed_the_capacity_and_never_create_a_key() {
+fn give_backs_never_exceed_the_capacity_and_never_create_a_key() {
     let limiter = keyed(5);
-    limiter.key(&"absent").refund_n(3);
-    assert_eq!(limiter.len(), 0, "a refund creates nothing");
-    limiter.check_key_n_at(&"a", 4, Nanos::ZERO).unwrap();
-    limiter.key(&"a").refund_n_at(2, Nanos::ZERO);
+    let absent = limiter
+        .key(&"absent")
+        .reserve_n_at(0, Duration::ZERO, Nanos::ZERO)
+        .unwrap();
+    absent.cancel_at(Nanos::ZERO);
+    assert_eq!(limiter.len(), 0, "a give-back creates nothing");
+    let kept = limiter
+        .key(&"a")
+        .reserve_n_at(2, Duration::ZERO, Nanos::ZERO);
+    let given = limiter
+        .key(&"a")
+        .reserve_n_at(2, Duration::ZERO, Nanos::ZERO);
+    given.unwrap().cancel_at(Nanos::ZERO);
     assert_eq!(limiter.key(&"a").available_at(Nanos::ZERO), 3);
-    limiter.key(&"a").refund_n_at(100, Nanos::ZERO);
+    kept.unwrap().cancel_at(Nanos::ZERO);
     assert_eq!(limiter.key(&"a").available_at(Nanos::ZERO), 5);
     assert!(limiter.check_key_n_at(&"a", 5, Nanos::ZERO).is_ok());
     assert!(limiter.check_key_n_at(&"a", 1, Nanos::ZERO).is_err());

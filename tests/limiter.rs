@@ -71,7 +71,7 @@ fn a_new_limiter_starts_full() {
 #[test]
 fn limiter_new_reads_the_tick_clock_and_starts_full() {
     let l: Limiter<TickClock> = Limiter::new(Quota::per_hour(3));
-    assert_eq!(l.quota(), &Quota::per_hour(3));
+    assert_eq!(l.quota(), Quota::per_hour(3));
     assert_eq!(l.check_n(3).unwrap().remaining(), 0);
     assert!(
         l.check().is_err(),
@@ -98,7 +98,7 @@ fn start_empty_reads_the_clock() {
     let clock = ManualClock::new();
     clock.set(at(7_000));
     let l = Limiter::with_clock(quota(10, 5), clock.clone()).start_empty();
-    assert_eq!((l.clock().now(), l.quota()), (at(7_000), &quota(10, 5)));
+    assert_eq!((l.clock().now(), l.quota()), (at(7_000), quota(10, 5)));
     assert_eq!(l.available(), 0);
     assert!(l.check().is_err());
     clock.advance(ns(49));
@@ -227,47 +227,39 @@ fn a_stale_now_never_grants_more() {
 }
 
 #[test]
-fn a_refund_gives_tokens_back_up_to_the_capacity() {
-    let l = spent_at(quota(10, 5), 3, 0);
-    l.refund_n_at(2, at(0));
-    assert_eq!(l.available_at(at(0)), 4);
-    l.refund_n_at(10, at(0));
-    assert_eq!(l.available_at(at(0)), 5);
-    assert_eq!(l.check_n_at(5, at(0)).unwrap().remaining(), 0);
-    assert!(l.check_n_at(1, at(0)).is_err());
-    // Full as of the refund's time: it banks nothing for an earlier reading either.
-    let l = spent_at(quota(10, 5), 3, 1_000);
-    l.refund_n_at(10, at(1_000));
-    assert_eq!((l.available_at(at(1_000)), l.available_at(at(990))), (5, 4));
-    // A partial token survives a refund: 1.5 tokens at 15 ns after spending all at 0.
-    let l = spent_at(quota(10, 5), 5, 0);
-    l.refund_n_at(1, at(5));
-    assert_eq!(l.check_n_at(0, at(15)).unwrap().reset_after(), ns(25));
-    l.refund_n_at(0, at(15));
-    assert_eq!(l.available_at(at(15)), 2);
+fn a_cancelled_booking_gives_back_what_it_still_holds() {
+    let l = limiter(quota(10, 5));
+    let booked = l.reserve_n_at(3, Duration::ZERO, at(0)).unwrap();
+    booked.cancel_at(at(0));
+    assert_eq!(
+        l.available_at(at(0)),
+        5,
+        "nothing came between: all of it back"
+    );
+    // Spent at 0, given back at 15: the 15 ns already refilled do not come back twice.
+    let booked = l.reserve_n_at(5, Duration::ZERO, at(0)).unwrap();
+    booked.cancel_at(at(15));
+    assert_eq!(l.check_n_at(0, at(15)).unwrap().reset_after(), ns(0));
+    assert_eq!(l.available_at(at(15)), 5);
+    assert!(l.check_n_at(5, at(15)).is_ok());
+    assert!(
+        l.check_n_at(1, at(15)).is_err(),
+        "the give-back banked tokens"
+    );
 }
 
 #[test]
-fn a_refund_into_a_full_bucket_does_nothing() {
+fn a_booking_given_back_into_a_full_bucket_banks_nothing() {
     for when in [0, 1_000_000] {
         let l = limiter(quota(10, 5));
-        l.refund_n_at(3, at(when));
-        assert_eq!(l.check_n_at(5, at(when)).unwrap().remaining(), 0);
+        let booked = l.reserve_n_at(3, Duration::ZERO, at(when)).unwrap();
+        booked.cancel_at(at(when + 100)); // full again since `when + 30`
+        assert_eq!(l.check_n_at(5, at(when + 100)).unwrap().remaining(), 0);
         assert!(
-            l.check_n_at(1, at(when)).is_err(),
-            "the refund banked tokens"
+            l.check_n_at(1, at(when + 100)).is_err(),
+            "the give-back banked tokens"
         );
     }
-}
-
-#[test]
-fn refunding_u32_max_fills_the_bucket_exactly() {
-    let clock = ManualClock::new();
-    let l = Limiter::with_clock(Quota::per_second(2).with_burst(6), clock.clone()).start_empty();
-    l.refund_n(u32::MAX);
-    assert_eq!(l.available(), 6);
-    assert_eq!(l.check_n(6).unwrap().reset_after(), Duration::from_secs(3));
-    assert!(l.check().is_err());
 }
 
 #[test]

@@ -81,30 +81,29 @@ fn per_minute_and_per_hour_use_their_periods() {
 }
 
 #[test]
-fn rates_faster_than_one_per_nanosecond_are_refused() {
+fn rates_faster_than_one_per_nanosecond_round_to_one_nanosecond() {
     let q = Quota::per_second(1_000_000_000);
     assert_eq!(q.emission_interval_ns(), 1);
     assert_eq!(q.burst(), 1_000_000_000);
-    assert_eq!(
-        Quota::try_per_second(2_000_000_000),
-        Err(QuotaError::RateTooHigh {
-            n: 2_000_000_000,
-            period_ns: SECOND_NS
-        })
-    );
-    assert!(Quota::try_per_second(1_000_000_001).is_err());
-    assert!(Quota::try_per_second(u32::MAX).is_err());
+    // What migrants from governor write for "effectively unlimited": accepted, never faster
+    // than asked (10^9 a second), with the burst asked for.
+    for n in [1_000_000_001, 2_000_000_000, u32::MAX] {
+        let q = Quota::per_second(n);
+        assert_eq!((q.emission_interval_ns(), q.burst()), (1, n));
+        assert_eq!(Quota::try_per_second(n), Ok(q));
+    }
+    let unlimited =
+        cellrate::Limiter::with_clock(Quota::per_second(u32::MAX), cellrate::ManualClock::new());
+    assert!(unlimited.check_n(u32::MAX).is_ok());
+    assert!(unlimited.check().is_err());
     // A minute and an hour hold more nanoseconds than a u32 has values.
     assert_eq!(Quota::per_minute(u32::MAX).emission_interval_ns(), 14);
 }
 
 #[test]
-#[should_panic(
-    expected = "Quota::per_second(2000000000): quota rate 2000000000 per 1000000000 ns \
-                           is above one token per nanosecond"
-)]
-fn per_second_above_one_per_nanosecond_panics_with_the_reason() {
-    let _ = Quota::per_second(2_000_000_000);
+#[should_panic(expected = "Quota::per_second(0): quota rate must be at least 1 token per period")]
+fn per_second_of_zero_panics_with_the_reason() {
+    let _ = Quota::per_second(0);
 }
 
 #[test]
@@ -314,14 +313,6 @@ fn quota_errors_display_their_reason() {
     assert_eq!(
         QuotaError::PeriodTooLong.to_string(),
         "quota period must be at most 2^62 nanoseconds (about 146 years)"
-    );
-    assert_eq!(
-        QuotaError::RateTooHigh {
-            n: 2_000_000_000,
-            period_ns: SECOND_NS
-        }
-        .to_string(),
-        "quota rate 2000000000 per 1000000000 ns is above one token per nanosecond"
     );
     let overflow = QuotaError::DepthOverflow {
         interval_ns: HOUR_NS,

@@ -26,7 +26,7 @@ fn after(spent: u32, from: Quota, to: Quota, how: QuotaChange) -> u32 {
     let single = Limiter::with_clock(from, ManualClock::new());
     single.check_n(spent).unwrap();
     single.set_quota(to, how);
-    assert_eq!(single.quota(), &to);
+    assert_eq!(single.quota(), to);
     assert_eq!(single.available(), moved.available(), "{how:?}");
     moved.available()
 }

@@ -17,6 +17,7 @@ const EPOCH_START_NS: u64 = 1_764_115_200_000_000_000;
 #[derive(Clone, Copy, Debug)]
 enum Op {
     Check(u32),
+    #[allow(dead_code)] // no longer run: see the schedule below
     Refund(u32),
 }
 
@@ -129,14 +130,9 @@ fn redis_decisions_equal_the_in_process_limiter() {
                         };
                         prop_assert_eq!(got, want, "step {} at {}: check {}", i, now_us, cost);
                     }
-                    Op::Refund(n) => {
-                        rt.block_on(limiter.try_refund_key_n_at(&key, n, now))
-                            .expect("redis answers");
-                        // A refund of nothing does not fix a start-empty bucket's first sight.
-                        if n > 0 || model.bucket.is_some() {
-                            model.bucket(now).refund_n_at(n, now);
-                        }
-                    }
+                    // Identity-less refunds are not part of the core's rules any more; the
+                    // Redis give-backs are tested against the core's bookings elsewhere.
+                    Op::Refund(_) => {}
                 }
             }
             Ok(())

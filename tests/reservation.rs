@@ -192,22 +192,24 @@ fn cancel_reads_the_limiters_clock() {
     let clock = ManualClock::new();
     let limiter = Limiter::with_clock(Quota::per_second(10).with_burst(3), clock.clone());
     let r = limiter.reserve_n(2, LONG).unwrap(); // TAT 200 ms
-    limiter.refund_n(1); // only a refund since: TAT 100 ms, so the cancel gives back at `now`
+    limiter.check().unwrap(); // TAT 300 ms: r is no longer on top
     clock.set(ms(50));
-    r.cancel(); // give back 2 at 50 ms: TAT max(100 - 200, 50) = 50 ms (at 0 it would be 0)
-    assert_eq!(limiter.available_at(ms(0)), 2);
-    assert_eq!(limiter.available(), 3);
+    // Given back at 50 ms: r's first 50 ms are refilled already and stay refilled: 150 ms
+    // back, TAT 150 ms (at 0 it would have been 200 ms back, TAT 100 ms).
+    r.cancel();
+    assert_eq!(limiter.available_at(ms(0)), 1);
+    assert_eq!(limiter.available(), 2);
 }
 
 #[test]
-fn cancel_after_later_bookings_gives_nothing_back_and_later_slots_stand() {
+fn cancel_under_a_waiting_booking_gives_nothing_back_and_its_slot_stands() {
     let limiter = ten_per_second(3);
     let a = limiter.reserve_n_at(2, LONG, Nanos::ZERO).unwrap(); // ready 0, TAT 200 ms
     let b = limiter.reserve_n_at(2, LONG, Nanos::ZERO).unwrap(); // ready 100 ms, TAT 400 ms
     assert_eq!(b.ready_at(), ms(100));
     a.cancel_at(Nanos::ZERO);
     assert_eq!(b.ready_at(), ms(100));
-    // b sits on a's slot: giving a's tokens back would let a new booking overlap b's. The
+    // b waits above a's slot: giving a's tokens back would let a new booking overlap b's. The
     // bucket stays where both bookings left it.
     let twin = ten_per_second(3);
     twin.reserve_n_at(2, LONG, Nanos::ZERO).unwrap().commit();
@@ -221,11 +223,27 @@ fn cancel_after_later_bookings_gives_nothing_back_and_later_slots_stand() {
 }
 
 #[test]
+fn cancel_under_a_later_admission_gives_back_what_it_still_holds() {
+    let limiter = ten_per_second(5);
+    let a = limiter.reserve_n_at(2, LONG, Nanos::ZERO).unwrap(); // TAT 200 ms
+    limiter.check_n_at(2, ms(50)).unwrap(); // used at once: TAT 400 ms
+    a.cancel_at(ms(50));
+    // a held 150 ms of its 200 at 50 ms: TAT 250 ms, as if only the admission at 50 ms (and
+    // the 50 ms a had used) were spent.
+    assert_eq!(
+        limiter.check_n_at(0, ms(50)).unwrap().reset_after(),
+        Duration::from_millis(200)
+    );
+    assert_eq!(limiter.available_at(ms(50)), 3);
+}
+
+#[test]
 fn cancel_never_gives_back_above_the_capacity() {
     let limiter = ten_per_second(3);
     let a = limiter.reserve_n_at(3, LONG, Nanos::ZERO).unwrap(); // TAT 300 ms
-    limiter.refund_n_at(1, ms(250)); // only a refund since: TAT 250 ms
-    a.cancel_at(ms(250)); // give back 3 at 250 ms: TAT max(-50, 250) = full, not beyond
+                                                                 // Given back at 250 ms: only the last 50 ms were still held, TAT max(250, 250) = full, and
+                                                                 // not beyond.
+    a.cancel_at(ms(250));
     assert_eq!(limiter.available_at(ms(250)), 3);
     limiter.check_n_at(3, ms(250)).unwrap();
     let denied = limiter.check_n_at(1, ms(250)).unwrap_err();
@@ -329,55 +347,56 @@ fn commit_returns_the_level_after_the_booking() {
 }
 
 #[test]
-fn an_owned_reservation_is_settled_in_another_thread() {
+fn a_detached_reservation_is_settled_in_another_thread() {
     let limiter = std::sync::Arc::new(ten_per_second(5));
-    let booked = limiter.reserve_n_owned(4, LONG).unwrap();
+    let ticket = limiter.reserve_n_at(4, LONG, Nanos::ZERO).unwrap().detach();
     assert_eq!(limiter.available_at(Nanos::ZERO), 1);
-    std::thread::spawn(move || booked.settle_at(1, Nanos::ZERO))
+    let shared = limiter.clone();
+    std::thread::spawn(move || shared.attach(ticket).unwrap().settle_at(1, Nanos::ZERO))
         .join()
         .unwrap();
     assert_eq!(limiter.available_at(Nanos::ZERO), 4, "3 of the 4 came back");
 }
 
 #[test]
-fn into_owned_refuses_an_arc_of_another_limiter() {
-    let limiter = std::sync::Arc::new(ten_per_second(5));
-    let other = std::sync::Arc::new(ten_per_second(5));
-    let booked = limiter.reserve_n_at(2, LONG, Nanos::ZERO).unwrap();
-    let booked = booked.into_owned(other.clone()).unwrap_err();
-    let owned = booked.into_owned(limiter.clone()).unwrap();
-    owned.cancel_at(Nanos::ZERO);
+fn attach_refuses_a_ticket_of_another_limiter() {
+    let limiter = ten_per_second(5);
+    let other = ten_per_second(5);
+    let ticket = limiter.reserve_n_at(2, LONG, Nanos::ZERO).unwrap().detach();
+    assert!(other.attach(ticket).is_none());
+    let keyed = cellrate::KeyedLimiter::<u8, _>::with_clock(
+        Quota::per_second(10).with_burst(5),
+        ManualClock::new(),
+    );
+    assert!(keyed.attach(ticket).is_none());
+    limiter.attach(ticket).unwrap().cancel_at(Nanos::ZERO);
     assert_eq!(limiter.available_at(Nanos::ZERO), 5);
     assert_eq!(other.available_at(Nanos::ZERO), 5);
 }
 
 #[test]
-fn an_owned_keyed_reservation_outlives_its_handle() {
+fn a_detached_keyed_reservation_outlives_its_handle() {
     let limiter = std::sync::Arc::new(cellrate::KeyedLimiter::<String, _>::with_clock(
         Quota::per_second(10).with_burst(5),
         ManualClock::new(),
     ));
-    let owned = {
+    let ticket = {
         let handle = limiter.key("alice");
-        handle
-            .reserve_n(5, LONG)
-            .unwrap()
-            .into_owned(limiter.clone())
-            .unwrap()
+        handle.reserve_n(5, LONG).unwrap().detach()
     };
-    // Refused: the Arc of a keyed limiter that holds no bucket for it.
-    let stranger = std::sync::Arc::new(cellrate::KeyedLimiter::<String, _>::with_clock(
+    let stranger = cellrate::KeyedLimiter::<String, _>::with_clock(
         Quota::per_second(10).with_burst(5),
         ManualClock::new(),
-    ));
-    assert!(limiter
-        .key("bob")
-        .reserve_n(1, LONG)
-        .unwrap()
-        .into_owned(stranger)
-        .is_err());
+    );
+    assert!(
+        stranger.attach(ticket).is_none(),
+        "another limiter's ticket"
+    );
     assert_eq!(limiter.key("alice").available(), 0);
-    std::thread::spawn(move || owned.cancel()).join().unwrap();
+    let shared = limiter.clone();
+    std::thread::spawn(move || shared.attach(ticket).unwrap().cancel())
+        .join()
+        .unwrap();
     assert_eq!(limiter.key("alice").available(), 5);
 }
 

@@ -1,5 +1,5 @@
 //! `Limiter::set_quota_at` against `MutexBucket::set_quota_at`: random schedules of checks,
-//! refunds and reservations with quota changes (every strategy) between them, and the same
+//! bookings given back and quota changes (every strategy) between them, and the same
 //! decision and figures at every step.
 
 use cellrate::baseline::MutexBucket;
@@ -39,7 +39,7 @@ fn quotas() -> impl Strategy<Value = Vec<Quota>> {
     prop::collection::vec(one, 2..=4)
 }
 
-/// 0..=4 check, 5 refund, 6 available, 7 a change; the amount, the time step, a choice.
+/// 0..=4 check, 5 a booking given back, 6 available, 7 a change; the amount, the time step, a choice.
 fn steps() -> impl Strategy<Value = Vec<(u8, u32, u64, bool, usize)>> {
     prop::collection::vec(
         (
@@ -58,7 +58,7 @@ fn run(quotas: &[Quota], steps: &[(u8, u32, u64, bool, usize)]) -> Result<(), Te
     let bucket = MutexBucket::with_clock(quotas[0], ManualClock::new());
     let mut latest = 0u64;
     for (i, &(op, amount, raw, stale, pick)) in steps.iter().enumerate() {
-        let q = *limiter.quota();
+        let q = limiter.quota();
         prop_assert_eq!(q, bucket.quota(), "the quotas at step {}", i);
         let d = q.depth_ns();
         let now = if stale {
@@ -79,8 +79,14 @@ fn run(quotas: &[Quota], steps: &[(u8, u32, u64, bool, usize)]) -> Result<(), Te
                 i
             ),
             5 => {
-                limiter.refund_n_at(amount, at);
-                bucket.refund_n_at(amount, at);
+                // A booking given back at once: both return to where they were.
+                let booked = limiter.reserve_n_at(amount, Duration::ZERO, at);
+                let mutex = bucket.reserve_n_at(amount, 0, at);
+                prop_assert_eq!(booked.is_ok(), mutex.is_ok(), "booking at step {}", i);
+                if let (Ok(booked), Ok(mutex)) = (booked, mutex) {
+                    booked.cancel_at(at);
+                    bucket.cancel_at(&mutex, at);
+                }
             }
             6 => {}
             _ => {

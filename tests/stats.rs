@@ -84,11 +84,11 @@ fn an_unnamed_limiter_counts_nothing() {
 }
 
 #[test]
-fn reservations_and_refunds_are_not_counted() {
+fn reservations_and_their_give_backs_are_not_counted() {
     let clock = ManualClock::new();
     let limiter = Limiter::with_clock(quota(), clock.clone()).named("api");
     limiter.reserve_n(2, Duration::ZERO).unwrap().commit();
-    limiter.refund_n(1);
+    limiter.reserve_n(1, Duration::ZERO).unwrap().cancel();
     assert_eq!(limiter.stats(), Stats::default());
 }
 

@@ -5,12 +5,35 @@ use super::headers::PolicyInfo;
 use super::key::{KeyExtractor, RequestHead};
 use super::policy::{sealed::Local, Slots, Tiered};
 use super::state::{PolicyState, MAX_POLICIES};
-use crate::clock::{lagged, lagged_within, now_for, tolerance_for};
-use crate::{all_of, Allowed, Clock, Denied, Limit, Nanos, Quota};
+use crate::{all_of, Allowed, Clock, Denied, Limit, Quota, Reservation, Ticket};
+use core::time::Duration;
 use std::hash::BuildHasher;
 
+/// What an admission keeps to be given back after its response: the keys of the request and,
+/// per policy, its booking.
+pub struct Booked<K> {
+    keys: K,
+    tickets: [Option<Ticket>; MAX_POLICIES],
+}
+
+/// The answer of a check, or of a booking when a give-back may follow (`keep`): the booking's
+/// ticket beside its answer.
+pub(crate) fn check_or_book<'a, C: Clock + ?Sized + 'a>(
+    keep: bool,
+    check: impl FnOnce() -> Result<Allowed, Denied>,
+    book: impl FnOnce(Duration) -> Result<Reservation<'a, C>, Denied>,
+) -> (Result<Allowed, Denied>, Option<Ticket>) {
+    if !keep {
+        return (check(), None);
+    }
+    match book(Duration::ZERO) {
+        Ok(reservation) => (Ok(reservation.allowed()), Some(reservation.detach())),
+        Err(denied) => (Err(denied), None),
+    }
+}
+
 impl<P: Local> sealed::Backend for P {
-    type Ticket = P::Keys;
+    type Ticket = Booked<P::Keys>;
 
     fn policies(&self) -> Vec<PolicyInfo> {
         let mut out = Vec::with_capacity(P::COUNT);
@@ -24,17 +47,20 @@ impl<P: Local> sealed::Backend for P {
         head: &RequestHead<'_>,
         cost: u32,
         how: &How<'_>,
-        verdict: &mut Verdict<P::Keys>,
-    ) -> Option<Pending<P::Keys>> {
+        verdict: &mut Verdict<Booked<P::Keys>>,
+    ) -> Option<Pending<Booked<P::Keys>>> {
         self.decide_into(head, cost, how, verdict);
         None
     }
 
-    fn refund(&self, keys: P::Keys, cost: u32) {
+    fn refund(&self, booked: Booked<P::Keys>, _cost: u32) {
         let mut slots = Slots::new(None);
-        self.fill(&keys, 0, &mut slots);
-        for slot in slots.iter() {
-            slot.refund_n(cost);
+        self.fill(&booked.keys, 0, &mut slots);
+        // The last policy's booking first: each is then on top of its bucket.
+        for slot in slots.iter().collect::<Vec<_>>().into_iter().rev() {
+            if let Some(ticket) = booked.tickets[slot.index] {
+                slot.give_back(ticket);
+            }
         }
     }
 
@@ -45,15 +71,15 @@ impl<P: Local> sealed::Backend for P {
 
 /// Records the `answer` of a policy decided alone (index 0) under `quota` (the live one, and
 /// the one `RateLimit-Policy` states): its figures when a header will show them (a refusal
-/// always does), the ticket of an admission when asked for.
+/// always does), the booking of an admission when asked for.
 #[inline(always)]
-pub(crate) fn alone<T>(
-    verdict: &mut Verdict<T>,
-    answer: Result<Allowed, Denied>,
+pub(crate) fn alone<K>(
+    verdict: &mut Verdict<Booked<K>>,
+    (answer, ticket): (Result<Allowed, Denied>, Option<Ticket>),
     (quota, described): (&Quota, &Quota),
     partition: Option<u64>,
     how: &How<'_>,
-    keys: T,
+    keys: K,
 ) {
     if how.figures || answer.is_err() {
         verdict.states[0] = Some(PolicyState {
@@ -67,29 +93,25 @@ pub(crate) fn alone<T>(
     match answer {
         Ok(_) => {
             if how.ticket {
-                verdict.ticket = Some(keys);
+                let mut tickets = [None; MAX_POLICIES];
+                tickets[0] = ticket;
+                verdict.ticket = Some(Booked { keys, tickets });
             }
         }
         Err(denied) => verdict.outcome = Outcome::Refused(denied.retry_after()),
     }
 }
 
-/// Decides the policies of a set together, all or nothing, at one reading of their shared
-/// clock.
+/// Decides the policies of a set together, all or nothing, each at its own bucket's time.
 pub(crate) fn together<P: Local>(
     set: &P,
     keys: P::Keys,
     cost: u32,
     how: &How<'_>,
-    verdict: &mut Verdict<P::Keys>,
+    verdict: &mut Verdict<Booked<P::Keys>>,
 ) {
     let mut slots = Slots::new(how.partition);
     set.fill(&keys, 0, &mut slots);
-    // One reading for the decision and the figures, as stale as the shallowest quota allows:
-    // what each policy's own `check_n` reads.
-    let tolerance = slots.iter().map(|s| tolerance_for(s.quota)).min();
-    let tolerance = tolerance.unwrap_or(Nanos::ZERO);
-    let now = set.clock().now_within(tolerance);
     let mut limits: [Option<&dyn Limit>; MAX_POLICIES] = [None; MAX_POLICIES];
     for (i, slot) in slots.iter().enumerate() {
         limits[i] = Some(slot.limit());
@@ -98,23 +120,31 @@ pub(crate) fn together<P: Local>(
         [Some(a), b, c, d] => [a, b.unwrap_or(a), c.unwrap_or(a), d.unwrap_or(a)],
         [None, ..] => return, // every policy skipped: admitted, nothing to show
     };
-    let answer = all_of(&limits[..slots.len])
-        .check_n_at(cost, now)
-        .map_err(|denied| lagged_within(set.clock(), tolerance, denied));
+    let set_of = all_of(&limits[..slots.len]);
+    let mut tickets = [None; MAX_POLICIES];
+    let answer = if how.ticket {
+        set_of.reserve_n(cost, Duration::ZERO).map(|booked| {
+            for (slot, reservation) in slots.iter().zip(booked) {
+                tickets[slot.index] = Some(reservation.detach());
+            }
+        })
+    } else {
+        set_of.check_n(cost).map(|_| ())
+    };
     // Each policy's own level, by a peek (cost 0 spends and creates nothing), only when a
     // header will show it.
     if how.figures || answer.is_err() {
         for slot in slots.iter() {
-            verdict.states[slot.index] = Some(slot.state(&slot.check_n_at(0, now)));
-            if slot.quota != slot.described {
-                verdict.quotas[slot.index] = Some(*slot.quota);
+            verdict.states[slot.index] = Some(slot.state(&slot.check_n(0)));
+            if slot.quota != *slot.described {
+                verdict.quotas[slot.index] = Some(slot.quota);
             }
         }
     }
     match answer {
-        Ok(_) => {
+        Ok(()) => {
             if how.ticket {
-                verdict.ticket = Some(keys);
+                verdict.ticket = Some(Booked { keys, tickets });
             }
         }
         Err(denied) => verdict.outcome = Outcome::Refused(denied.retry_after()),
@@ -127,8 +157,8 @@ where
     C: Clock + Send + Sync + 'static,
     F: Fn(&RequestHead<'_>, &E::Key) -> Quota + Send + Sync + 'static,
 {
-    // The key and the quota it was charged under: the refund goes through the same quota.
-    type Ticket = (E::Key, Quota);
+    // The key and its booking (under the quota it was charged with).
+    type Ticket = Booked<E::Key>;
 
     fn policies(&self) -> Vec<PolicyInfo> {
         sealed::Backend::policies(&self.keyed)
@@ -151,29 +181,24 @@ where
         };
         let quota = (self.quota_of)(head, &key);
         let limiter = self.keyed.limiter();
-        let now = now_for(limiter.clock(), &quota);
-        let answer = limiter
-            .check_key_n_with_quota_at(&key, cost, &quota, now)
-            .map_err(|denied| lagged(limiter.clock(), &quota, denied));
+        let bucket = limiter.key(&key).with_quota(&quota);
+        let answer = check_or_book(
+            how.ticket,
+            || limiter.check_key_n_with_quota(&key, cost, &quota),
+            |wait| bucket.reserve_n(cost, wait),
+        );
         verdict.quotas[0] = Some(quota);
         let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        alone(
-            verdict,
-            answer,
-            (&quota, &quota),
-            partition,
-            how,
-            (key, quota),
-        );
+        alone(verdict, answer, (&quota, &quota), partition, how, key);
         None
     }
 
-    fn refund(&self, (key, quota): (E::Key, Quota), cost: u32) {
-        self.keyed
-            .limiter()
-            .key(&key)
-            .with_quota(&quota)
-            .refund_n(cost);
+    fn refund(&self, booked: Booked<E::Key>, _cost: u32) {
+        if let Some(ticket) = booked.tickets[0] {
+            if let Some(reservation) = self.keyed.limiter().attach(ticket) {
+                reservation.cancel();
+            }
+        }
     }
 
     fn start_upkeep(&self) {

@@ -5,10 +5,10 @@
 use super::backend::{How, Outcome, Verdict};
 use super::headers::{checked_name, PolicyInfo};
 use super::key::{KeyError, KeyExtractor, RequestHead};
-use super::local::{alone, together};
+use super::local::{alone, check_or_book, together, Booked};
 use super::state::{PolicyState, MAX_POLICIES};
 use super::upkeep;
-use crate::{Allowed, Clock, Denied, KeyedBucket, KeyedLimiter, Limit, Limiter, Nanos, Quota};
+use crate::{Allowed, Clock, Denied, KeyedBucket, KeyedLimiter, Limit, Limiter, Quota, Ticket};
 use core::time::Duration;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
@@ -29,7 +29,7 @@ impl<C: Clock> Global<C> {
     pub fn new(name: impl Into<String>, limiter: Arc<Limiter<C>>) -> Global<C> {
         Global {
             name: checked_name(name, "Global::new"),
-            described: *limiter.quota(),
+            described: limiter.quota(),
             limiter,
         }
     }
@@ -60,7 +60,7 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
     ) -> Keyed<E, C> {
         Keyed {
             name: checked_name(name, "Keyed::new"),
-            described: *limiter.quota(),
+            described: limiter.quota(),
             limiter,
             extractor,
             evict_every: Some(Duration::from_secs(60)),
@@ -129,7 +129,7 @@ impl<T: sealed::Local> And for T {}
 /// One policy's bucket for this request.
 pub struct Slot<'a, C: Clock> {
     pub(crate) index: usize,
-    pub(crate) quota: &'a Quota,
+    pub(crate) quota: Quota,
     /// The quota the layer's `RateLimit-Policy` states for this policy.
     pub(crate) described: &'a Quota,
     pub(crate) bucket: Bucket<'a, C>,
@@ -153,10 +153,10 @@ impl<C: Clock> Slot<'_, C> {
         }
     }
 
-    pub(crate) fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
+    pub(crate) fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         match &self.bucket {
-            Bucket::Global(l) => l.check_n_at(cost, now),
-            Bucket::Keyed(k) => k.check_n_at(cost, now),
+            Bucket::Global(l) => l.check_n(cost),
+            Bucket::Keyed(k) => k.check_n(cost),
         }
     }
 
@@ -164,14 +164,18 @@ impl<C: Clock> Slot<'_, C> {
     pub(crate) fn state(&self, answer: &Result<Allowed, Denied>) -> PolicyState {
         PolicyState {
             partition: self.partition,
-            ..PolicyState::of_answer(self.quota, answer)
+            ..PolicyState::of_answer(&self.quota, answer)
         }
     }
 
-    pub(crate) fn refund_n(&self, n: u32) {
-        match &self.bucket {
-            Bucket::Global(l) => l.refund_n(n),
-            Bucket::Keyed(k) => k.refund_n(n),
+    /// Gives back the booking `ticket` of this policy's bucket.
+    pub(crate) fn give_back(&self, ticket: Ticket) {
+        let reservation = match &self.bucket {
+            Bucket::Global(l) => l.attach(ticket),
+            Bucket::Keyed(k) => k.attach(ticket),
+        };
+        if let Some(reservation) = reservation {
+            reservation.cancel();
         }
     }
 }
@@ -224,7 +228,7 @@ pub(crate) mod sealed {
             head: &RequestHead<'_>,
             cost: u32,
             how: &How<'_>,
-            verdict: &mut Verdict<Self::Keys>,
+            verdict: &mut Verdict<Booked<Self::Keys>>,
         );
         /// The buckets of `keys` (with their `pk` when `out` has a hasher); `first` is this
         /// set's first policy index.
@@ -248,10 +252,20 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
     }
 
     #[inline(always)]
-    fn decide_into(&self, _: &RequestHead<'_>, cost: u32, how: &How<'_>, out: &mut Verdict<()>) {
-        let answer = self.limiter.check_n(cost);
+    fn decide_into(
+        &self,
+        _: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+        out: &mut Verdict<Booked<()>>,
+    ) {
+        let answer = check_or_book(
+            how.ticket,
+            || self.limiter.check_n(cost),
+            |wait| self.limiter.reserve_n(cost, wait),
+        );
         let quota = self.limiter.quota();
-        alone(out, answer, (quota, &self.described), None, how, ());
+        alone(out, answer, (&quota, &self.described), None, how, ());
     }
 
     fn fill<'a>(&'a self, _: &(), first: usize, out: &mut Slots<'a, C>) {
@@ -297,7 +311,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         head: &RequestHead<'_>,
         cost: u32,
         how: &How<'_>,
-        out: &mut Verdict<Self::Keys>,
+        out: &mut Verdict<Booked<Self::Keys>>,
     ) {
         let key = match self.keys(head, how.skip_missing) {
             Ok(Some(key)) => key,
@@ -308,14 +322,18 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
             }
         };
         // The limiter's own check: its clock read as coarsely as its quota allows.
-        let answer = self.limiter.check_key_n(&key, cost);
+        let answer = check_or_book(
+            how.ticket,
+            || self.limiter.check_key_n(&key, cost),
+            |wait| self.limiter.key(&key).reserve_n(cost, wait),
+        );
         // The index of a lone policy is 0, as `fill` would give it.
         let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
         let quota = self.limiter.quota();
         alone(
             out,
             answer,
-            (quota, &self.described),
+            (&quota, &self.described),
             partition,
             how,
             Some(key),
@@ -366,7 +384,7 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
         head: &RequestHead<'_>,
         cost: u32,
         how: &How<'_>,
-        out: &mut Verdict<Self::Keys>,
+        out: &mut Verdict<Booked<Self::Keys>>,
     ) {
         match self.keys(head, how.skip_missing) {
             Ok(keys) => together(self, keys, cost, how, out),

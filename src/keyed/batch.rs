@@ -45,10 +45,10 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized + 'a,
     {
         let (first, quota) = (decisions.len(), self.quota());
-        self.check_many_n_at(keys, cost, now_for(&self.clock, quota), decisions);
+        self.check_many_n_at(keys, cost, now_for(&self.clock, &quota), decisions);
         for decision in &mut decisions[first..] {
             if let Err(denied) = decision {
-                *denied = lagged(&self.clock, quota, *denied);
+                *denied = lagged(&self.clock, &quota, *denied);
             }
         }
     }
@@ -64,10 +64,10 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized + 'a,
     {
-        let now = now.as_u64();
+        let (now, quota) = (now.as_u64(), self.quota());
         let first = decisions.len();
         let decide = |fp: u64| {
-            let request = self.request(fp, cost, self.quota(), now, 0);
+            let request = self.request(fp, cost, &quota, now, 0);
             self.table
                 .spend(&request)
                 .map(|(_, booking)| booking.allowed)

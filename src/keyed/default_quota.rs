@@ -2,119 +2,93 @@
 //! [`KeyedLimiter::set_default_quota`](crate::KeyedLimiter::set_default_quota) changes while
 //! checks run.
 //!
-//! The quota the limiter was made with is a plain field: a limiter whose default never changed
-//! reads it after one load of a null pointer. Each change publishes a new quota, never written
-//! again, with a `Release` compare-and-swap of that pointer; checks load it with `Acquire`, so
-//! the quota they read is whole: never part of one quota and part of another (a torn read),
-//! which rewriting a quota in place could give. The quotas are freed with the limiter, never
-//! before (a stalled check may still read any of them).
+//! Two slots take turns: a change writes the quota into the slot that is not current and then
+//! makes it current, so a check reads a slot no change is writing, and nothing is allocated
+//! however often the default changes. Each slot is read under its version (a sequence lock:
+//! odd while a change writes it), so that a check that reads a slot while a later change
+//! rewrites it sees the version move and reads again: it never decides on part of one quota
+//! and part of another. A check never waits for a change: only a reader overtaken by two
+//! changes reads again. Changes are made one at a time.
 //!
 //! Keys keep their TATs through a change (docs/design.md, "A keyed limiter's default quota").
 
-use crate::quota::Quota;
-use crate::sync::{AtomicPtr, Ordering, Published};
-use core::ptr;
+use crate::quota::{AtomicQuota, Quota};
+use crate::sync::{spin_wait, AtomicU64, Ordering};
 
-/// A quota set by a change, and the one it replaced (to free them all with the limiter).
-struct Node {
-    quota: Published<Quota>,
-    /// Written before the node is published, never after.
-    older: *mut Node,
+/// One slot: a quota and its version.
+#[derive(Debug)]
+struct Slot {
+    version: AtomicU64,
+    quota: AtomicQuota,
 }
 
 /// The default quota of a keyed limiter.
+#[derive(Debug)]
 pub(crate) struct DefaultQuota {
-    initial: Quota,
-    /// The last quota set; null while none was (`initial` is in force).
-    changed: AtomicPtr<Node>,
+    slots: [Slot; 2],
+    /// The current slot and its version: `version << 1 | slot`.
+    current: AtomicU64,
+    /// 1 while a change is made.
+    changing: AtomicU64,
 }
 
 impl DefaultQuota {
     pub(crate) fn new(quota: Quota) -> DefaultQuota {
+        let slot = |version| Slot {
+            version: AtomicU64::new(version),
+            quota: AtomicQuota::new(quota),
+        };
         DefaultQuota {
-            initial: quota,
-            changed: AtomicPtr::new(ptr::null_mut()),
+            slots: [slot(2), slot(0)],
+            current: AtomicU64::new(2 << 1),
+            changing: AtomicU64::new(0),
         }
     }
 
     /// The default quota now.
     #[inline(always)]
-    pub(crate) fn get(&self) -> &Quota {
-        // Acquire: pairs with the Release in `set`, so the quota it names reads whole.
-        let changed = self.changed.load(Ordering::Acquire);
-        if changed.is_null() {
-            &self.initial
-        } else {
-            // SAFETY:
-            // - every non-null pointer here came from `Box::into_raw` in `set` and is freed
-            //   only by `Drop`, with `&mut self`, which outlives `&self`;
-            // - its quota was written before the Release that published it (Acquire above).
-            unsafe { (*changed).quota.get() }
+    pub(crate) fn get(&self) -> Quota {
+        loop {
+            // Acquire: pairs with the Release store in `set`, so the slot's version and quota
+            // are those of the change that made it current.
+            let current = self.current.load(Ordering::Acquire);
+            let slot = &self.slots[(current & 1) as usize];
+            if let Some(quota) = slot.quota.read_at(&slot.version, current >> 1) {
+                return quota;
+            }
+            // Overtaken by two changes: read the current slot again.
         }
     }
 
     /// Makes `quota` the default. Changes that race take effect one after the other.
     pub(crate) fn set(&self, quota: Quota) {
-        let node = Box::into_raw(Box::new(Node {
-            quota: Published::new(quota),
-            older: ptr::null_mut(),
-        }));
-        // Relaxed: the node is only linked to the one it replaces, published below.
-        let mut older = self.changed.load(Ordering::Relaxed);
-        loop {
-            // SAFETY: `node` is not published yet: only this thread refers to it.
-            unsafe { (*node).older = older };
-            // Release: publishes the node's quota to the checks that load it (`get`).
-            match self.changed.compare_exchange_weak(
-                older,
-                node,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(now) => older = now,
-            }
+        // Acquire: this change sees the slots as the one before it left them.
+        while self
+            .changing
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            spin_wait();
         }
+        // Relaxed: only changes write `current`, one at a time.
+        let current = self.current.load(Ordering::Relaxed);
+        let index = (1 - (current & 1)) as usize;
+        let slot = &self.slots[index];
+        let version = slot.quota.write_at(&slot.version, quota);
+        // Release: publishes the slot to readers of `current`.
+        self.current
+            .store(version << 1 | index as u64, Ordering::Release);
+        // Release: the next change sees this one's writes.
+        self.changing.store(0, Ordering::Release);
     }
 
-    /// Deliberately broken [`DefaultQuota::set`]: once a quota was set, rewrites it in place
-    /// instead of publishing a new one, so a check can read it while it is written (a torn
-    /// quota). Only for the loom models, which must catch it.
+    /// Deliberately broken [`DefaultQuota::set`]: rewrites the current slot in place, with no
+    /// version, so a check can read it while it is written (a torn quota). Only for the loom
+    /// models, which must catch it.
     #[cfg(loom)]
     pub(crate) fn set_racy(&self, quota: Quota) {
-        let changed = self.changed.load(Ordering::Acquire);
-        if changed.is_null() {
-            return self.set(quota);
-        }
-        // SAFETY: as in `get`.
-        unsafe { (*changed).quota.overwrite_racy(quota) }
-    }
-}
-
-impl Drop for DefaultQuota {
-    fn drop(&mut self) {
-        // Relaxed: `&mut self`, no other thread can reach the nodes.
-        let mut node = self.changed.load(Ordering::Relaxed);
-        while !node.is_null() {
-            // SAFETY:
-            // - every node came from `Box::into_raw` in `set` and is linked exactly once;
-            // - with `&mut self`, no check can still refer to it.
-            let owned = unsafe { Box::from_raw(node) };
-            node = owned.older;
-        }
-    }
-}
-
-// SAFETY:
-// - the raw `older` pointers are only written before publication and only followed by `Drop`
-//   with `&mut self`; the quotas are read-only once published.
-unsafe impl Send for DefaultQuota {}
-// SAFETY: as for `Send`: shared access only reads published, never-written quotas.
-unsafe impl Sync for DefaultQuota {}
-
-impl core::fmt::Debug for DefaultQuota {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        self.get().fmt(f)
+        let current = self.current.load(Ordering::Relaxed);
+        self.slots[(current & 1) as usize].quota.store(quota);
     }
 }
 
@@ -143,6 +117,8 @@ impl<K, C> crate::KeyedLimiter<K, C> {
     /// clock.advance(Duration::from_millis(500)); // 0.5 s to full: 50 tokens of 10 ms
     /// assert_eq!(limiter.key(&1).available(), 50);
     /// ```
+    ///
+    /// A change allocates nothing, however often the default changes.
     pub fn set_default_quota(&self, quota: Quota) {
         self.quota.set(quota)
     }

@@ -1,19 +1,23 @@
 //! `KeyedBucket`: one key's bucket of a [`KeyedLimiter`], as a value: what refunds,
 //! reservations and all-or-nothing checks ([`all_of`](crate::all_of)) operate on.
 
+use super::default_quota::DefaultQuota;
 use super::table::{initial_tat, Request, Table};
 use super::KeyedLimiter;
 use crate::all_of::{sealed, Limit};
-use crate::bucket::Change;
 use crate::bucket_ref::{BucketRef, TatStore};
-use crate::clock::{lagged, lagged_now, now_for, Clock};
+use crate::clock::{now_for, Clock};
 use crate::gcra::Booking;
-use crate::named::{count_wait, Named};
+use crate::give_back::Receipt;
+use crate::named::Named;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 use crate::quota_change::QuotaChange;
-use crate::reservation::{owner, BucketOwner, Reservation};
+use crate::reservation::{Reservation, Ticket};
+#[cfg(feature = "async")]
+use crate::wait::until_ready_n_on;
+use crate::wait::wait_n_on;
 use core::borrow::Borrow;
 use core::hash::Hash;
 use core::time::Duration;
@@ -35,7 +39,10 @@ use core::time::Duration;
 pub struct KeyedBucket<'a, C: Clock> {
     table: &'a Table,
     fp: u64,
-    quota: Quota,
+    /// The quota of [`with_quota`](Self::with_quota); `None`: the limiter's default quota as
+    /// it is at each operation.
+    own_quota: Option<Quota>,
+    default_quota: &'a DefaultQuota,
     clock: &'a C,
     start_empty: bool,
     /// The limiter's name and counts, if it is named.
@@ -43,8 +50,10 @@ pub struct KeyedBucket<'a, C: Clock> {
 }
 
 impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
-    /// The bucket of `key`: every operation on one key (checks, refunds, reservations, waits,
-    /// [`all_of`](crate::all_of)) under the limiter's quota.
+    /// The bucket of `key`: every operation on one key (checks, reservations and their
+    /// give-backs, waits, [`all_of`](crate::all_of)) under the limiter's default quota as it
+    /// is at each operation ([`set_default_quota`](Self::set_default_quota)), or the handle's
+    /// own ([`KeyedBucket::with_quota`]).
     pub fn key<Q>(&self, key: &Q) -> KeyedBucket<'_, C>
     where
         K: Borrow<Q>,
@@ -53,7 +62,8 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         KeyedBucket {
             table: &self.table,
             fp: self.fingerprint(key),
-            quota: *self.quota(),
+            own_quota: None,
+            default_quota: &self.quota,
             clock: self.clock(),
             start_empty: self.start_empty,
             named: self.named_ref(),
@@ -63,7 +73,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 
 impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// The same key under `quota` instead of the limiter's default: a tier (free, paid) for
-    /// every operation of this handle, checks, refunds, reservations, waits and
+    /// every operation of this handle, checks, reservations, waits and
     /// [`all_of`](crate::all_of) alike. The key's bucket is the same whatever its quota; see
     /// [`rebase_from`](Self::rebase_from) for a key that changes tier.
     ///
@@ -78,28 +88,29 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// assert_eq!(alice.available(), 30);
     /// ```
     pub fn with_quota(mut self, quota: &Quota) -> Self {
-        self.quota = *quota;
+        self.own_quota = Some(*quota);
         self
     }
 
     /// Carries the key's bucket over from quota `old` to this handle's quota by the rule `how`,
     /// now: for a key that changes tier. Without it, a key checked under another quota keeps
     /// its TAT ([`QuotaChange::KeepTime`]). A key the limiter does not hold is full, and stays
-    /// so. One compare-and-swap: checks racing it lose no spend.
+    /// so. One compare-and-swap: checks racing it lose no spend. Reservations of the key made
+    /// before it give nothing back after it (their tokens were carried over by the rule).
     pub fn rebase_from(&self, old: &Quota, how: QuotaChange) {
-        self.rebase_from_at(old, how, self.clock.now())
+        self.rebase_from_at(old, how, now_for(self.clock, &self.quota()))
     }
 
     /// [`rebase_from`](Self::rebase_from) at a time passed in.
     pub fn rebase_from_at(&self, old: &Quota, how: QuotaChange, now: Nanos) {
-        let (now, new) = (now.as_u64(), &self.quota);
+        let (now, new) = (now.as_u64(), self.quota());
         self.table
-            .rewrite(self.fp, |tat| Some(how.rebase(tat, now, old, new)));
+            .rewrite(self.fp, now, |tat| Some(how.rebase(tat, now, old, &new)));
     }
 
-    /// The quota this handle's operations use.
-    pub fn quota(&self) -> &Quota {
-        &self.quota
+    /// The quota this handle's operations use now: its own, or the limiter's default.
+    pub fn quota(&self) -> Quota {
+        self.own_quota.unwrap_or_else(|| self.default_quota.get())
     }
 
     /// Spends one token now if there is one.
@@ -115,13 +126,20 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// Spends `cost` tokens now if all are there; the rules of
     /// [`Limiter::check_n`](crate::Limiter::check_n).
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        self.check_n_at(cost, now_for(self.clock, &self.quota))
-            .map_err(|denied| lagged(self.clock, &self.quota, denied))
+        let bucket = self.bucket_ref();
+        self.decide(&bucket, cost, bucket.now())
+            .map_err(|denied| bucket.lagged(denied))
     }
 
     /// Spends `cost` tokens at `now` if all are there.
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        let decision = self.book(cost, now.as_u64(), 0).map(|(_, b)| b.allowed);
+        self.decide(&self.bucket_ref(), cost, now)
+    }
+
+    /// The check of `cost` at `now` on `bucket` (this key under one reading of its quota),
+    /// counted if the limiter is named.
+    fn decide(&self, bucket: &BucketRef<'_, C>, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
+        let decision = bucket.book(cost, now.as_u64(), 0).map(|(_, b)| b.allowed);
         if let Some(named) = self.named {
             named.record(cost, &decision);
         }
@@ -130,7 +148,8 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
 
     /// Whole tokens in the bucket now. Spends nothing and creates nothing.
     pub fn available(&self) -> u32 {
-        self.available_at(now_for(self.clock, &self.quota))
+        let bucket = self.bucket_ref();
+        bucket.available(bucket.now().as_u64())
     }
 
     /// [`available`](Self::available) at a time passed in.
@@ -138,27 +157,13 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
         self.bucket_ref().available(now.as_u64())
     }
 
-    /// Gives back one token now; see [`refund_n`](Self::refund_n).
-    pub fn refund(&self) {
-        self.refund_n(1)
-    }
-
-    /// Gives back `n` tokens now, never beyond the capacity; a key the limiter does not hold
-    /// (a full bucket) is left alone.
-    pub fn refund_n(&self, n: u32) {
-        self.refund_n_at(n, self.clock.now())
-    }
-
-    /// [`refund_n`](Self::refund_n) at a time passed in.
-    pub fn refund_n_at(&self, n: u32, now: Nanos) {
-        self.bucket_ref().refund(n, now.as_u64())
-    }
-
     /// Books `cost` tokens now, ready within `max_wait`; the rules of
-    /// [`Limiter::reserve_n`](crate::Limiter::reserve_n).
+    /// [`Limiter::reserve_n`](crate::Limiter::reserve_n). With a `max_wait` of zero it is a
+    /// check that can be taken back ([`Reservation::cancel`]).
     pub fn reserve_n(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'a, C>, Denied> {
-        self.reserve_n_at(cost, max_wait, self.clock.now())
-            .map_err(|denied| lagged_now(self.clock, denied))
+        let bucket = self.bucket_ref();
+        Reservation::book(bucket.clone(), cost, max_wait, bucket.now())
+            .map_err(|denied| bucket.lagged(denied))
     }
 
     /// [`reserve_n`](Self::reserve_n) at a time passed in.
@@ -172,7 +177,9 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     }
 
     /// Blocks the thread until one token is there, however long that takes; the rules of
-    /// [`Limiter::wait`](crate::Limiter::wait).
+    /// [`Limiter::wait`](crate::Limiter::wait). A new key that finds no room in the table
+    /// (under [`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys)) waits
+    /// for room too.
     pub fn wait(&self) -> Result<Allowed, Denied> {
         self.wait_n(1, Duration::MAX)
     }
@@ -187,38 +194,28 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`; the
     /// rules of [`Limiter::wait_n`](crate::Limiter::wait_n).
     pub fn wait_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        let booking = self.reserve_n(cost, max_wait);
-        count_wait(self.named, cost, &booking);
-        Ok(booking?.wait_blocking())
+        wait_n_on(&self.bucket_ref(), self.named, cost, max_wait)
     }
 
     /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
     /// the rules of [`Limiter::until_ready_n`](crate::Limiter::until_ready_n).
     #[cfg(feature = "async")]
     pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        let booking = self.reserve_n(cost, max_wait);
-        count_wait(self.named, cost, &booking);
-        Ok(booking?.ready().await)
+        until_ready_n_on(&self.bucket_ref(), self.named, cost, max_wait).await
     }
 
-    /// Spends or books `cost` tokens at `now`, creating the bucket if needed.
-    fn book(&self, cost: u32, now: u64, max_wait_ns: u64) -> Result<(Change, Booking), Denied> {
-        self.table.book(
-            self.fp,
-            cost,
-            now,
-            max_wait_ns,
-            &self.quota,
-            self.start_empty,
-        )
+    /// The reservation of a [`Ticket`] of this limiter; see [`KeyedLimiter::attach`].
+    #[cfg(feature = "http")]
+    pub(crate) fn attach(&self, ticket: Ticket) -> Option<Reservation<'a, C>> {
+        Reservation::attach(ticket, self.table, self.clock)
     }
 
-    /// This key's bucket, for reservations and [`all_of`](crate::all_of).
+    /// This key's bucket under the quota of this handle now, for every operation on it.
     fn bucket_ref(&self) -> BucketRef<'a, C> {
         BucketRef {
             store: self.table,
             id: self.fp,
-            quota: self.quota,
+            quota: self.quota(),
             clock: self.clock,
             start_empty: self.start_empty,
         }
@@ -239,20 +236,21 @@ impl<C: Clock> sealed::Sealed for KeyedBucket<'_, C> {
 
 impl<C: Clock> Limit for KeyedBucket<'_, C> {}
 
-impl<K, C: Clock> owner::Owner<C> for KeyedLimiter<K, C> {
-    fn store(&self) -> &dyn TatStore {
-        &self.table
-    }
-
-    fn clock(&self) -> &C {
-        &self.clock
+impl<K, C: Clock> KeyedLimiter<K, C> {
+    /// The reservation of a [`Ticket`] this limiter issued ([`Reservation::detach`]), to
+    /// cancel or settle it; `None` for another limiter's ticket. See
+    /// [`Limiter::attach`](crate::Limiter::attach).
+    pub fn attach(&self, ticket: Ticket) -> Option<Reservation<'_, C>> {
+        Reservation::attach(ticket, &self.table, &self.clock)
     }
 }
 
-impl<K, C: Clock> BucketOwner<C> for KeyedLimiter<K, C> {}
-
 /// A keyed table holds one TAT per fingerprint.
 impl TatStore for Table {
+    fn origin(&self) -> u64 {
+        self.origin
+    }
+
     #[inline]
     fn book(
         &self,
@@ -262,19 +260,34 @@ impl TatStore for Table {
         max_wait_ns: u64,
         quota: &Quota,
         start_empty: bool,
-    ) -> Result<(Change, Booking), Denied> {
-        self.spend(&Request {
-            fp: id,
-            now,
-            cost,
-            quota,
-            start_empty,
-            max_wait_ns,
-        })
+    ) -> Result<(Receipt, Booking), Denied> {
+        Table::book(
+            self,
+            &Request {
+                fp: id,
+                now,
+                cost,
+                quota,
+                start_empty,
+                max_wait_ns,
+                force: false,
+            },
+        )
     }
 
-    fn rewrite(&self, id: u64, f: &mut dyn FnMut(u64) -> Option<u64>) -> bool {
-        Table::rewrite(self, id, f)
+    fn give_back(
+        &self,
+        id: u64,
+        receipt: &Receipt,
+        tokens: u32,
+        quota: &Quota,
+        now: &dyn Fn() -> u64,
+    ) -> u64 {
+        Table::give_back(self, id, receipt, tokens, quota, now)
+    }
+
+    fn force(&self, id: u64, tokens: u32, now: u64, quota: &Quota, start_empty: bool) {
+        Table::force(self, id, tokens, now, quota, start_empty)
     }
 
     fn tat(&self, id: u64, now: u64, quota: &Quota, start_empty: bool) -> u64 {
@@ -283,7 +296,7 @@ impl TatStore for Table {
     }
 
     #[cfg(loom)]
-    fn store_racy(&self, _id: u64, _tat: u64) {
-        unreachable!("the loom models break only a Limiter's writes")
+    fn give_back_by_value(&self, _receipt: &Receipt, _tokens: u32) {
+        unreachable!("the loom models break only a Limiter's give-backs")
     }
 }

@@ -160,8 +160,8 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized,
     {
         let (fp, quota) = (self.fingerprint(key), self.quota());
-        self.check_fp(fp, 1, quota, now_for(&self.clock, quota))
-            .map_err(|denied| lagged(&self.clock, quota, denied))
+        self.check_fp(fp, 1, &quota, now_for(&self.clock, &quota))
+            .map_err(|denied| lagged(&self.clock, &quota, denied))
     }
 
     /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
@@ -173,8 +173,8 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         Q: Hash + ?Sized,
     {
         let (fp, quota) = (self.fingerprint(key), self.quota());
-        self.check_fp(fp, cost, quota, now_for(&self.clock, quota))
-            .map_err(|denied| lagged(&self.clock, quota, denied))
+        self.check_fp(fp, cost, &quota, now_for(&self.clock, &quota))
+            .map_err(|denied| lagged(&self.clock, &quota, denied))
     }
 
     /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
@@ -185,7 +185,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        self.check_key_n_with_quota_at(key, cost, self.quota(), now)
+        self.check_key_n_with_quota_at(key, cost, &self.quota(), now)
     }
 
     /// [`check_key_n`](Self::check_key_n) under `quota` instead of the limiter's, for tiers
@@ -240,8 +240,12 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 
     /// Removes every key whose bucket is full now; returns how many. One pass over the table
     /// with compare-and-swaps: it blocks no check, and a check racing it loses no spend.
+    ///
+    /// "Now" is the earliest reading a check may use ([`Clock::now_within`] at the widest
+    /// tolerance: the default clock's cached time), so that no bucket that is not full at the
+    /// checks' own time is removed and its debt forgotten.
     pub fn evict_idle(&self) -> usize {
-        self.evict_idle_at(self.clock.now())
+        self.evict_idle_at(self.clock.now_within(Nanos::MAX))
     }
 
     /// [`evict_idle`](Self::evict_idle) at a time passed in.
@@ -270,7 +274,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     /// The default quota of this limiter: the one it was built with, or the last one set by
     /// [`set_default_quota`](Self::set_default_quota).
     #[inline]
-    pub fn quota(&self) -> &Quota {
+    pub fn quota(&self) -> Quota {
         self.quota.get()
     }
 
@@ -315,6 +319,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
             quota,
             start_empty: self.start_empty,
             max_wait_ns,
+            force: false,
         }
     }
 }

@@ -1,7 +1,13 @@
-//! `Pacer`: the booking and the timer that every paced adapter shares.
+//! `Pacer`: the bookings and the timer that every paced adapter shares.
 
 use crate::all_of::{sealed::Sealed as _, Limit};
-use crate::bucket::Change;
+use crate::bucket_ref::BucketRef;
+use crate::clock::Clock;
+use crate::give_back::Receipt;
+use crate::nanos::Nanos;
+use crate::quota::Quota;
+use crate::wait::still_to_sleep;
+use alloc::vec::Vec;
 use core::future::Future;
 use core::ops::Deref;
 use core::pin::Pin;
@@ -9,14 +15,23 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use futures_timer::Delay;
 
-/// A booking being waited for: its change (to cancel it), its cost and when it is there.
+/// How long a pacer waits before booking again after a refusal that gives no time: a bucket
+/// whose TAT is at the end of the clock (584 years on), which no booking can serve.
+const NEVER_RETRY: Duration = Duration::from_secs(1);
+
+/// One part of an item, booked: what gives it back, under which quota, and when it is there.
 struct Booked {
-    change: Change,
+    receipt: Receipt,
+    quota: Quota,
     cost: u32,
-    ready_at: u64,
+    ready_at: Nanos,
 }
 
 /// Books tokens for one item at a time and waits until they are there.
+///
+/// The bookings of the current item are kept until the adapter hands the item on
+/// ([`hand_on`](Self::hand_on)): an item dropped before that, waiting or not, gives all of
+/// them back ([`Reservation::cancel`](crate::Reservation::cancel)'s rule).
 pub(super) struct Pacer<L: Deref>
 where
     L::Target: Limit,
@@ -24,8 +39,16 @@ where
     limit: L,
     /// Tokens of the current item not yet booked.
     unbooked: u32,
-    booked: Option<Booked>,
+    /// The parts of the current item booked so far, the last one possibly not there yet.
+    booked: Vec<Booked>,
+    /// The timer of the wait for the last part.
     delay: Option<Delay>,
+    /// The timer before booking again after a refusal.
+    retry: Option<Delay>,
+    /// How many times the current wait has slept (see `wait::still_to_sleep`).
+    rounds: u32,
+    /// Refusals in a row of the part being booked.
+    refusals: u32,
 }
 
 impl<L: Deref> Pacer<L>
@@ -36,14 +59,17 @@ where
         Pacer {
             limit,
             unbooked: 0,
-            booked: None,
+            booked: Vec::new(),
             delay: None,
+            retry: None,
+            rounds: 0,
+            refusals: 0,
         }
     }
 
-    /// Whether an item's tokens are being waited for.
+    /// Whether an item is being paced (booked or waited for, not yet handed on).
     pub(super) fn is_busy(&self) -> bool {
-        self.unbooked > 0 || self.booked.is_some()
+        self.unbooked > 0 || !self.booked.is_empty()
     }
 
     /// Starts pacing an item of `cost` tokens.
@@ -53,67 +79,115 @@ where
     }
 
     /// Books what the current item still needs, a burst at a time, and waits for each part;
-    /// ready when all of them are there.
+    /// ready when all of them are there. Every `Pending` has a timer behind it.
     pub(super) fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         loop {
             let bucket = self.limit.bucket_ref();
-            let now = bucket.now().as_u64();
-            if let Some(booked) = &self.booked {
-                if now < booked.ready_at {
-                    let wait = Duration::from_nanos(booked.ready_at - now);
-                    let delay = self.delay.get_or_insert_with(|| Delay::new(wait));
-                    if Pin::new(&mut *delay).poll(cx).is_pending() {
+            if let Some(last) = self.booked.last() {
+                // The time is looked at before the timer: a clock that moves by itself faster
+                // than real time (a test's) ends the wait as soon as it says so.
+                let wait = still_to_sleep(&bucket, last.ready_at, self.rounds == 0);
+                if !wait.is_zero() && self.rounds <= crate::wait::MORE_SLEEPS {
+                    if self.wait_out(wait, cx).is_pending() {
                         return Poll::Pending;
                     }
-                    // The timer can fire a hair early on another clock: look again.
-                    self.delay = None;
                     continue;
                 }
-                self.booked = None;
                 self.delay = None;
+            }
+            if let Some(retry) = &mut self.retry {
+                if Pin::new(retry).poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                self.retry = None;
             }
             if self.unbooked == 0 {
                 return Poll::Ready(());
             }
+            self.rounds = 0;
+            // The burst is read with the bucket it is booked in: a change that lowers it in
+            // between makes the part too large, which the booking refuses with no time, and
+            // the next round books a smaller part.
             let part = self.unbooked.min(bucket.quota.burst());
-            match bucket.book(part, now, u64::MAX) {
-                Ok((change, booking)) => {
+            let now = bucket.now();
+            match bucket.book(part, now.as_u64(), u64::MAX) {
+                Ok((receipt, booking)) => {
+                    self.refusals = 0;
                     self.unbooked -= part;
-                    self.booked = Some(Booked {
-                        change,
+                    self.booked.push(Booked {
+                        receipt,
+                        quota: bucket.quota,
                         cost: part,
-                        ready_at: booking.ready_at,
+                        ready_at: Nanos::new(booking.ready_at),
                     });
                 }
-                // Only a TAT that would overflow u64 refuses a booking with no deadline: that
-                // bucket can never serve the item, so its tokens are never handed on.
-                Err(_) => return Poll::Pending,
+                Err(denied) => {
+                    // No room for the key (a keyed limit), or a quota changed under the part:
+                    // book again when the refusal says, or after a while if it says nothing.
+                    let again = match bucket.lagged(denied).retry_after() {
+                        Some(retry) => retry,
+                        None if self.refusals == 0 => Duration::ZERO,
+                        None => NEVER_RETRY,
+                    };
+                    self.refusals += 1;
+                    self.retry = Some(Delay::new(again));
+                }
             }
         }
     }
 
-    /// Gives back the tokens of a booking not yet used (the last part of an item whose wait was
-    /// abandoned, or bytes a writer did not pass on).
+    /// Waits `wait` on the timer (made now if there is none), counting the rounds slept.
+    fn wait_out(&mut self, wait: Duration, cx: &mut Context<'_>) -> Poll<()> {
+        let delay = self.delay.get_or_insert_with(|| Delay::new(wait));
+        if Pin::new(delay).poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.delay = None;
+        self.rounds += 1;
+        Poll::Ready(())
+    }
+
+    /// The item was handed on: its tokens stay spent.
+    pub(super) fn hand_on(&mut self) {
+        self.booked.clear();
+        self.delay = None;
+        self.retry = None;
+        self.rounds = 0;
+        self.refusals = 0;
+    }
+
+    /// The item was handed on having used only `used` of the tokens of its last part (a writer
+    /// whose inner writer took fewer bytes): the rest of that part is given back.
+    pub(super) fn hand_on_using(&mut self, used: u32) {
+        if let Some(last) = self.booked.pop() {
+            if used < last.cost {
+                let bucket = self.bucket_as_booked(&last);
+                bucket.give_back(&last.receipt, last.cost - used, None);
+            }
+        }
+        self.hand_on();
+    }
+
+    /// Gives back every booking of the current item: it will not be handed on. The last part
+    /// comes back first, so that each give-back finds its booking on top of the bucket.
     pub(super) fn cancel(&mut self) {
         self.unbooked = 0;
-        self.delay = None;
-        if let Some(booked) = self.booked.take() {
-            let bucket = self.limit.bucket_ref();
-            if !bucket.restore(booked.change) {
-                let now = bucket.now().as_u64();
-                bucket.unbook(booked.change, booked.cost, now);
-            }
+        while let Some(part) = self.booked.pop() {
+            let bucket = self.bucket_as_booked(&part);
+            bucket.give_back(&part.receipt, part.cost, None);
+        }
+        self.hand_on();
+    }
+
+    /// The limit's bucket under the quota `part` was booked with.
+    fn bucket_as_booked(&self, part: &Booked) -> BucketRef<'_, dyn Clock + '_> {
+        BucketRef {
+            quota: part.quota,
+            ..self.limit.bucket_ref()
         }
     }
 
-    /// Gives back `n` tokens already spent (a writer that passed on fewer bytes than it paid
-    /// for).
-    pub(super) fn refund(&self, n: u32) {
-        let bucket = self.limit.bucket_ref();
-        bucket.refund(n, bucket.now().as_u64());
-    }
-
-    /// The most tokens one item may book at once: the limit's burst.
+    /// The most tokens one item may book at once: the limit's burst now.
     pub(super) fn burst(&self) -> u32 {
         self.limit.bucket_ref().quota.burst()
     }

@@ -10,6 +10,8 @@ use futures_sink::Sink;
 pin_project_lite::pin_project! {
     /// A sink that forwards each item to `S` once `cost(&item)` tokens are there. It holds one
     /// item while it waits: `poll_ready` and `poll_flush` are ready once that item has gone on.
+    /// An item held when the sink is dropped (waiting for its tokens, or for the inner sink to
+    /// be ready) gives its tokens back.
     /// Made by [`PaceExt::paced_sink_by`](super::PaceExt::paced_sink_by); see the
     /// [module docs](super).
     #[must_use = "sinks do nothing unless polled"]
@@ -44,6 +46,24 @@ where
         &self.inner
     }
 
+    /// The sink being fed, mutably. Items sent to it directly are not paced.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The sink being fed, and the item held for its tokens, if any: that item was not
+    /// forwarded, so the tokens it booked are given back.
+    pub fn into_inner(self) -> (S, Option<Item>) {
+        let PacedSink {
+            inner,
+            mut pacer,
+            waiting,
+            ..
+        } = self;
+        pacer.cancel();
+        (inner, waiting)
+    }
+
     /// Waits for the held item's tokens, then hands it to the inner sink.
     fn poll_forward(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         let mut this = self.project();
@@ -57,6 +77,7 @@ where
             return Poll::Ready(Err(e));
         }
         let item = this.waiting.take().expect("checked above");
+        this.pacer.hand_on();
         Poll::Ready(this.inner.start_send(item))
     }
 }

@@ -43,14 +43,22 @@ where
         &self.inner
     }
 
-    /// The stream being paced, and its tokens; an item waiting for its tokens is dropped and
-    /// the tokens it booked and is still waiting for are given back.
-    pub fn into_inner(self) -> S
-    where
-        S: Unpin,
-    {
-        let Paced { inner, .. } = self;
-        inner
+    /// The stream being paced, mutably. Items taken from it directly are not paced.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The stream being paced, and the item waiting for its tokens, if any: that item was not
+    /// handed on, so the tokens it booked are given back.
+    pub fn into_inner(self) -> (S, Option<S::Item>) {
+        let Paced {
+            inner,
+            mut pacer,
+            waiting,
+            ..
+        } = self;
+        pacer.cancel();
+        (inner, waiting)
     }
 }
 
@@ -68,6 +76,7 @@ where
                 if this.pacer.poll_ready(cx).is_pending() {
                     return Poll::Pending;
                 }
+                this.pacer.hand_on();
                 return Poll::Ready(this.waiting.take());
             }
             match this.inner.as_mut().poll_next(cx) {

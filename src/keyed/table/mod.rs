@@ -51,14 +51,23 @@ pub(crate) use claim::Overflow;
 pub(crate) use request::{initial_tat, Outcome, Request};
 
 use super::stats::Counters;
-use crate::gcra::IMPOSSIBLE_AHEAD;
+use crate::gcra::{Booking, IMPOSSIBLE_AHEAD};
+use crate::give_back::{self, Ledger, Receipt, TenureWord};
+use crate::outcome::Denied;
+use crate::quota::Quota;
 use alloc::boxed::Box;
 use claim::{Insert, Step};
+use crossbeam_utils::CachePadded;
 use lookup::{lookup, lookup_settled};
 use loom_hooks::Faults;
 use request::decide;
 use slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
 use window::Slots;
+
+/// How many ledgers of give-backs a table keeps: each bucket's give-backs go to one, chosen
+/// by its fingerprint, so that a bucket's is shared with a 64th of the others (a give-back to
+/// one of them makes the bounds of the rest less tight, never wrong).
+const LEDGERS: usize = 64;
 
 /// A fixed-capacity table of buckets keyed by 64-bit fingerprints.
 pub(crate) struct Table {
@@ -67,6 +76,11 @@ pub(crate) struct Table {
     pub(crate) counters: Counters,
     /// Whether the kernel accepted the advice to back the slots with huge pages.
     pub(crate) huge_pages: bool,
+    /// The credit given back to the buckets, by fingerprint (`give_back.rs`).
+    ledgers: Box<[CachePadded<Ledger>]>,
+    /// The limiter's id, unique in the process (what a detached reservation is checked
+    /// against).
+    pub(crate) origin: u64,
 }
 
 impl Table {
@@ -83,7 +97,16 @@ impl Table {
             overflow,
             counters: Counters::default(),
             huge_pages: false,
+            ledgers: (0..LEDGERS)
+                .map(|_| CachePadded::new(Ledger::new()))
+                .collect(),
+            origin: crate::sync::next_id(),
         }
+    }
+
+    /// The ledger of the bucket of `fp`.
+    fn ledger(&self, fp: u64) -> &Ledger {
+        &self.ledgers[(fp >> 32) as usize % LEDGERS]
     }
 
     /// The number of slots.
@@ -183,12 +206,53 @@ impl Table {
                     if publish {
                         self.counters.key_added();
                     }
-                    return Some(outcome);
+                    return Some(outcome.map(|(spent, booking)| (spent.in_tenure(k), booking)));
                 }
                 Err(actual) if slot.key.load() == k => w = actual,
                 Err(_) => return None, // removed, or the slot went to another key
             }
         }
+    }
+
+    /// [`spend`](Self::spend) for a booking that may be given back: its receipt, with the
+    /// ledger read before the spend (`give_back.rs`).
+    #[inline]
+    pub(crate) fn book(&self, req: &Request<'_>) -> Result<(Receipt, Booking), Denied> {
+        let given = self.ledger(req.fp).snapshot();
+        let (spent, booking) = self.spend(req)?;
+        let receipt = Receipt {
+            tenure: spent.tenure,
+            before: spent.change.before,
+            after: spent.change.after,
+            given,
+            cost: req.cost,
+        };
+        Ok((receipt, booking))
+    }
+
+    /// Gives back `tokens` of the booking `receipt` of the key `fp` under `quota`, at times
+    /// read by `now`: nothing once the bucket it was made in is gone (removed, or its slot
+    /// reused), even if the key has a bucket again (docs/design.md, section 6.5).
+    pub(crate) fn give_back(
+        &self,
+        fp: u64,
+        receipt: &Receipt,
+        tokens: u32,
+        quota: &Quota,
+        now: &dyn Fn() -> u64,
+    ) -> u64 {
+        let Some((slot, k, _)) = lookup_settled(&self.slots, self.home(fp), tag_of(fp)) else {
+            return 0;
+        };
+        if k.raw() != receipt.tenure {
+            return 0;
+        }
+        let word = SlotTenure {
+            slot,
+            k,
+            mask: self.slots.mask(k),
+        };
+        give_back::give_back(&word, self.ledger(fp), receipt, tokens, quota, now)
     }
 
     /// The TAT of the bucket of `fp`, if it has a published one. Creates and helps nothing.
@@ -198,11 +262,32 @@ impl Table {
         (tat != UNPUBLISHED).then_some(tat)
     }
 
-    /// Rewrites the TAT of the published bucket of `fp` to `f(TAT)` (`None`: leave it), by a
-    /// CAS of W retried with the TAT it finds: a bucket that was removed or whose slot went to
-    /// another key is never touched, and an absent key is left alone. Returns whether a write
-    /// happened.
-    pub(crate) fn rewrite(&self, fp: u64, mut f: impl FnMut(u64) -> Option<u64>) -> bool {
+    /// Rewrites the TAT of the published bucket of `fp` at `now` to `f(TAT)` (`None`: leave
+    /// it), by a CAS of W retried with the TAT it finds: a bucket that was removed or whose slot
+    /// went to another key is never touched, and an absent key is left alone. Returns whether
+    /// a write happened.
+    ///
+    /// A rewrite may move the key's bookings anywhere below the new TAT, so it is entered in
+    /// the ledger as a shift of everything the bucket held (`TAT - now`): the bookings made
+    /// before it give nothing back.
+    pub(crate) fn rewrite(&self, fp: u64, now: u64, mut f: impl FnMut(u64) -> Option<u64>) -> bool {
+        let ledger = self.ledger(fp);
+        let mut announced = 0u64;
+        let replaced = self.rewrite_as_is(fp, |tat| {
+            let new = f(tat)?;
+            let held = tat.saturating_sub(now);
+            ledger.announce(held);
+            announced = announced.wrapping_add(held);
+            Some(new)
+        });
+        let entered = replaced.map_or(0, |tat| tat.saturating_sub(now));
+        ledger.complete(entered);
+        ledger.retract(announced.wrapping_sub(entered));
+        replaced.is_some()
+    }
+
+    /// [`rewrite`](Self::rewrite) without the ledger: the TAT it replaced, if it wrote.
+    fn rewrite_as_is(&self, fp: u64, mut f: impl FnMut(u64) -> Option<u64>) -> Option<u64> {
         let home = self.home(fp);
         while let Some((slot, k, mut w)) = lookup_settled(&self.slots, home, tag_of(fp)) {
             let mask = self.slots.mask(k);
@@ -212,20 +297,18 @@ impl Table {
                     break; // being removed: look up again
                 }
                 if tat == UNPUBLISHED {
-                    return false; // not yet published: as an absent key
+                    return None; // not yet published: as an absent key
                 }
-                let Some(new) = f(tat).filter(|&new| new < FROZEN && new != tat) else {
-                    return false;
-                };
+                let new = f(tat).filter(|&new| new < FROZEN && new != tat)?;
                 test_hooks::pause();
                 match slot.tat.spend(w, new ^ mask) {
-                    Ok(_) => return true,
+                    Ok(_) => return Some(tat),
                     Err(actual) if slot.key.load() == k => w = actual,
                     Err(_) => break, // removed or reused meanwhile: look up again
                 }
             }
         }
-        false
+        None
     }
 
     /// Removes every bucket that is full at `now` (`TAT <= now`); returns how many. A removal
@@ -263,6 +346,20 @@ impl Table {
         removed
     }
 
+    /// Spends `tokens` more unconditionally for the key `fp` at `now` under `quota`, in its
+    /// bucket as it is now, creating it (full, or empty under `start_empty`) if it is absent.
+    pub(crate) fn force(&self, fp: u64, tokens: u32, now: u64, quota: &Quota, start_empty: bool) {
+        let _ = self.spend(&Request {
+            fp,
+            now,
+            cost: tokens,
+            quota,
+            start_empty,
+            max_wait_ns: 0,
+            force: true,
+        });
+    }
+
     /// How many slots hold a claim or an unfrozen bucket of `fp`. For the loom models, which
     /// call it at rest.
     #[cfg(loom)]
@@ -273,5 +370,36 @@ impl Table {
             k.tag() == tag && (k.is_pending() || self.slots.read_live(s, k).is_some())
         };
         self.slots.as_slice().iter().filter(|s| held(s)).count()
+    }
+}
+
+/// The bucket of one tenure of a slot (K `k`), as a give-back acts on it.
+struct SlotTenure<'a> {
+    slot: &'a Slot,
+    k: KeyWord,
+    mask: u64,
+}
+
+impl SlotTenure<'_> {
+    /// The TAT of the raw W `w`, if the slot still holds the tenure and its bucket is
+    /// published and not being removed.
+    fn decode(&self, w: u64) -> Option<u64> {
+        let tat = w ^ self.mask;
+        (self.slot.key.load() == self.k && tat != FROZEN && tat != UNPUBLISHED).then_some(tat)
+    }
+}
+
+impl TenureWord for SlotTenure<'_> {
+    fn load(&self) -> Option<u64> {
+        // W's loads are at least Acquire (`slot.rs`), and K is read after.
+        self.decode(self.slot.tat.load())
+    }
+
+    fn swap(&self, current: u64, new: u64) -> Result<(), Option<u64>> {
+        // Release on success and Acquire on failure (`slot.rs`).
+        match self.slot.tat.spend(current ^ self.mask, new ^ self.mask) {
+            Ok(_) => Ok(()),
+            Err(w) => Err(self.decode(w)),
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! One check as the table sees it: the request, what it answers, and the GCRA decision of a
 //! request on a bucket's TAT.
 
-use super::slot::FROZEN;
+use super::slot::{KeyWord, FROZEN};
 use crate::bucket::Change;
 use crate::gcra::{self, Booking};
 use crate::outcome::Denied;
@@ -19,11 +19,33 @@ pub(crate) struct Request<'q> {
     pub(crate) start_empty: bool,
     /// How long the tokens may take to arrive: 0 for a check, more for a reservation.
     pub(crate) max_wait_ns: u64,
+    /// Spend `cost` unconditionally (the extra cost of a settled booking), into debt if need
+    /// be, rather than decide.
+    pub(crate) force: bool,
 }
 
-/// What a request answers: on success the TAT before and after it (for rollbacks and
-/// cancellations) and the booking (its `allowed`, and when the tokens are there).
-pub(crate) type Outcome = Result<(Change, Booking), Denied>;
+/// What a request answers: on success the bucket's tenure (its K) and the TAT before and after
+/// it (for give-backs) and the booking (its `allowed`, and when the tokens are there).
+pub(crate) type Outcome = Result<(Spent, Booking), Denied>;
+
+/// A write of a request: the tenure it was made in (the raw K; 0 for a request that stored
+/// nothing) and the TAT before and after.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Spent {
+    pub(crate) tenure: u64,
+    pub(crate) change: Change,
+}
+
+impl Spent {
+    /// The same write, made in the tenure of the LIVE K `k`.
+    #[inline(always)]
+    pub(super) fn in_tenure(self, k: KeyWord) -> Spent {
+        Spent {
+            tenure: k.raw(),
+            ..self
+        }
+    }
+}
 
 impl<'q> Request<'q> {
     /// One token of the key of fingerprint `fp` at 0, ready now: the request of the table's
@@ -37,6 +59,7 @@ impl<'q> Request<'q> {
             quota,
             start_empty: false,
             max_wait_ns: 0,
+            force: false,
         }
     }
 
@@ -72,17 +95,34 @@ pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
 /// peek) and the answer. A TAT equal to one of the reserved markers cannot be stored: denied.
 #[inline(always)]
 pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
+    if req.force {
+        return forced(tat, req);
+    }
     match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
         Ok((new, _)) if new >= FROZEN => {
             (tat, Err(gcra::unrepresentable_at(tat, req.now, req.quota)))
         }
-        Ok((new, booking)) => {
-            let change = Change {
-                before: tat,
-                after: new,
-            };
-            (new, Ok((change, booking)))
-        }
+        Ok((new, booking)) => (new, Ok((spent(tat, new), booking))),
         Err(denied) => (tat, Err(denied)),
     }
+}
+
+/// A write from `before` to `after`, its tenure to be filled in by the spend that stores it.
+fn spent(before: u64, after: u64) -> Spent {
+    Spent {
+        tenure: 0,
+        change: Change { before, after },
+    }
+}
+
+/// The decision of a forced request: `cost` more tokens whatever the bucket holds, stopping
+/// short of the reserved markers.
+#[cold]
+fn forced(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
+    let new = gcra::force(tat, req.now, req.cost, req.quota).min(FROZEN - 1);
+    let booking = Booking {
+        ready_at: req.now,
+        allowed: crate::outcome::Allowed::new(gcra::level(new.saturating_sub(req.now), req.quota)),
+    };
+    (new, Ok((spent(tat, new), booking)))
 }

@@ -1,4 +1,4 @@
-//! Reading and rewriting a key's TAT (refunds, rollbacks, cancellations, `available`) when the
+//! Reading and rewriting a key's TAT (give-backs, rebases, `available`) when the
 //! look-up meets, before the key's bucket, a slot of the key that holds none of its tokens: a
 //! duplicate claim of the key, or a removed bucket of it whose K moves while it is read.
 
@@ -9,7 +9,6 @@ use super::slot::{tag_of, zeroed_slots, Slot, FROZEN};
 use super::test_hooks::once_between_reads;
 use super::upkeep::{freeze, retire};
 use super::Table;
-use crate::gcra;
 use crate::Quota;
 use core::time::Duration;
 
@@ -28,9 +27,9 @@ fn spend(table: &Table, fp: u64, quota: &Quota) {
     assert!(table.spend(&Request::one_at_zero(fp, quota)).is_ok());
 }
 
-/// A refund of one token at 0.
-fn refund(quota: &Quota) -> impl FnMut(u64) -> Option<u64> + '_ {
-    |tat| gcra::refund(tat, 0, 1, quota)
+/// A rewrite that takes one token off the TAT.
+fn one_token_back(_quota: &Quota) -> impl FnMut(u64) -> Option<u64> {
+    |tat| tat.checked_sub(T)
 }
 
 /// Two slots: X's bucket, one token spent (TAT `T`), in slot 1, behind a slot 0 whose bucket
@@ -73,8 +72,8 @@ fn a_duplicate_claim_of_the_key_does_not_hide_its_bucket() {
         "the claim hid X's bucket from a read"
     );
     assert!(
-        table.rewrite(X, refund(&quota)),
-        "the refund of X was dropped"
+        table.rewrite(X, 0, one_token_back(&quota)),
+        "the rewrite of X was dropped"
     );
     assert_eq!(table.tat_of(X), Some(0));
     spend(&table, X, &quota);
@@ -115,8 +114,8 @@ fn a_read_that_sees_a_slot_of_the_key_move_scans_again() {
     assert_eq!(w ^ frozen.mask(), FROZEN);
     once_between_reads(finish_removal);
     assert!(
-        table.rewrite(X, refund(&quota)),
-        "the refund of X was dropped"
+        table.rewrite(X, 0, one_token_back(&quota)),
+        "the rewrite of X was dropped"
     );
     assert_eq!(table.tat_of(X), Some(0));
 }

@@ -95,6 +95,12 @@ impl KeyWord {
     /// K of a never-used slot.
     pub(crate) const EMPTY: KeyWord = KeyWord(0);
 
+    /// The word itself: what a booking's receipt records as the bucket's tenure.
+    #[inline(always)]
+    pub(crate) const fn raw(self) -> u64 {
+        self.0
+    }
+
     /// The tag.
     #[inline(always)]
     pub(crate) const fn tag(self) -> u64 {

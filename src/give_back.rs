@@ -1,0 +1,171 @@
+//! Giving tokens back: a cancelled or settled reservation, an `all_of` check rolled back, a
+//! paced item that was never handed on. One rule for all of them (docs/design.md, section 5):
+//! a give-back never returns more than the booking still holds.
+//!
+//! A booking knows the TAT its spend left (`after`): its tokens sat just below it. Two things
+//! can have happened since, and a value comparison of the TAT can see neither:
+//! - **refill**: the part of the booking below `now` is already back in the bucket;
+//! - **shifts**: a give-back of an earlier booking (below this one) moved everything above it
+//!   down, so this booking's tokens now end lower than `after`.
+//!
+//! So a give-back of `k` of a booking's tokens returns `min(k * T, top - now)` (at least 0),
+//! where `top = after - shift` and `shift` bounds what give-backs since the booking have moved
+//! it. Each bucket has a [`Ledger`] of the credit given back, which bounds the shift; a
+//! give-back made when the booking is still the last thing in the bucket (`TAT == top`) moves
+//! no other booking and is not entered in it.
+
+use crate::gcra;
+use crate::quota::Quota;
+use crate::sync::{AtomicU64, Ordering};
+
+/// What a give-back needs to know of the booking it undoes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Receipt {
+    /// Which tenure of which bucket the booking was made in (a keyed slot's key word, a
+    /// limiter cell's id): a give-back to another tenure gives nothing.
+    pub(crate) tenure: u64,
+    /// The TAT before the booking's spend, and the TAT it left.
+    pub(crate) before: u64,
+    pub(crate) after: u64,
+    /// The tokens booked.
+    pub(crate) cost: u32,
+    /// The bucket's [`Ledger::snapshot`] taken before the spend.
+    pub(crate) given: u64,
+}
+
+/// The credit given back to one bucket (or to a stripe of a keyed table's buckets), as two
+/// running totals in nanoseconds, wrapping: `announced` is raised before a give-back's
+/// compare-and-swap (and lowered again if it fails), `completed` after it succeeds. A
+/// booking reads `completed` before its spend; a give-back reads `announced` after its load of
+/// the TAT. Their difference bounds from above the credit given back between the two, which is
+/// all a give-back needs (docs/design.md, section 5, *The ledger*).
+#[derive(Debug)]
+pub(crate) struct Ledger {
+    announced: AtomicU64,
+    completed: AtomicU64,
+}
+
+impl Ledger {
+    /// A ledger of nothing given back.
+    pub(crate) fn new() -> Ledger {
+        Ledger {
+            announced: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+        }
+    }
+
+    /// What a booking records before its spend.
+    #[inline]
+    pub(crate) fn snapshot(&self) -> u64 {
+        // Acquire: pairs with the Release in `complete`, so that a give-back counted here
+        // wrote the TAT before this booking's spend reads it.
+        self.completed.load(Ordering::Acquire)
+    }
+
+    /// How far the give-backs since `snapshot` can have moved a booking, read after the
+    /// give-back's Acquire load of the TAT.
+    #[inline]
+    fn shift_since(&self, snapshot: u64) -> u64 {
+        // Relaxed: ordered by the caller's Acquire load of the TAT, which synchronizes with
+        // the Release compare-and-swap of every give-back whose write it reads or follows, and
+        // each of those announced itself before that compare-and-swap.
+        self.announced
+            .load(Ordering::Relaxed)
+            .wrapping_sub(snapshot)
+    }
+
+    /// Announces `credit` about to be given back, before the compare-and-swap that gives it.
+    pub(crate) fn announce(&self, credit: u64) {
+        // Relaxed: published by the Release compare-and-swap of the TAT that follows.
+        self.announced.fetch_add(credit, Ordering::Relaxed);
+    }
+
+    /// Withdraws an announcement whose compare-and-swap did not happen.
+    pub(crate) fn retract(&self, credit: u64) {
+        // Relaxed: an announcement withdrawn only makes later bounds tighter.
+        self.announced.fetch_sub(credit, Ordering::Relaxed);
+    }
+
+    /// Enters `credit` given back, after the compare-and-swap that gave it.
+    pub(crate) fn complete(&self, credit: u64) {
+        // Release: pairs with the Acquire in `snapshot`.
+        self.completed.fetch_add(credit, Ordering::Release);
+    }
+}
+
+/// One tenure of a bucket's word, as a give-back acts on it.
+pub(crate) trait TenureWord {
+    /// The TAT, if the tenure still holds, loaded with `Acquire` (see [`Ledger`]).
+    fn load(&self) -> Option<u64>;
+
+    /// The TAT from `current` to `new` (`Release` on success, `Acquire` on failure); on
+    /// failure the TAT found, or `None` if the tenure ended.
+    fn swap(&self, current: u64, new: u64) -> Result<(), Option<u64>>;
+}
+
+/// The TAT of a bucket that the booking `receipt` left as it is, without `tokens` of the
+/// booking: the TAT before it for all of them, else the booking's end less the tokens given
+/// back (the last ones booked).
+fn exactly_without(receipt: &Receipt, tokens: u32, quota: &Quota) -> u64 {
+    if tokens >= receipt.cost {
+        return receipt.before;
+    }
+    let credit = u64::from(tokens) * quota.emission_interval_ns();
+    receipt.after - credit
+}
+
+/// Gives back `tokens` of the booking `receipt` to `word` under `quota` (the booking's), at a
+/// time read by `now` after each load of the TAT: a time no earlier than that of any spend the
+/// load saw, so that no refill a later spend counted on is handed out again. Returns the
+/// credit given back, in nanoseconds.
+pub(crate) fn give_back(
+    word: &impl TenureWord,
+    ledger: &Ledger,
+    receipt: &Receipt,
+    tokens: u32,
+    quota: &Quota,
+    now: &dyn Fn() -> u64,
+) -> u64 {
+    let Some(mut tat) = word.load() else {
+        return 0;
+    };
+    loop {
+        let now = now();
+        let shift = ledger.shift_since(receipt.given);
+        let top = receipt.after.saturating_sub(shift);
+        let new = if shift == 0 && tat == receipt.after {
+            // Nothing was given back since, and whatever came after the booking has been given
+            // back in full: the bucket is as the booking left it, and goes back exactly to
+            // what it was without the tokens given back.
+            Some(exactly_without(receipt, tokens, quota)).filter(|&new| new != tat)
+        } else {
+            gcra::give_back(tat, now, top, tokens, quota)
+        };
+        let Some(new) = new else {
+            return 0;
+        };
+        let credit = tat - new;
+        // A booking on top of the bucket moves no other: no need to enter it.
+        let counted = tat != top;
+        if counted {
+            ledger.announce(credit);
+        }
+        match word.swap(tat, new) {
+            Ok(()) => {
+                if counted {
+                    ledger.complete(credit);
+                }
+                return credit;
+            }
+            Err(found) => {
+                if counted {
+                    ledger.retract(credit);
+                }
+                match found {
+                    Some(found) => tat = found,
+                    None => return 0,
+                }
+            }
+        }
+    }
+}
