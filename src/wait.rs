@@ -8,12 +8,14 @@
 //! after that while `max_wait` allows.
 //!
 //! # When a wait ends
-//! A wait ends once the bucket's own time (the reading every operation on it uses) has reached
-//! the booking's `ready_at`, and once the clock's exact time has passed it by the lag its
-//! cached reading may have ([`Clock::lag_within`]): so no wait ends before the limiter says
-//! the tokens are there, nor, in real time, before they are due after the operations that
-//! came before it. On the default clock that is up to two ticks (2 ms) after `ready_at` for
-//! quotas at least 16 ms deep; exact clocks add nothing.
+//! A booking whose tokens are there by the bucket's own time (the reading every operation on it
+//! uses) does not wait. Otherwise the wait ends once the bucket's time has reached the booking's
+//! `ready_at`, and once the clock's exact time has passed `ready_at` by as much as the bucket's
+//! reading lagged when the wait began, plus the lag it may grow by ([`Clock::lag_within`]): so
+//! no wait ends before the limiter says the tokens are there, nor, in real time, before they
+//! are due after the operations that came just before it. On the default clock that is up to
+//! two ticks (2 ms) more than the lag of its cached reading, for quotas at least 16 ms deep;
+//! exact clocks add nothing.
 //!
 //! # Jitter
 //! Waiters of one limiter wake one emission interval apart, in booking order. When many
@@ -37,25 +39,31 @@ use core::time::Duration;
 /// that does not move by itself (a [`ManualClock`](crate::ManualClock)) cannot hang a wait.
 pub(crate) const MORE_SLEEPS: u32 = 8;
 
-/// What is left to sleep before a booking ready at `ready_at` on `bucket` may be used: the
-/// first sleep (`first`) runs to the clock's exact time `ready_at + lag`; later ones to the
-/// bucket's own time `ready_at`, at least a millisecond each.
+/// What is left to sleep before a booking ready at `ready_at` on `bucket` may be used. Nothing
+/// once the bucket's own time has reached `ready_at`. The first sleep (`first`) otherwise runs
+/// to the clock's exact time `ready_at + (exact - bucket time) + lag`: when the bucket's time
+/// says ready if its reading keeps lagging as it does now, and the lag its reading may grow by
+/// ([`Clock::lag_within`]). Later ones run to the bucket's own time `ready_at`, at least a
+/// millisecond each.
 pub(crate) fn still_to_sleep<C: Clock + ?Sized>(
     bucket: &BucketRef<'_, C>,
     ready_at: Nanos,
     first: bool,
 ) -> Duration {
-    if first {
-        let lag = bucket.clock.lag_within(tolerance_for(&bucket.quota));
-        let due = Nanos::new(ready_at.as_u64().saturating_add(lag.as_u64()));
-        return due.saturating_duration_since(bucket.clock.now());
-    }
-    let short = ready_at.saturating_duration_since(bucket.now());
+    let bucket_now = bucket.now();
+    let short = ready_at.saturating_duration_since(bucket_now);
     if short.is_zero() {
-        short
-    } else {
-        short.max(Duration::from_millis(1))
+        return short;
     }
+    if first {
+        let exact = bucket.clock.now();
+        let behind = exact.saturating_duration_since(bucket_now);
+        let lag = bucket.clock.lag_within(tolerance_for(&bucket.quota));
+        return short
+            .saturating_add(behind)
+            .saturating_add(Duration::from_nanos(lag.as_u64()));
+    }
+    short.max(Duration::from_millis(1))
 }
 
 impl<C: Clock> Reservation<'_, C> {

@@ -225,3 +225,42 @@ fn give_backs_racing_checks_never_admit_beyond_the_exact_bucket() {
         "too little raced: {admitted}, {forced}"
     );
 }
+
+/// Quota changes racing each other and checks, bookings and their cancels: every check and
+/// every read of the quota sees one of the quotas set, the limiter keeps deciding while the
+/// changes run, and after them it is exactly under the last one.
+#[test]
+fn quota_changes_racing_each_other_leave_the_last_one_live() {
+    let quotas: Vec<Quota> = (1..=4).map(|b| quota(1_000, b * 5)).collect();
+    let limiter = Limiter::with_clock(quotas[0], ManualClock::new());
+    on_threads(|i| {
+        for n in 0..5_000usize {
+            let now = Nanos::new(n as u64 * 10);
+            match (i + n) % 4 {
+                0 => limiter.set_quota_at(
+                    quotas[(i + n) % quotas.len()],
+                    cellrate::QuotaChange::KeepSpent,
+                    now,
+                ),
+                1 => {
+                    let _ = limiter.check_n_at(1, now);
+                }
+                2 => {
+                    if let Ok(booked) = limiter.reserve_n_at(2, Duration::ZERO, now) {
+                        booked.cancel_at(now);
+                    }
+                }
+                _ => assert!(quotas.contains(&limiter.quota()), "a quota never set"),
+            }
+        }
+    });
+    let last = quota(2_000, 3);
+    limiter.set_quota_at(last, cellrate::QuotaChange::Full, Nanos::new(1 << 40));
+    assert_eq!(limiter.quota(), last);
+    let at = Nanos::new(1 << 40);
+    assert!(limiter.check_n_at(3, at).is_ok());
+    assert!(
+        limiter.check_n_at(1, at).is_err(),
+        "decided under another quota"
+    );
+}

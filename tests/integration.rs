@@ -21,6 +21,9 @@ mod baseline;
 mod cached_clock;
 mod clock;
 mod concurrency;
+#[cfg(feature = "async")]
+mod default_clock;
+mod give_back;
 mod keyed;
 mod keyed_batch;
 mod keyed_differential;

@@ -164,6 +164,16 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
             .map_err(|denied| lagged(&self.clock, &quota, denied))
     }
 
+    /// [`check_key`](Self::check_key) at a time passed in.
+    #[inline(always)]
+    pub fn check_key_at<Q>(&self, key: &Q, now: Nanos) -> Result<Allowed, Denied>
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        self.check_key_n_at(key, 1, now)
+    }
+
     /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
     /// [`Limiter::check_n`](crate::Limiter::check_n).
     #[inline(always)]
