@@ -33,7 +33,7 @@ pub struct Stats {
     /// information). A full bucket whose slot a new key takes over is not counted.
     pub idle_evictions: u64,
     /// Buckets that were not full, removed to make room for a new key
-    /// ([`OverflowPolicy::EvictNearestFull`](crate::OverflowPolicy::EvictNearestFull)).
+    /// ([`OverflowPolicy::EvictNearestNew`](crate::OverflowPolicy::EvictNearestNew)).
     pub overflow_evictions: u64,
     /// New keys denied for lack of room
     /// ([`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys), or any policy

@@ -94,7 +94,7 @@ fn a_settle_above_an_evicted_keys_booking_charges_the_whole_extra() {
     let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(10))
         .max_keys(1)
         .clock(clock.clone())
-        .overflow(OverflowPolicy::EvictNearestFull)
+        .overflow(OverflowPolicy::EvictNearestNew)
         .build();
     let booked = limiter
         .key(&1)

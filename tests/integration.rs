@@ -29,6 +29,7 @@ mod keyed_batch;
 mod keyed_differential;
 mod keyed_overflow;
 mod keyed_shaping;
+mod keyed_tenure;
 mod limiter;
 mod metrics;
 mod metrics_redis;

@@ -221,10 +221,7 @@ fn evict_idle_removes_only_full_buckets() {
 fn a_full_window_follows_the_overflow_policy() {
     // 8 keys in 10 slots: more keys than slots forces the policy. Nothing is idle before 1 µs.
     let slow = Quota::try_new(Duration::from_micros(1), 1).unwrap();
-    for policy in [
-        OverflowPolicy::EvictNearestFull,
-        OverflowPolicy::DenyNewKeys,
-    ] {
+    for policy in [OverflowPolicy::EvictNearestNew, OverflowPolicy::DenyNewKeys] {
         let l = KeyedLimiter::<u64, _>::builder(slow)
             .max_keys(8)
             .clock(ManualClock::new())
@@ -240,7 +237,7 @@ fn a_full_window_follows_the_overflow_policy() {
         }
         let stats = l.stats();
         match policy {
-            OverflowPolicy::EvictNearestFull => {
+            OverflowPolicy::EvictNearestNew => {
                 assert_eq!((denied, stats.overflow_evictions), (0, 5));
                 let kept = (0..slots + 5).filter(|k| l.key(k).available_at(Nanos::new(0)) == 0);
                 assert_eq!(kept.count() as u64, slots, "evicted keys are full again");

@@ -41,7 +41,7 @@ proptest! {
         deny_new in any::<bool>(),
         start_empty in any::<bool>(),
     ) {
-        let policy = if deny_new { OverflowPolicy::DenyNewKeys } else { OverflowPolicy::EvictNearestFull };
+        let policy = if deny_new { OverflowPolicy::DenyNewKeys } else { OverflowPolicy::EvictNearestNew };
         let batched = limiter(max_keys, policy, start_empty);
         let single = limiter(max_keys, policy, start_empty);
         let mut now = 0;
@@ -65,7 +65,7 @@ proptest! {
 
 #[test]
 fn decisions_are_appended_in_the_order_of_the_keys() {
-    let limiter = limiter(100, OverflowPolicy::EvictNearestFull, false);
+    let limiter = limiter(100, OverflowPolicy::EvictNearestNew, false);
     let mut decisions = Vec::new();
     limiter.check_many_n_at(std::iter::empty::<&u16>(), 1, Nanos::new(5), &mut decisions);
     assert!(decisions.is_empty(), "no keys, no decisions");

@@ -49,7 +49,7 @@ fn held(limiter: &KeyedLimiter<u64, ManualClock>, tried: u64) -> u64 {
 
 #[test]
 fn evict_nearest_full_admits_every_new_key_and_counts_each_eviction() {
-    let (tried, admitted, limiter) = flood(OverflowPolicy::EvictNearestFull);
+    let (tried, admitted, limiter) = flood(OverflowPolicy::EvictNearestNew);
     assert_eq!(
         admitted, tried,
         "a new key is never denied under this policy"

@@ -135,10 +135,7 @@ fn an_unnamed_keyed_limiter_counts_keys_and_evictions_but_no_decisions() {
 fn overflows_are_counted_under_each_policy() {
     // More keys than slots, none idle (nothing is full again before 1 µs).
     let slow = Quota::try_new(Duration::from_micros(1), 1).unwrap();
-    for policy in [
-        OverflowPolicy::EvictNearestFull,
-        OverflowPolicy::DenyNewKeys,
-    ] {
+    for policy in [OverflowPolicy::EvictNearestNew, OverflowPolicy::DenyNewKeys] {
         let limiter = KeyedLimiter::<u64, _>::builder(slow)
             .max_keys(8)
             .clock(ManualClock::new())
@@ -152,7 +149,7 @@ fn overflows_are_counted_under_each_policy() {
         let stats = limiter.stats();
         assert_eq!(stats.keys, slots);
         match policy {
-            OverflowPolicy::EvictNearestFull => {
+            OverflowPolicy::EvictNearestNew => {
                 assert_eq!((stats.overflow_evictions, stats.overflow_denials), (5, 0));
                 assert_eq!((stats.allowed, stats.denied), (slots + 5, 0));
             }

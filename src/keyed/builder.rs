@@ -95,7 +95,7 @@ impl<K> KeyedLimiterBuilder<K, TickClock> {
             clock: TickClock::new(),
             max_keys: DEFAULT_MAX_KEYS,
             start_empty: false,
-            policy: OverflowPolicy::EvictNearestFull,
+            policy: OverflowPolicy::EvictNearestNew,
             huge_pages: false,
             hash: FingerprintHash::AesCmac,
             _keys: PhantomData,
@@ -139,7 +139,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     }
 
     /// What a new key does when its window has no room (default
-    /// [`OverflowPolicy::EvictNearestFull`]).
+    /// [`OverflowPolicy::EvictNearestNew`]).
     pub fn overflow(self, policy: OverflowPolicy) -> Self {
         KeyedLimiterBuilder { policy, ..self }
     }
@@ -222,10 +222,10 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
         })?;
         let advised = self.huge_pages && huge_pages::advise(&memory);
         let overflow = match self.policy {
-            OverflowPolicy::EvictNearestFull => Overflow::EvictNearestFull,
+            OverflowPolicy::EvictNearestNew => Overflow::EvictNearestNew,
             OverflowPolicy::DenyNewKeys => Overflow::DenyNewKeys,
         };
-        let mut table = Table::new(memory, window, overflow, faults);
+        let mut table = Table::new(memory, window, overflow, self.start_empty, faults);
         table.huge_pages = advised;
         Ok(table)
     }

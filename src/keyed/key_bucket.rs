@@ -2,7 +2,7 @@
 //! reservations and all-or-nothing checks ([`all_of`](crate::all_of)) operate on.
 
 use super::default_quota::DefaultQuota;
-use super::table::{initial_tat, Request, Table};
+use super::table::{Request, Table};
 use super::KeyedLimiter;
 use crate::all_of::{sealed, Limit};
 use crate::bucket_ref::{BucketRef, TatStore};
@@ -291,8 +291,7 @@ impl TatStore for Table {
     }
 
     fn tat(&self, id: u64, now: u64, quota: &Quota, start_empty: bool) -> u64 {
-        self.tat_of(id)
-            .unwrap_or_else(|| initial_tat(start_empty, now, quota))
+        self.tat_or_new(id, now, quota, start_empty)
     }
 
     #[cfg(loom)]

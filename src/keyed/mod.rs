@@ -36,18 +36,30 @@ use fingerprint::Fingerprinter;
 use table::{Request, Table};
 
 /// What a new key does when no slot of its window is free and no bucket in it is idle.
+///
+/// A key removed for a new one loses its history: when it is next seen it is a new key again,
+/// full, or empty in a limiter built with
+/// [`start_empty`](crate::KeyedLimiterBuilder::start_empty). (A key removed because it was
+/// idle loses nothing: it was full, and it comes back full, also under `start_empty`.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OverflowPolicy {
-    /// Remove the bucket nearest to full in the window (smallest TAT) and give its slot to the
-    /// new key. The removed key loses its spending history (it is full when next seen):
-    /// counted in [`Stats::overflow_evictions`](crate::Stats::overflow_evictions). Never denies a request for lack of room,
-    /// so an attacker flooding new keys can at worst reset other keys' buckets.
+    /// Remove the bucket nearest to the state a new key starts in, and give its slot to the
+    /// new key: the key whose reset changes least. In a limiter whose keys start full that is
+    /// the bucket nearest to full (smallest TAT): it comes back full, so a reset never costs a
+    /// key tokens, and an attacker flooding new keys can at worst refill other keys' buckets
+    /// (or his own). Under `start_empty` it is the bucket nearest to empty, never one in debt:
+    /// it comes back empty, having lost at most the tokens it had, the fewest in its window, so
+    /// a flood of new keys (each stored empty) evicts its own keys and cannot empty anyone
+    /// else's. Counted in [`Stats::overflow_evictions`](crate::Stats::overflow_evictions). Never
+    /// denies a request for lack of room (but for one whose window holds only inserts in
+    /// progress, or, under `start_empty`, only buckets in debt).
     #[default]
-    EvictNearestFull,
+    EvictNearestNew,
     /// Deny the new key, with a `retry_after` of the time until the bucket nearest to full in
-    /// the window is full (and so free): counted in [`Stats::overflow_denials`](crate::Stats::overflow_denials). Never
-    /// forgets a key that is not full, so a flood of new keys cannot reset anyone's bucket.
+    /// the window is full (and so free): counted in
+    /// [`Stats::overflow_denials`](crate::Stats::overflow_denials). Never forgets a key that is
+    /// not full, so a flood of new keys cannot reset anyone's bucket.
     DenyNewKeys,
 }
 

@@ -20,7 +20,8 @@
 //! why every operation on K is `SeqCst`), are in docs/design.md.
 
 use super::super::stats::Counters;
-use super::request::{decide, Outcome, Request};
+use super::request::{decide, initial_of, Outcome, Request};
+use super::seen::Seen;
 use super::slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
 use super::test_hooks;
 use super::upkeep;
@@ -33,7 +34,7 @@ use crate::outcome::Denied;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Overflow {
     /// Remove the bucket nearest to full in the window.
-    EvictNearestFull,
+    EvictNearestNew,
     /// Deny the new key.
     DenyNewKeys,
 }
@@ -42,12 +43,13 @@ pub(crate) enum Overflow {
 pub(super) type Held = (usize, KeyWord, u64);
 
 /// What a scan met: the first free slot (with its K), the first idle bucket, and the bucket
-/// nearest to full.
+/// whose removal loses the least (nearest to the state a new key starts in) with what it
+/// loses.
 #[derive(Default)]
 pub(super) struct Room {
     pub(super) free: Option<(usize, KeyWord)>,
     pub(super) idle: Option<Held>,
-    pub(super) nearest_full: Option<Held>,
+    pub(super) nearest_new: Option<(Held, u64)>,
 }
 
 /// What a scan of a key's window found.
@@ -70,11 +72,13 @@ pub(super) enum Step {
     Restart,
 }
 
-/// The insert path of one table: its slots, its counters and its overflow policy.
+/// The insert path of one table: its slots, its counters, its overflow policy and, for a table
+/// whose new keys start empty, the keys it removed while full.
 pub(super) struct Insert<'t> {
     pub(super) slots: &'t Slots,
     pub(super) counters: &'t Counters,
     pub(super) overflow: Overflow,
+    pub(super) seen: Option<&'t Seen>,
 }
 
 impl Insert<'_> {
@@ -88,7 +92,7 @@ impl Insert<'_> {
             Found::Mine(outcome) => Step::Mine(outcome),
             Found::Live(held) => Step::Live(held),
             Found::Absent(room) => {
-                if req.initial() == 0 {
+                if initial_of(self.seen, req) == 0 {
                     // A full bucket that this decision leaves full (a peek, or a cost above
                     // the burst) need not be stored: an absent key is full.
                     let (tat, outcome) = decide(0, req);
@@ -141,16 +145,31 @@ impl Insert<'_> {
                     // Another key's insert, about to apply its first spend: not room.
                 } else if tat <= req.now {
                     room.idle.get_or_insert((i, k, w));
-                } else if room
-                    .nearest_full
-                    .is_none_or(|(_, nk, nw)| tat < nw ^ self.slots.mask(nk))
-                {
-                    room.nearest_full = Some((i, k, w));
+                } else if let Some(loss) = self.loss(tat, req) {
+                    if room.nearest_new.is_none_or(|(_, least)| loss < least) {
+                        room.nearest_new = Some(((i, k, w), loss));
+                    }
                 }
             }
             test_hooks::pause(); // between the scan and the claim
             return Found::Absent(room);
         }
+    }
+
+    /// What removing a bucket at `tat` (not idle) to make room loses, to rank victims; `None`
+    /// for one that may not be removed. A key removed comes back as a new key: full in a table
+    /// that starts keys full, which costs it nothing (it gains its spent tokens), so the
+    /// victim is the bucket nearest to full, and the one whose reset grants least; empty in a
+    /// table that starts keys empty, which costs it its tokens, so the victim is the bucket
+    /// nearest to empty, and never one in debt (booked beyond empty), whose debt would be
+    /// forgiven.
+    fn loss(&self, tat: u64, req: &Request<'_>) -> Option<u64> {
+        let ahead = tat - req.now;
+        if self.seen.is_none() {
+            return Some(ahead);
+        }
+        let depth = req.quota.depth_ns();
+        (ahead <= depth).then(|| depth - ahead)
     }
 
     /// Claims room for the key (a free slot, or by the overflow policy) and resolves the claim.
@@ -161,16 +180,17 @@ impl Insert<'_> {
         room: Room,
     ) -> Result<Step, Denied> {
         // A free slot first, then an idle bucket (lossless to remove), then the policy.
-        let (i, k, bucket) = match (room.free, room.idle, room.nearest_full, self.overflow) {
+        let victim = room.nearest_new.map(|(held, _)| held);
+        let (i, k, bucket) = match (room.free, room.idle, victim, self.overflow) {
             (Some((i, k)), _, _, _) => (i, k, None),
             (None, Some((i, k, w)), _, _) => (i, k, Some((w, false))),
-            (None, None, Some((i, k, w)), Overflow::EvictNearestFull) => (i, k, Some((w, true))),
-            (None, None, nearest, _) => {
+            (None, None, Some((i, k, w)), Overflow::EvictNearestNew) => (i, k, Some((w, true))),
+            (None, None, _, _) => {
                 self.counters.count_denial();
                 // Room appears when the bucket nearest to full in the window is full (it is
                 // not yet: its TAT is after `now`, or it would have been free). With no such
                 // bucket, every slot is being inserted into: room appears very soon.
-                let wait = nearest.map_or(1, |(_, k, w)| (w ^ self.slots.mask(k)) - req.now);
+                let wait = self.nearest_full(home, req).unwrap_or(1);
                 // No tokens: the key has no bucket to hold any.
                 let empty = level(wait.max(req.quota.depth_ns()), req.quota);
                 return Err(Denied::new(empty, Some(wait)));
@@ -178,6 +198,12 @@ impl Insert<'_> {
         };
         let slot = self.slots.at(home, i);
         if let Some((w, overflow)) = bucket {
+            if !overflow {
+                // An idle bucket is full: its key comes back full (`seen.rs`).
+                if let Some(seen) = self.seen {
+                    seen.mark(k.tag());
+                }
+            }
             if !upkeep::freeze(self.slots, slot, k, w) {
                 return Ok(Step::Restart); // it was spent from meanwhile
             }
@@ -195,6 +221,27 @@ impl Insert<'_> {
         }
         test_hooks::pause(); // between the claim and its rescan
         Ok(self.resolve(home, i, claim))
+    }
+
+    /// How long until the bucket nearest to full in the window of `home` is full (and so
+    /// free), at `req.now`: the wait of a key refused for lack of room.
+    #[cold]
+    fn nearest_full(&self, home: usize, req: &Request<'_>) -> Option<u64> {
+        let mut nearest: Option<u64> = None;
+        for (_, slot) in self.slots.window(home) {
+            let k = slot.key.load();
+            if k == KeyWord::EMPTY {
+                break;
+            }
+            if let Some(w) = slot.read_in_tenure(k) {
+                let tat = w ^ self.slots.mask(k);
+                if tat != FROZEN && tat != UNPUBLISHED && tat > req.now {
+                    let wait = tat - req.now;
+                    nearest = Some(nearest.map_or(wait, |n| n.min(wait)));
+                }
+            }
+        }
+        nearest
     }
 
     /// Steps 2 to 4 of an insert (module docs) for the claim `claim` at window position `p`,

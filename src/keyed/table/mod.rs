@@ -40,6 +40,7 @@ mod prefetch;
 mod request;
 #[cfg(all(test, not(loom)))]
 mod rewrite_tests;
+mod seen;
 pub(crate) mod slot;
 pub(crate) mod test_hooks;
 mod upkeep;
@@ -48,7 +49,7 @@ mod upkeep_tests;
 mod window;
 
 pub(crate) use claim::Overflow;
-pub(crate) use request::{initial_tat, Outcome, Request};
+pub(crate) use request::{Outcome, Request};
 
 use super::stats::Counters;
 use crate::gcra::{Booking, IMPOSSIBLE_AHEAD};
@@ -60,7 +61,8 @@ use claim::{Insert, Step};
 use crossbeam_utils::CachePadded;
 use lookup::{lookup, lookup_settled};
 use loom_hooks::Faults;
-use request::decide;
+use request::{decide, initial_of, initial_tat};
+use seen::Seen;
 use slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
 use window::Slots;
 
@@ -81,6 +83,8 @@ pub(crate) struct Table {
     /// The limiter's id, unique in the process (what a detached reservation is checked
     /// against).
     pub(crate) origin: u64,
+    /// In a table whose new keys start empty, the keys removed while full (`seen.rs`).
+    seen: Option<Seen>,
 }
 
 impl Table {
@@ -90,9 +94,12 @@ impl Table {
         slots: Box<[Slot]>,
         window: usize,
         overflow: Overflow,
+        start_empty: bool,
         faults: Faults,
     ) -> Table {
+        let seen = start_empty.then(|| Seen::new(slots.len()));
         Table {
+            seen,
             slots: Slots::new(slots, window, faults),
             overflow,
             counters: Counters::default(),
@@ -153,6 +160,7 @@ impl Table {
             slots: &self.slots,
             counters: &self.counters,
             overflow: self.overflow,
+            seen: self.seen.as_ref(),
         }
     }
 
@@ -196,7 +204,14 @@ impl Table {
                 return None;
             }
             let publish = tat == UNPUBLISHED;
-            let (new, outcome) = decide(if publish { req.initial() } else { tat }, req);
+            let (new, outcome) = decide(
+                if publish {
+                    initial_of(self.seen.as_ref(), req)
+                } else {
+                    tat
+                },
+                req,
+            );
             if new == tat {
                 return Some(outcome); // a denial or a peek: nothing to store
             }
@@ -334,6 +349,12 @@ impl Table {
             }
             let idle = tat <= now && tat != UNPUBLISHED;
             let junk = tat > now.saturating_add(IMPOSSIBLE_AHEAD) && tat != UNPUBLISHED;
+            if idle {
+                // Before the freeze, which an insert of the key sees first (`seen.rs`).
+                if let Some(seen) = &self.seen {
+                    seen.mark(k.tag());
+                }
+            }
             if (idle || junk) && upkeep::freeze(&self.slots, slot, k, w) {
                 if idle {
                     self.counters.key_removed();
@@ -358,6 +379,14 @@ impl Table {
             max_wait_ns: 0,
             force: true,
         });
+    }
+
+    /// The TAT of the bucket of `fp` at `now`, or the one it would start from if absent.
+    pub(crate) fn tat_or_new(&self, fp: u64, now: u64, quota: &Quota, start_empty: bool) -> u64 {
+        self.tat_of(fp).unwrap_or_else(|| {
+            let returning = self.seen.as_ref().is_some_and(|s| s.holds(tag_of(fp)));
+            initial_tat(start_empty && !returning, now, quota)
+        })
     }
 
     /// How many slots hold a claim or an unfrozen bucket of `fp`. For the loom models, which

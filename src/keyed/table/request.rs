@@ -1,7 +1,8 @@
 //! One check as the table sees it: the request, what it answers, and the GCRA decision of a
 //! request on a bucket's TAT.
 
-use super::slot::{KeyWord, FROZEN};
+use super::seen::Seen;
+use super::slot::{tag_of, KeyWord, FROZEN};
 use crate::bucket::Change;
 use crate::gcra::{self, Booking};
 use crate::outcome::Denied;
@@ -62,22 +63,17 @@ impl<'q> Request<'q> {
             force: false,
         }
     }
-
-    /// The TAT a new bucket of the key starts from. Only an insert needs it, so it is computed
-    /// there, not on the hot path of a key already held: by [`initial_cold`], out of line, so
-    /// that the compiler does not hoist it into every check (5 instructions per check at 1,000
-    /// keys).
-    #[inline(always)]
-    pub(super) fn initial(&self) -> u64 {
-        initial_cold(self.start_empty, self.now, self.quota)
-    }
 }
 
-/// [`initial_tat`], out of line and by value: the request itself stays in registers.
+/// The TAT a new bucket of the key of `req` starts from: empty at `req.now` in a table that
+/// starts keys empty, unless `seen` holds the key (removed while full: it comes back full),
+/// else full. Only an insert needs it, so it is out of line and by value, so that the compiler
+/// does not hoist it into every check and the request stays in registers.
 #[cold]
 #[inline(never)]
-fn initial_cold(start_empty: bool, now: u64, quota: &Quota) -> u64 {
-    initial_tat(start_empty, now, quota)
+pub(super) fn initial_of(seen: Option<&Seen>, req: &Request<'_>) -> u64 {
+    let returning = seen.is_some_and(|seen| seen.holds(tag_of(req.fp)));
+    initial_tat(req.start_empty && !returning, req.now, req.quota)
 }
 
 /// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never one

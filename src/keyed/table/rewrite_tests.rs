@@ -39,6 +39,7 @@ fn x_in_slot_1(quota: &Quota) -> Table {
         zeroed_slots(2).unwrap(),
         2,
         Overflow::DenyNewKeys,
+        false,
         Faults::NONE,
     );
     spend(&table, Z, quota);

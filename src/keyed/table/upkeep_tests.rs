@@ -30,7 +30,8 @@ fn one_slot() -> Table {
     Table::new(
         zeroed_slots(1).unwrap(),
         1,
-        Overflow::EvictNearestFull,
+        Overflow::EvictNearestNew,
+        false,
         Faults::NONE,
     )
 }

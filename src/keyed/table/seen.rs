@@ -1,0 +1,134 @@
+//! `Seen`: which keys a table that starts new keys empty has held and removed while full, so
+//! that they come back full.
+//!
+//! Under `start_empty` a new key starts empty, but a key removed because it was idle (full) is
+//! not new: kept, it would be full, so it must come back full. The table stores only a key's
+//! tag, and nothing of a key once removed, so the tags of keys removed while full go into a
+//! Bloom filter of two generations: a key is *seen* if every one of its bits is set in either
+//! generation. When the current generation has taken as many keys as the table has slots, the
+//! older one is cleared and becomes current, so the filter stays at its error rate and
+//! forgets a key after two generations of removals.
+//!
+//! What it costs and what it risks (docs/design.md, section 6.5):
+//! - two bytes per slot, only for tables that start keys empty;
+//! - a new key whose bits happen to be set is taken for a returning one and starts full: at
+//!   most about 2% of new keys (8 bits per key, 5 bits each, at a full generation);
+//! - a key that returns after more than two generations of removals (about twice the table's
+//!   slots of removals since its own) is taken for new and starts empty.
+//!
+//! The bits are set and read with relaxed atomics: a removal sets them before its first step
+//! (the freeze of W, `SeqCst`), and an insert that takes the slot, or scans past it, reads them
+//! after it has seen that step, so it sees them; a bit lost to a concurrent clear of the older
+//! generation is the forgetting above.
+
+use crate::sync::counter::{AtomicU64, Ordering};
+use alloc::boxed::Box;
+
+/// Bits per key at a full generation, and bits set per key.
+const BITS_PER_KEY: usize = 8;
+const HASHES: u64 = 5;
+
+/// The filter.
+pub(crate) struct Seen {
+    generations: [Box<[AtomicU64]>; 2],
+    /// Which generation takes new keys (0 or 1), and how many it has taken.
+    current: AtomicU64,
+    taken: AtomicU64,
+    /// Keys per generation: the table's slots.
+    per_generation: u64,
+    bits: u64,
+}
+
+impl Seen {
+    /// A filter for a table of `slots` slots.
+    pub(crate) fn new(slots: usize) -> Seen {
+        let bits = (slots.max(8) * BITS_PER_KEY).next_power_of_two() as u64;
+        let generation = || (0..bits / 64).map(|_| AtomicU64::new(0)).collect();
+        Seen {
+            generations: [generation(), generation()],
+            current: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+            per_generation: slots.max(1) as u64,
+            bits,
+        }
+    }
+
+    /// The bits of `tag`: double hashing of two mixes of it (a tag is already pseudorandom).
+    fn bits_of(&self, tag: u64) -> impl Iterator<Item = u64> + '_ {
+        let h1 = tag.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h2 = (tag ^ (tag >> 31)).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) | 1;
+        (0..HASHES).map(move |i| (h1.wrapping_add(i.wrapping_mul(h2)) >> 17) & (self.bits - 1))
+    }
+
+    /// Records the key of `tag` as removed while full.
+    pub(crate) fn mark(&self, tag: u64) {
+        // Relaxed: see the module docs.
+        let generation = &self.generations[self.current.load(Ordering::Relaxed) as usize & 1];
+        for bit in self.bits_of(tag) {
+            // Relaxed: see the module docs.
+            generation[(bit / 64) as usize].fetch_or(1 << (bit % 64), Ordering::Relaxed);
+        }
+        // Relaxed: a count of insertions, only for the turn of generations.
+        if self.taken.fetch_add(1, Ordering::Relaxed) + 1 == self.per_generation {
+            self.turn();
+        }
+    }
+
+    /// Whether the key of `tag` was recorded (or its bits are set by others).
+    pub(crate) fn holds(&self, tag: u64) -> bool {
+        self.generations.iter().any(|generation| {
+            self.bits_of(tag)
+                // Relaxed: see the module docs.
+                .all(|bit| {
+                    generation[(bit / 64) as usize].load(Ordering::Relaxed) & (1 << (bit % 64)) != 0
+                })
+        })
+    }
+
+    /// Clears the older generation and makes it current. Only the insertion that filled the
+    /// current one does it, so turns do not overlap unless a generation fills during one.
+    fn turn(&self) {
+        // Relaxed: see the module docs.
+        let older = (self.current.load(Ordering::Relaxed) + 1) & 1;
+        for word in self.generations[older as usize].iter() {
+            // Relaxed: see the module docs.
+            word.store(0, Ordering::Relaxed);
+        }
+        // Relaxed: see the module docs.
+        self.current.store(older, Ordering::Relaxed);
+        self.taken.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_marked_key_is_held_and_few_others_are() {
+        let seen = Seen::new(10_000);
+        for tag in 0..10_000u64 {
+            seen.mark(tag * 7_919 + 3);
+        }
+        assert!((0..10_000u64).all(|tag| seen.holds(tag * 7_919 + 3)));
+        let false_positives = (1_000_000..1_100_000u64).filter(|&t| seen.holds(t)).count();
+        assert!(
+            false_positives < 3_000,
+            "{false_positives} of 100,000 unmarked keys held"
+        );
+    }
+
+    #[test]
+    fn a_key_is_forgotten_after_two_generations() {
+        let seen = Seen::new(100);
+        seen.mark(1);
+        for tag in 2..102 {
+            seen.mark(tag); // fills the first generation: the second becomes current
+        }
+        assert!(seen.holds(1), "forgotten after one generation");
+        for tag in 102..202 {
+            seen.mark(tag);
+        }
+        assert!(!seen.holds(1), "still held after two generations");
+    }
+}

@@ -1,0 +1,199 @@
+//! Where the keyed table meets give-backs, the clock and `start_empty`: a give-back of an
+//! evicted bucket never reaches the key's next bucket, eviction never changes what a key holds
+//! (a full key comes back full, also under `start_empty`, and a flood cannot empty anyone),
+//! sweeps never drop a bucket that is not full at the checks' own time, a handle decides under
+//! the live default quota, and a new key's wait waits for room.
+
+use crate::common::LaggingClock;
+use cellrate::{Clock, KeyedLimiter, ManualClock, MonotonicClock, Nanos, OverflowPolicy, Quota};
+use std::time::{Duration, Instant};
+
+fn ms(n: u64) -> Nanos {
+    Nanos::new(n * 1_000_000)
+}
+
+/// A two-slot table (one key's capacity) of 10 a second, everything at 0.
+fn two_slots(policy: OverflowPolicy) -> KeyedLimiter<u32, ManualClock> {
+    KeyedLimiter::<u32, _>::builder(Quota::per_second(10))
+        .max_keys(1)
+        .clock(ManualClock::new())
+        .overflow(policy)
+        .build()
+}
+
+#[test]
+fn a_give_back_of_an_evicted_tenure_never_reaches_the_keys_next_bucket() {
+    let limiter = two_slots(OverflowPolicy::EvictNearestNew);
+    assert_eq!(limiter.capacity(), 2);
+    let booked = limiter
+        .key(&1)
+        .reserve_n_at(5, Duration::ZERO, ms(0))
+        .unwrap();
+    limiter.check_key_n_at(&2, 8, ms(0)).unwrap();
+    limiter.check_key_n_at(&3, 1, ms(0)).unwrap(); // evicts key 1, nearest to full
+                                                   // Key 1 again, with the TAT its first bucket had: the same value, another tenure.
+    limiter.check_key_n_at(&1, 5, ms(0)).unwrap();
+    booked.cancel_at(ms(0));
+    assert_eq!(
+        limiter.key(&1).available_at(ms(0)),
+        5,
+        "the cancel of the evicted bucket gave the new one tokens"
+    );
+}
+
+#[test]
+fn a_settle_of_an_evicted_tenure_gives_nothing_back_either() {
+    let limiter = two_slots(OverflowPolicy::EvictNearestNew);
+    let booked = limiter
+        .key(&1)
+        .reserve_n_at(5, Duration::ZERO, ms(0))
+        .unwrap();
+    limiter.check_key_n_at(&2, 8, ms(0)).unwrap();
+    limiter.check_key_n_at(&3, 1, ms(0)).unwrap(); // evicts key 1
+    limiter.check_key_n_at(&1, 3, ms(0)).unwrap(); // key 1 again: 3 spent, below the booking's end
+    booked.settle_at(0, ms(0));
+    assert_eq!(limiter.key(&1).available_at(ms(0)), 7);
+}
+
+#[test]
+fn a_start_empty_key_removed_while_full_comes_back_full() {
+    let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(10))
+        .clock(ManualClock::new())
+        .start_empty()
+        .build();
+    assert!(
+        limiter.check_key_at(&7, ms(0)).is_err(),
+        "a new key starts empty"
+    );
+    let depth = ms(1_000);
+    assert_eq!(limiter.key(&7).available_at(depth), 10);
+    assert_eq!(limiter.evict_idle_at(depth), 1);
+    assert_eq!(limiter.len(), 0);
+    assert_eq!(
+        limiter.key(&7).available_at(depth),
+        10,
+        "removed while full, it came back empty"
+    );
+    assert!(limiter.check_key_n_at(&7, 10, depth).is_ok());
+    // A key never seen still starts empty.
+    assert!(limiter.check_key_at(&8, depth).is_err());
+}
+
+#[test]
+fn a_flood_of_new_keys_under_start_empty_cannot_empty_a_key() {
+    // 1,000 slots; the victim spends 1 of its 10, then a flood of new keys, each stored empty
+    // by its first (refused) check, fills and keeps overflowing the table.
+    let limiter = KeyedLimiter::<u64, _>::builder(Quota::per_second(10))
+        .max_keys(800)
+        .clock(ManualClock::new())
+        .start_empty()
+        .overflow(OverflowPolicy::EvictNearestNew)
+        .build();
+    let victim = u64::MAX;
+    assert!(limiter.check_key_at(&victim, ms(0)).is_err());
+    let full = ms(1_000);
+    assert!(limiter.check_key_at(&victim, full).is_ok()); // 9 of 10 left
+    for flood in 0..20_000u64 {
+        let _ = limiter.check_key_at(&flood, full);
+    }
+    assert!(
+        limiter.stats().overflow_evictions > 10_000,
+        "the flood overflowed"
+    );
+    assert_eq!(
+        limiter.key(&victim).available_at(full),
+        9,
+        "the flood emptied a key that held tokens"
+    );
+}
+
+/// The checks of a 16 ms-deep quota read a time 1 ms behind; a sweep at the exact time must not
+/// drop a bucket that is full only at the exact time, or its spend would be forgotten.
+#[test]
+fn a_sweep_never_drops_a_bucket_not_full_at_the_checks_time() {
+    let clock = LaggingClock::new(Duration::from_millis(1), Duration::from_millis(1));
+    clock.set_lag(Duration::from_millis(1));
+    let limiter =
+        KeyedLimiter::<u32, _>::with_clock(Quota::per_second(1_000).with_burst(16), clock.clone());
+    clock.truth.set(ms(100)); // the checks read 99 ms
+    limiter.check_key(&1).unwrap(); // TAT 100 ms: full at the exact time, not at 99 ms
+    assert_eq!(
+        limiter.evict_idle(),
+        0,
+        "removed a bucket the checks see as not full"
+    );
+    assert!(
+        limiter.check_key_n(&1, 16).is_err(),
+        "17 tokens at one reading on a burst of 16"
+    );
+    clock.truth.set(ms(101));
+    assert_eq!(limiter.evict_idle(), 1);
+}
+
+/// Under `DenyNewKeys`, a reservation of a new key reads the time the checks read, so it takes
+/// over a bucket only when the checks see it full.
+#[test]
+fn a_reservation_takes_over_only_a_bucket_full_at_the_checks_time() {
+    let clock = LaggingClock::new(Duration::from_millis(1), Duration::from_millis(1));
+    clock.set_lag(Duration::from_millis(1));
+    let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(1_000).with_burst(16))
+        .max_keys(1)
+        .clock(clock.clone())
+        .overflow(OverflowPolicy::DenyNewKeys)
+        .build();
+    clock.truth.set(ms(100));
+    limiter.check_key(&1).unwrap(); // full again at 100 ms
+    limiter.check_key(&2).unwrap();
+    // At the checks' 99 ms neither is full: a new key has no room.
+    assert!(limiter.key(&3).reserve_n(1, Duration::ZERO).is_err());
+    assert_eq!(limiter.key(&1).available(), 15);
+}
+
+#[test]
+fn a_handle_decides_under_the_live_default_quota() {
+    let limiter = KeyedLimiter::<u32, _>::with_clock(Quota::per_second(10), ManualClock::new());
+    let handle = limiter.key(&1);
+    limiter.set_default_quota(Quota::per_second(100));
+    assert_eq!(handle.quota(), Quota::per_second(100));
+    assert!(handle.check_n(100).is_ok(), "the handle kept the old quota");
+    // A handle's own quota stays its own.
+    let tiered = limiter.key(&2).with_quota(&Quota::per_second(5));
+    limiter.set_default_quota(Quota::per_second(50));
+    assert_eq!(tiered.quota(), Quota::per_second(5));
+}
+
+#[test]
+fn a_new_keys_wait_waits_for_room() {
+    // Two slots held by keys full again 30 ms and 60 ms from now: a third key's wait must wait
+    // for the first to be full (room), then for its own token, not fail at once.
+    let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
+        .max_keys(1)
+        .clock(MonotonicClock::new())
+        .overflow(OverflowPolicy::DenyNewKeys)
+        .build();
+    let now = limiter.clock().now();
+    let quota = |ms| Quota::try_new(Duration::from_millis(ms), 1).unwrap();
+    limiter
+        .check_key_n_with_quota_at(&1, 1, &quota(30), now)
+        .unwrap();
+    limiter
+        .check_key_n_with_quota_at(&2, 1, &quota(60), now)
+        .unwrap();
+    let start = Instant::now();
+    assert!(
+        limiter.key(&3).reserve_n(1, Duration::ZERO).is_err(),
+        "no room"
+    );
+    limiter.key(&3).wait().unwrap();
+    assert!(
+        start.elapsed() >= Duration::from_millis(25),
+        "{:?}",
+        start.elapsed()
+    );
+    // And a wait bounded by less than the time until room is refused at once.
+    limiter
+        .check_key_n_with_quota(&3, 1, &quota(60))
+        .unwrap_err();
+    let refused = limiter.key(&4).wait_n(1, Duration::from_millis(5));
+    assert!(refused.is_err());
+}
