@@ -5,8 +5,8 @@
 //! as SipHash's are. It is here for speed: for a u64 key it is one AES block (10 rounds, one
 //! instruction each), about 20 instructions in all where SipHash-1-3 takes about 100, and a
 //! check at 1,000,000 keys is bound by how many cache misses of successive checks the
-//! processor overlaps, which falls as a check's instructions grow (README, *Speed and
-//! memory*).
+//! processor overlaps, which falls as a check's instructions grow (BENCHMARKS.md, the keyed
+//! rows).
 //!
 //! The message is the byte stream that the key's `Hash` writes, in blocks of 16 bytes. The last
 //! block is held back until the stream ends: whole, it is XORed with subkey K1; partial, it is

@@ -4,7 +4,7 @@ use super::fingerprint::{FingerprintHash, Fingerprinter};
 #[cfg(loom)]
 use super::table::loom_hooks::Broken;
 use super::table::loom_hooks::Faults;
-use super::table::slot::{self, AllocError};
+use super::table::memory::{self, AllocError};
 use super::table::{huge_pages, Overflow, Table};
 use super::{KeyedLimiter, OverflowPolicy};
 use crate::clock::Clock;
@@ -146,8 +146,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
 
     /// Back the table with 2 MiB huge pages where Linux offers them (transparent huge pages in
     /// `madvise` or `always` mode; default off). A check of a random key among 1,000,000 then
-    /// misses the cache but not the TLB, and takes less time (`benches/keyed_paired`; README,
-    /// *Speed and memory*).
+    /// misses the cache but not the TLB, and takes less time (BENCHMARKS.md, the keyed rows).
     ///
     /// The price is resident memory: the kernel commits a whole 2 MiB page at the first touch
     /// of any slot in it, so the table is nearly all resident after a few dozen keys (1,000
@@ -214,7 +213,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
         window: usize,
         faults: Faults,
     ) -> Result<Table, KeyedBuildError> {
-        let memory = slot::zeroed_slots(slots).map_err(|e| match e {
+        let memory = memory::zeroed_slots(slots).map_err(|e| match e {
             AllocError::TooLarge => KeyedBuildError::TooLarge {
                 max_keys: self.max_keys,
             },

@@ -84,7 +84,7 @@ pub enum OverflowPolicy {
 ///   arithmetic on the key's TAT. A peek (`cost == 0`) or a denied check of an absent key
 ///   stores nothing when new keys start full.
 /// - **Bounded memory**: the table is allocated once at [`builder`](Self::builder) time
-///   (`max_keys * 1.25` slots of 16 bytes, zeroed pages that become resident only when
+///   (`max_keys * 1.25` slots of 16 bytes, a mapping of its own whose pages become resident only when
 ///   touched) and never grows, so there is no migration step. Nothing is allocated on a check.
 /// - **Idle keys** (full buckets, `TAT <= now`) carry no information: [`evict_idle`]
 ///   removes them, and a new key may take an idle key's slot. A key removed while idle

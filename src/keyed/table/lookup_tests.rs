@@ -4,7 +4,8 @@
 
 use super::lookup::lookup;
 use super::loom_hooks::Faults;
-use super::slot::{zeroed_slots, KeyWord, Slot, FROZEN};
+use super::memory::zeroed_slots;
+use super::slot::{KeyWord, Slot, FROZEN};
 use super::window::{Slots, LINE};
 
 const EMPTY: KeyWord = KeyWord::EMPTY;

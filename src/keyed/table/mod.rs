@@ -36,6 +36,7 @@ mod lookup;
 #[cfg(all(test, not(loom)))]
 mod lookup_tests;
 pub(crate) mod loom_hooks;
+pub(crate) mod memory;
 mod prefetch;
 mod request;
 #[cfg(all(test, not(loom)))]
@@ -61,6 +62,7 @@ use claim::{Insert, Step};
 use crossbeam_utils::CachePadded;
 use lookup::{lookup, lookup_settled};
 use loom_hooks::Faults;
+use memory::SlotArray;
 use request::{decide, initial_of, initial_tat};
 use seen::Seen;
 use slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
@@ -91,7 +93,7 @@ impl Table {
     /// A table of `slots` EMPTY slots (at least 1) searched `window` slots from home, with the
     /// loom twins' broken step `faults` (none outside loom).
     pub(crate) fn new(
-        slots: Box<[Slot]>,
+        slots: SlotArray,
         window: usize,
         overflow: Overflow,
         start_empty: bool,

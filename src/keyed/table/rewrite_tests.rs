@@ -4,8 +4,9 @@
 
 use super::claim::{Overflow, Step};
 use super::loom_hooks::Faults;
+use super::memory::zeroed_slots;
 use super::request::Request;
-use super::slot::{tag_of, zeroed_slots, Slot, FROZEN};
+use super::slot::{tag_of, Slot, FROZEN};
 use super::test_hooks::once_between_reads;
 use super::upkeep::{freeze, retire};
 use super::Table;

@@ -37,7 +37,6 @@
 //! the insert initialises it to the masked UNPUBLISHED.
 
 use crate::sync::{Ordering, SlotWord};
-use alloc::boxed::Box;
 
 /// A slot: the key word and the TAT word, in one 16-byte-aligned pair so that both are in the
 /// same cache line.
@@ -225,6 +224,15 @@ impl AtomicTatWord {
 }
 
 impl Slot {
+    /// An EMPTY slot built from its words (loom's stand-in atomics cannot be zero-initialised).
+    #[cfg(loom)]
+    pub(crate) fn loom_empty() -> Slot {
+        Slot {
+            key: AtomicKeyWord(SlotWord::new(0)),
+            tat: AtomicTatWord(SlotWord::new(0)),
+        }
+    }
+
     /// W read in the tenure of the LIVE K `k` (frozen or not), if the slot still holds `k`
     /// after the read: K unchanged after W was read means that W was read in K's tenure.
     /// `None` for a PENDING `k`.
@@ -236,53 +244,6 @@ impl Slot {
         let w = self.tat.load();
         (self.key.load() == k).then_some(w)
     }
-}
-
-/// Why the slot array could not be allocated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(loom, allow(dead_code))] // loom builds its tiny tables without the allocator
-pub(crate) enum AllocError {
-    /// The size in bytes does not fit in `isize`.
-    TooLarge,
-    /// The allocator returned null.
-    Failed,
-}
-
-/// `n` EMPTY slots. The memory comes zeroed from the allocator (`calloc`, which maps fresh
-/// zero pages for large sizes without writing them), so untouched slots cost no resident
-/// memory.
-#[cfg(not(loom))]
-pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[Slot]>, AllocError> {
-    use core::alloc::Layout;
-    assert!(n > 0, "a keyed table has at least one slot");
-    let layout = Layout::array::<Slot>(n).map_err(|_| AllocError::TooLarge)?;
-    // SAFETY:
-    // - `layout` has a non-zero size: `n > 0` (asserted) and `Slot` is 16 bytes.
-    let ptr = unsafe { alloc::alloc::alloc_zeroed(layout) }.cast::<Slot>();
-    if ptr.is_null() {
-        return Err(AllocError::Failed);
-    }
-    let slice = core::ptr::slice_from_raw_parts_mut(ptr, n);
-    // SAFETY:
-    // - `ptr` is non-null and was returned by the global allocator for
-    //   `Layout::array::<Slot>(n)`, which is exactly the layout `Box<[Slot]>` of length `n`
-    //   frees with, so the box owns a matching allocation;
-    // - it is aligned for `Slot` (the layout's alignment);
-    // - all `n` elements are initialised: the bytes are zero, and all-zero bytes are a valid
-    //   `Slot` holding two zero words (`Slot` is `repr(C)` of two `repr(transparent)`
-    //   wrappers of atomics, each with the in-memory representation of `u64`);
-    // - nothing else refers to the allocation.
-    Ok(unsafe { Box::from_raw(slice) })
-}
-
-/// `n` EMPTY slots (loom's stand-in atomics cannot be zero-initialised, so they are built).
-#[cfg(loom)]
-pub(crate) fn zeroed_slots(n: usize) -> Result<Box<[Slot]>, AllocError> {
-    let slot = || Slot {
-        key: AtomicKeyWord(SlotWord::new(0)),
-        tat: AtomicTatWord(SlotWord::new(0)),
-    };
-    Ok((0..n).map(|_| slot()).collect())
 }
 
 #[cfg(all(test, not(loom)))]

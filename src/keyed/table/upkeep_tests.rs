@@ -6,8 +6,9 @@
 
 use super::claim::{Overflow, Room, Step};
 use super::loom_hooks::Faults;
+use super::memory::zeroed_slots;
 use super::request::Request;
-use super::slot::{tag_of, zeroed_slots, KeyWord, Slot, GENERATION_BITS, UNPUBLISHED};
+use super::slot::{tag_of, KeyWord, Slot, GENERATION_BITS, UNPUBLISHED};
 use super::upkeep::{freeze, retire};
 use super::Table;
 use crate::Quota;

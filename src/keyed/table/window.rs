@@ -3,8 +3,8 @@
 //! array, with no wrap-around test per slot.
 
 use super::loom_hooks::Faults;
+use super::memory::SlotArray;
 use super::slot::{KeyWord, Slot, FROZEN};
-use alloc::boxed::Box;
 use core::iter::{Chain, Enumerate};
 use core::slice;
 
@@ -24,7 +24,7 @@ pub(super) type Window<'a> = Enumerate<Chain<slice::Iter<'a, Slot>, slice::Iter<
 
 /// The slot array with its window length and the placement of slot 0 in its cache line.
 pub(crate) struct Slots {
-    pub(super) slots: Box<[Slot]>,
+    pub(super) slots: SlotArray,
     /// Where slot 0 sits in its cache line, in slots (the array is 16-byte aligned).
     pub(super) line_phase: usize,
     /// How far from its home a key may be stored: the longest scan.
@@ -35,7 +35,7 @@ pub(crate) struct Slots {
 
 impl Slots {
     /// `slots` (at least 1) searched `window` slots from home.
-    pub(super) fn new(slots: Box<[Slot]>, window: usize, faults: Faults) -> Slots {
+    pub(super) fn new(slots: SlotArray, window: usize, faults: Faults) -> Slots {
         let window = window.clamp(1, slots.len());
         // Under loom the slots are not memory words: phase 0, so that the two-slot models take
         // the grouped path of a look-up from slot 0.
@@ -122,7 +122,8 @@ pub(super) fn window(slots: &[Slot], home: usize, len: usize) -> Window<'_> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::super::slot::{zeroed_slots, Slot};
+    use super::super::memory::zeroed_slots;
+    use super::super::slot::Slot;
     use super::window;
 
     /// Every window of every small table visits slot `(home + i) % n` at position `i`.
