@@ -1,50 +1,124 @@
 //! Publishing a named limiter's counts to the `metrics` facade (feature `metrics`).
 //!
 //! The checks never call the facade. They add to the limiter's striped counters, and
-//! `publish_metrics` sets the facade's counters to the totals (`Counter::absolute`) and its
-//! gauge to the keys held: whatever recorder is installed when it is called gets them, and
-//! with none installed it does nothing. Incrementing the facade's counters on each check
-//! instead would cost a call into the recorder per check, and most recorders keep one
-//! shared atomic per series, the very contention the stripes avoid. The one value recorded
-//! as it happens is a wait's duration, into a histogram, since a histogram cannot be
-//! rebuilt from totals and a wait is no hot path (it sleeps).
+//! `publish_metrics` hands the facade what changed since the last publish: each counter is
+//! *incremented* by what the limiter counted since (never set to a total, which the facade's
+//! usual storage keeps as a maximum), and the gauge of keys held is moved by its change. So
+//! several limiters of one name add up in one series, a limiter made again under a name starts
+//! from where the series is, and a dropped limiter takes its keys out of the gauge. Whatever
+//! recorder is installed when `publish_metrics` is called gets them; with none installed they
+//! are dropped, and not handed over again.
 //!
-//! Labels are bounded: `limiter` (the name given), `reason` of an eviction, `policy` and
-//! `outcome` of a Redis failure. Never a key.
+//! The one value recorded as it happens is a wait's duration, into a histogram, since a
+//! histogram cannot be rebuilt from totals and a wait is no hot path (it sleeps): it goes to
+//! the recorder installed when the wait ends.
+//!
+//! Labels are bounded: `limiter` (the name given), `reason` of an eviction. Never a key. The
+//! label is built once, when the limiter is named.
 
 use crate::stats::Stats;
 use core::time::Duration;
 use metrics::{counter, gauge, histogram, SharedString};
+use std::sync::Mutex;
 
-/// The label value of a limiter's name.
-fn label(name: &str) -> SharedString {
-    SharedString::from(String::from(name))
+/// A named limiter's side of the facade: its label, and what it has handed over so far.
+#[derive(Debug)]
+pub(crate) struct Exported {
+    label: SharedString,
+    published: Mutex<Stats>,
 }
 
-/// The decision counters every named limiter publishes.
-pub(crate) fn publish_decisions(name: &str, s: &Stats) {
-    let l = label(name);
+impl Exported {
+    pub(crate) fn new(name: &str) -> Exported {
+        Exported {
+            label: SharedString::from(String::from(name)),
+            published: Mutex::new(Stats::default()),
+        }
+    }
+
+    /// The same counts under another name: the counts published stay published, under the
+    /// old name, and the next publish hands the new one only what comes after; the keys held
+    /// move from the old name's gauge to the new one's at the next publish.
+    pub(crate) fn renamed(self, name: &str) -> Exported {
+        // Taken, so that the old one's drop takes nothing out of the gauge a second time.
+        let published = core::mem::take(&mut *self.lock());
+        self.leave(&published);
+        Exported {
+            label: SharedString::from(String::from(name)),
+            published: Mutex::new(Stats {
+                keys: 0,
+                ..published
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Stats> {
+        // Only counts live behind the lock: a panic while it was held leaves them usable.
+        self.published.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands the facade what changed from what was published to `now`: the decision counters
+    /// always, and the keyed figures (keys held, evictions, overflow denials) with `keyed`.
+    pub(crate) fn publish(&self, now: &Stats, keyed: bool) {
+        let mut published = self.lock();
+        let l = &self.label;
+        let up = |new: u64, old: u64| new.saturating_sub(old);
+        counter!("cellrate_allowed_total", "limiter" => l.clone())
+            .increment(up(now.allowed, published.allowed));
+        counter!("cellrate_denied_total", "limiter" => l.clone())
+            .increment(up(now.denied, published.denied));
+        counter!("cellrate_peeks_total", "limiter" => l.clone())
+            .increment(up(now.peeks, published.peeks));
+        if keyed {
+            let keys = gauge!("cellrate_keys", "limiter" => l.clone());
+            keys.increment(now.keys as f64 - published.keys as f64);
+            counter!("cellrate_evictions_total", "limiter" => l.clone(), "reason" => "idle")
+                .increment(up(now.idle_evictions, published.idle_evictions));
+            counter!("cellrate_evictions_total", "limiter" => l.clone(), "reason" => "overflow")
+                .increment(up(now.overflow_evictions, published.overflow_evictions));
+            counter!("cellrate_overflow_denials_total", "limiter" => l.clone())
+                .increment(up(now.overflow_denials, published.overflow_denials));
+        }
+        *published = *now;
+    }
+
+    /// Takes this limiter's keys out of the gauge: it is dropped or renamed.
+    fn leave(&self, published: &Stats) {
+        if published.keys > 0 {
+            gauge!("cellrate_keys", "limiter" => self.label.clone())
+                .decrement(published.keys as f64);
+        }
+    }
+
+    /// Records how long a wait of this limiter waited for its tokens, in seconds.
+    pub(crate) fn record_wait(&self, waited: Duration) {
+        histogram!("cellrate_wait_seconds", "limiter" => self.label.clone())
+            .record(waited.as_secs_f64());
+    }
+}
+
+impl Drop for Exported {
+    fn drop(&mut self) {
+        let published = *self.lock();
+        self.leave(&published);
+    }
+}
+
+/// The Redis limiter's decision counters, keyed figures and own counters, set to totals: the
+/// Redis backend's publishing, which keeps its counts in its own atomics.
+#[cfg(feature = "redis")]
+pub(crate) fn publish_redis_totals(name: &str, s: &Stats) {
+    let l = SharedString::from(String::from(name));
     counter!("cellrate_allowed_total", "limiter" => l.clone()).absolute(s.allowed);
     counter!("cellrate_denied_total", "limiter" => l.clone()).absolute(s.denied);
-    counter!("cellrate_peeks_total", "limiter" => l).absolute(s.peeks);
-}
-
-/// The keys held and the keyed table's evictions and overflow denials.
-pub(crate) fn publish_keys(name: &str, s: &Stats) {
-    let l = label(name);
+    counter!("cellrate_peeks_total", "limiter" => l.clone()).absolute(s.peeks);
     gauge!("cellrate_keys", "limiter" => l.clone()).set(s.keys as f64);
     counter!("cellrate_evictions_total", "limiter" => l.clone(), "reason" => "idle")
         .absolute(s.idle_evictions);
     counter!("cellrate_evictions_total", "limiter" => l.clone(), "reason" => "overflow")
         .absolute(s.overflow_evictions);
-    counter!("cellrate_overflow_denials_total", "limiter" => l).absolute(s.overflow_denials);
-}
-
-/// The Redis limiter's own counters: deny-cache refusals, failures by policy, unknown
-/// outcomes and usage errors.
-#[cfg(feature = "redis")]
-pub(crate) fn publish_redis(name: &str, s: &Stats) {
-    let l = label(name);
+    counter!("cellrate_overflow_denials_total", "limiter" => l.clone())
+        .absolute(s.overflow_denials);
     counter!("cellrate_cached_denials_total", "limiter" => l.clone()).absolute(s.cached_denied);
     let failures = [
         ("fail_open", "allowed", s.failed_open),
@@ -63,9 +137,4 @@ pub(crate) fn publish_redis(name: &str, s: &Stats) {
     }
     counter!("cellrate_unknown_outcomes_total", "limiter" => l.clone()).absolute(s.unknown);
     counter!("cellrate_usage_errors_total", "limiter" => l).absolute(s.errors);
-}
-
-/// Records how long a waiting form of a named limiter waits for its tokens, in seconds.
-pub(crate) fn record_wait(name: &str, wait: Duration) {
-    histogram!("cellrate_wait_seconds", "limiter" => label(name)).record(wait.as_secs_f64());
 }

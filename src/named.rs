@@ -7,6 +7,9 @@
 //! tests its `named` field (one predicted branch). A named one adds one call per check to its
 //! [`Tally`] (a thread-local read and an uncontended atomic add on a stripe of its own; see
 //! `tally.rs`), and its name labels what it publishes.
+//!
+//! A name is a label, not an identity: several limiters may share one, and then their series
+//! add up (`export.rs`). Naming a limiter again renames it: its counts go on.
 
 use crate::clock::Clock;
 use crate::limiter::Limiter;
@@ -16,10 +19,13 @@ use crate::tally::Tally;
 use alloc::borrow::Cow;
 use alloc::boxed::Box;
 
-/// What a named limiter keeps besides its bucket: its name and its counts.
-pub(crate) struct Named {
+/// What a named limiter keeps besides its bucket: its name and its counts, and with the
+/// `metrics` feature what it has published of them.
+pub struct Named {
     pub(crate) name: Cow<'static, str>,
     pub(crate) tally: Tally,
+    #[cfg(feature = "metrics")]
+    pub(crate) exported: crate::export::Exported,
 }
 
 /// The name only: the stripes are noise in a limiter's `Debug`.
@@ -30,10 +36,34 @@ impl core::fmt::Debug for Named {
 }
 
 impl Named {
-    pub(crate) fn boxed(name: impl Into<Cow<'static, str>>) -> Option<Box<Named>> {
-        Some(Box::new(Named {
-            name: name.into(),
-            tally: Tally::new(),
+    /// `named`, named `name`: a new name and counts, or, for a limiter named already, the same
+    /// counts under the new name.
+    pub(crate) fn renamed(
+        named: Option<Box<Named>>,
+        name: impl Into<Cow<'static, str>>,
+    ) -> Option<Box<Named>> {
+        let name = name.into();
+        Some(Box::new(match named {
+            None => Named {
+                #[cfg(feature = "metrics")]
+                exported: crate::export::Exported::new(&name),
+                name,
+                tally: Tally::new(),
+            },
+            Some(old) => {
+                let Named {
+                    tally,
+                    #[cfg(feature = "metrics")]
+                    exported,
+                    ..
+                } = *old;
+                Named {
+                    #[cfg(feature = "metrics")]
+                    exported: exported.renamed(&name),
+                    name,
+                    tally,
+                }
+            }
         }))
     }
 
@@ -72,21 +102,21 @@ pub(crate) fn count(named: &Option<Box<Named>>, cost: u32, decision: &Result<All
     }
 }
 
-/// Counts a completed wait (`wait_n`, `until_ready_n`) if the limiter is named: allowed once
+/// Counts a completed wait (`wait_n`, `until_ready_n`, a paced item handed on) if the limiter is named: allowed once
 /// its tokens were there, denied if it was refused; with the `metrics` feature an allowed one
 /// records `waited`, the time it actually waited. A wait dropped before it ended (its tokens
 /// given back) is not counted.
 pub(crate) fn count_wait(
     named: Option<&Named>,
     cost: u32,
-    answer: &Result<Allowed, Denied>,
+    allowed: bool,
     waited: core::time::Duration,
 ) {
     let Some(named) = named else { return };
-    named.tally.record(answer.is_ok(), cost);
+    named.tally.record(allowed, cost);
     #[cfg(feature = "metrics")]
-    if answer.is_ok() {
-        crate::export::record_wait(&named.name, waited);
+    if allowed {
+        named.exported.record_wait(waited);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = waited;
@@ -96,7 +126,8 @@ impl<C: Clock> Limiter<C> {
     /// The same limiter, named: it counts its decisions from now on ([`stats`](Self::stats)),
     /// and with the `metrics` feature publishes them under this name
     /// ([`publish_metrics`](Self::publish_metrics)). The name is a label of bounded
-    /// cardinality: one per limiter in the program, never one per request or per key.
+    /// cardinality, never one per request or per key. Limiters that share a name add up in
+    /// its series. Naming a named limiter again renames it and keeps its counts.
     ///
     /// ```
     /// use cellrate::{Limiter, ManualClock, Quota};
@@ -109,7 +140,7 @@ impl<C: Clock> Limiter<C> {
     /// assert_eq!((stats.allowed, stats.denied), (2, 1));
     /// ```
     pub fn named(mut self, name: impl Into<Cow<'static, str>>) -> Limiter<C> {
-        self.named = Named::boxed(name);
+        self.named = Named::renamed(self.named.take(), name);
         // Counting rides on the path of a limiter whose quota changed: moving the bucket once
         // (same quota, same TAT) puts every check of this limiter on it, so that the checks
         // of unnamed limiters test nothing for counting (docs/design.md, section 11).
@@ -132,13 +163,17 @@ impl<C: Clock> Limiter<C> {
 
     /// Publishes this limiter's counts to the `metrics` facade, if it is named:
     /// `cellrate_allowed_total`, `cellrate_denied_total` and `cellrate_peeks_total`, labelled
-    /// `limiter` = its name, set to the totals (`Counter::absolute`). Call it before each
-    /// scrape or from a timer; the checks themselves never call the facade. Nothing is
-    /// published for an unnamed limiter, and nothing happens when no recorder is installed.
+    /// `limiter` = its name, each incremented by what the limiter counted since it last
+    /// published, so that limiters sharing a name add up. Call it before each scrape or from a
+    /// timer, with the recorder installed; the checks themselves never call the facade.
+    /// Nothing is published for an unnamed limiter. Install the recorder before the first
+    /// publish: what a publish hands over while none is installed is gone, and is not handed
+    /// over again. The histogram `cellrate_wait_seconds` is recorded as each wait (or paced
+    /// item) ends, to the recorder installed then.
     #[cfg(feature = "metrics")]
     pub fn publish_metrics(&self) {
         if let Some(named) = &self.named {
-            crate::export::publish_decisions(&named.name, &self.stats());
+            named.exported.publish(&self.stats(), false);
         }
     }
 }

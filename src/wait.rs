@@ -177,7 +177,7 @@ pub(crate) fn wait_n_on<C: Clock>(
     count_wait(
         named,
         cost,
-        &answer,
+        answer.is_ok(),
         bucket.now().saturating_duration_since(start),
     );
     answer
@@ -205,7 +205,7 @@ pub(crate) async fn until_ready_n_on<C: Clock>(
     count_wait(
         named,
         cost,
-        &answer,
+        answer.is_ok(),
         bucket.now().saturating_duration_since(start),
     );
     answer

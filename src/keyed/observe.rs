@@ -10,7 +10,8 @@ impl<K, C> KeyedLimiter<K, C> {
     /// The same limiter, named: it counts its decisions from now on ([`stats`](Self::stats)),
     /// and with the `metrics` feature publishes them under this name
     /// ([`publish_metrics`](Self::publish_metrics)). The name is a label of bounded
-    /// cardinality, one per limiter; keys are never labels.
+    /// cardinality; keys are never labels. Limiters that share a name add up in its series;
+    /// naming a named limiter again renames it and keeps its counts.
     ///
     /// ```
     /// use cellrate::{KeyedLimiter, ManualClock, Quota};
@@ -24,7 +25,7 @@ impl<K, C> KeyedLimiter<K, C> {
     /// assert_eq!((stats.allowed, stats.denied, stats.keys), (2, 1, 2));
     /// ```
     pub fn named(mut self, name: impl Into<Cow<'static, str>>) -> Self {
-        self.named = Named::boxed(name);
+        self.named = Named::renamed(self.named.take(), name);
         self
     }
 
@@ -48,16 +49,16 @@ impl<K, C> KeyedLimiter<K, C> {
         self.named.as_deref()
     }
 
-    /// Publishes this limiter's counts to the `metrics` facade, if it is named: the decision
-    /// counters of [`Limiter::publish_metrics`](crate::Limiter::publish_metrics), the gauge
-    /// `cellrate_keys`, `cellrate_evictions_total` (label `reason`: `idle` or `overflow`) and
-    /// `cellrate_overflow_denials_total`, each labelled `limiter` = its name.
+    /// Publishes this limiter's counts to the `metrics` facade, if it is named, as
+    /// [`Limiter::publish_metrics`](crate::Limiter::publish_metrics) does: its decision
+    /// counters, `cellrate_evictions_total` (label `reason`: `idle` or `overflow`) and
+    /// `cellrate_overflow_denials_total` incremented by what changed since it last published,
+    /// and the gauge `cellrate_keys` moved by the change in keys held (a limiter dropped takes
+    /// its keys out of it), each labelled `limiter` = its name.
     #[cfg(feature = "metrics")]
     pub fn publish_metrics(&self) {
         if let Some(named) = &self.named {
-            let stats = self.stats();
-            crate::export::publish_decisions(&named.name, &stats);
-            crate::export::publish_keys(&named.name, &stats);
+            named.exported.publish(&self.stats(), true);
         }
     }
 }

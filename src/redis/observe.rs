@@ -60,9 +60,7 @@ impl RedisLimiter {
     pub fn publish_metrics(&self) {
         if let Some(name) = &self.name {
             let stats = self.stats();
-            crate::export::publish_decisions(name, &stats);
-            crate::export::publish_keys(name, &stats);
-            crate::export::publish_redis(name, &stats);
+            crate::export::publish_redis_totals(name, &stats);
         }
     }
 }

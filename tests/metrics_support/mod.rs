@@ -20,8 +20,12 @@ pub fn captured<T>(f: impl FnOnce() -> T) -> (T, BTreeMap<Series, Value>) {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let out = metrics::with_local_recorder(&recorder, f);
-    let series = snapshotter
-        .snapshot()
+    (out, series_of(snapshotter.snapshot()))
+}
+
+/// The series of a snapshot, by name and sorted labels.
+fn series_of(snapshot: metrics_util::debugging::Snapshot) -> BTreeMap<Series, Value> {
+    snapshot
         .into_vec()
         .into_iter()
         .map(|(key, _, _, value)| {
@@ -41,8 +45,7 @@ pub fn captured<T>(f: impl FnOnce() -> T) -> (T, BTreeMap<Series, Value>) {
             };
             (name, value)
         })
-        .collect();
-    (out, series)
+        .collect()
 }
 
 /// `series`, with only the counters, as `(name{labels}, count)`.
@@ -54,4 +57,47 @@ pub fn counters(series: &BTreeMap<Series, Value>) -> BTreeMap<&str, u64> {
             _ => None,
         })
         .collect()
+}
+
+/// A debugging recorder kept across several closures: the series accumulate as an exporter's
+/// would (the recorder hands counters and gauges over as moved since its last snapshot: they
+/// are summed here), and
+/// each [`series`](Self::series) is what an exporter would show so far.
+pub struct Recording {
+    recorder: DebuggingRecorder,
+    snapshotter: metrics_util::debugging::Snapshotter,
+    so_far: std::cell::RefCell<BTreeMap<Series, Value>>,
+}
+
+impl Recording {
+    pub fn new() -> Recording {
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        Recording {
+            recorder,
+            snapshotter,
+            so_far: Default::default(),
+        }
+    }
+
+    /// Runs `f` with this recording as the thread's recorder.
+    pub fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        metrics::with_local_recorder(&self.recorder, f)
+    }
+
+    /// Every series recorded so far.
+    pub fn series(&self) -> BTreeMap<Series, Value> {
+        let mut so_far = self.so_far.borrow_mut();
+        for (name, value) in series_of(self.snapshotter.snapshot()) {
+            let summed = match (so_far.get(&name), value) {
+                (Some(Value::Counter(before)), Value::Counter(n)) => Value::Counter(before + n),
+                // The debugging recorder hands gauges over as moved since its last snapshot
+                // too (cellrate only moves them).
+                (Some(Value::Gauge(before)), Value::Gauge(g)) => Value::Gauge(before + g),
+                (_, value) => value,
+            };
+            so_far.insert(name, summed);
+        }
+        so_far.clone()
+    }
 }
