@@ -34,11 +34,16 @@ use core::time::Duration;
 pub(crate) mod sealed {
     use crate::bucket_ref::BucketRef;
     use crate::clock::Clock;
+    use crate::named::Named;
 
-    /// What [`Limit`](super::Limit) hides: the bucket an all-or-nothing check acts on.
+    /// What [`Limit`](super::Limit) hides: the bucket an all-or-nothing check acts on, and
+    /// where what it decides is counted.
     pub trait Sealed {
         /// The bucket, with its clock.
         fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_>;
+
+        /// The limiter's name and counts, if it is named.
+        fn named(&self) -> Option<&Named>;
     }
 }
 
@@ -49,6 +54,10 @@ pub trait Limit: sealed::Sealed {}
 impl<C: Clock> sealed::Sealed for Limiter<C> {
     fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_> {
         Limiter::bucket_ref(self).erased()
+    }
+
+    fn named(&self) -> Option<&crate::named::Named> {
+        self.named.as_deref()
     }
 }
 

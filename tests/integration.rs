@@ -36,6 +36,8 @@ mod metrics_redis;
 mod nanos;
 mod overflow;
 mod pace;
+mod pace_refusal;
+mod pace_write;
 mod quota;
 mod quota_change;
 mod quota_split;

@@ -232,6 +232,10 @@ impl<C: Clock> sealed::Sealed for KeyedBucket<'_, C> {
     fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_> {
         KeyedBucket::bucket_ref(self).erased()
     }
+
+    fn named(&self) -> Option<&Named> {
+        self.named
+    }
 }
 
 impl<C: Clock> Limit for KeyedBucket<'_, C> {}

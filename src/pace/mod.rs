@@ -24,15 +24,29 @@
 //! for the time the booking says, so a paced stream never goes faster than the quota and keeps
 //! pace with other users of the same limiter: a late wake-up is made up for, not added up.
 //! An item that costs more than the burst is booked a burst at a time, each part once the one
-//! before it is there; it is handed on when its last part is. A zero-cost item passes at once.
+//! before it is there; it is handed on when its last part is. A zero-cost item passes at once. A writer hands on
+//! the bytes of one booking over as many inner writes as its inner writer needs, all within
+//! [`WRITE_HOLD`] of the first.
 //!
 //! # Dropping
-//! Dropping a paced stream, sink or writer while it waits cancels the booking it waits on (the
-//! rules of [`Reservation::cancel`]): an item that is never handed on gives its tokens back.
-//! Parts of a costly item that were already there stay spent.
+//! Dropping a paced stream, sink or writer, or turning it back into what it wraps
+//! (`into_inner`), gives back what it booked and did not hand on, under the rule of
+//! [`Reservation::cancel`]: the tokens of an item it waits for, of an item whose tokens are
+//! there but whose inner sink or writer was not ready, and the bytes of a writer's booking
+//! that its inner writer did not take. `into_inner` returns the item held, if any.
+//!
+//! # Refusals
+//! A booking refused (a keyed limiter with no room for a new key) is made again once the
+//! refusal's `retry_after` has passed, on a timer that wakes the adapter's task.
+//!
+//! # Counting
+//! With a named limiter ([`Limiter::named`]) every item handed on counts as one allowed
+//! decision of its cost (a writer: of the bytes its inner writer took), with the time it
+//! waited from being taken up to being handed on; an item given back counts nothing.
 //!
 //! [`Limit`]: crate::Limit
 //! [`Limiter`]: crate::Limiter
+//! [`Limiter::named`]: crate::Limiter::named
 //! [`Reservation`]: crate::Reservation
 //! [`Reservation::cancel`]: crate::Reservation::cancel
 
@@ -43,7 +57,7 @@ mod write;
 
 pub use sink::PacedSink;
 pub use stream::Paced;
-pub use write::PacedWrite;
+pub use write::{PacedWrite, WRITE_HOLD};
 
 use crate::all_of::Limit;
 use core::ops::Deref;

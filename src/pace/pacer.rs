@@ -4,6 +4,7 @@ use crate::all_of::{sealed::Sealed as _, Limit};
 use crate::bucket_ref::BucketRef;
 use crate::clock::Clock;
 use crate::give_back::Receipt;
+use crate::named::count_wait;
 use crate::nanos::Nanos;
 use crate::quota::Quota;
 use crate::wait::still_to_sleep;
@@ -30,8 +31,9 @@ struct Booked {
 /// Books tokens for one item at a time and waits until they are there.
 ///
 /// The bookings of the current item are kept until the adapter hands the item on
-/// ([`hand_on`](Self::hand_on)): an item dropped before that, waiting or not, gives all of
-/// them back ([`Reservation::cancel`](crate::Reservation::cancel)'s rule).
+/// ([`hand_on`](Self::hand_on), or [`take`](Self::take) for all of it): an item ended before
+/// that ([`finish`](Self::finish), or a drop), waiting or not, gives back what it did not hand
+/// on ([`Reservation::cancel`](crate::Reservation::cancel)'s rule).
 pub(super) struct Pacer<L: Deref>
 where
     L::Target: Limit,
@@ -49,6 +51,12 @@ where
     rounds: u32,
     /// Refusals in a row of the part being booked.
     refusals: u32,
+    /// Tokens of the current item already handed on: a writer hands on an item (a booking of
+    /// bytes) in as many inner writes as its inner writer needs.
+    taken: u32,
+    /// When the current item started pacing, by the bucket's time: what a named limiter
+    /// counts as the time it waited. Read only for a named limiter.
+    started: Nanos,
 }
 
 impl<L: Deref> Pacer<L>
@@ -64,6 +72,8 @@ where
             retry: None,
             rounds: 0,
             refusals: 0,
+            taken: 0,
+            started: Nanos::ZERO,
         }
     }
 
@@ -76,6 +86,9 @@ where
     pub(super) fn start(&mut self, cost: u32) {
         debug_assert!(!self.is_busy());
         self.unbooked = cost;
+        if self.limit.named().is_some() {
+            self.started = self.limit.bucket_ref().now();
+        }
     }
 
     /// Books what the current item still needs, a burst at a time, and waits for each part;
@@ -147,36 +160,73 @@ where
         Poll::Ready(())
     }
 
-    /// The item was handed on: its tokens stay spent.
+    /// The item was handed on: its tokens stay spent, and a named limiter counts it as an
+    /// allowed decision that waited from [`start`](Self::start) until now.
     pub(super) fn hand_on(&mut self) {
+        let cost = self.booked.iter().map(|part| part.cost).sum();
+        self.count(cost);
+        self.reset();
+    }
+
+    /// `tokens` more of the current item, all of it booked and there, were handed on (a
+    /// writer's inner writer took that many bytes); the item is handed on once all of it is.
+    pub(super) fn take(&mut self, tokens: u32) {
+        debug_assert!(self.unbooked == 0 && tokens <= self.untaken());
+        self.taken += tokens;
+        if self.untaken() == 0 {
+            self.hand_on();
+        }
+    }
+
+    /// Tokens of the current item booked and not yet handed on ([`take`](Self::take)).
+    pub(super) fn untaken(&self) -> u32 {
+        let booked: u32 = self.booked.iter().map(|part| part.cost).sum();
+        booked - self.taken
+    }
+
+    /// Ends the current item: what of it was handed on ([`take`](Self::take)) stays spent and
+    /// is counted; the rest of its bookings is given back, the last part first, so that each
+    /// give-back finds its booking on top of the bucket if nothing was booked since. An item
+    /// of which nothing was handed on is not counted.
+    pub(super) fn finish(&mut self) {
+        self.unbooked = 0;
+        let taken = self.taken;
+        let mut untaken = self.untaken();
+        while untaken > 0 {
+            let Some(part) = self.booked.pop() else { break };
+            let back = part.cost.min(untaken);
+            let bucket = self.bucket_as_booked(&part);
+            bucket.give_back(&part.receipt, back, None);
+            untaken -= back;
+        }
+        if taken > 0 {
+            self.count(taken);
+        }
+        self.reset();
+    }
+
+    /// Counts an item of `cost` tokens handed on, if the limiter is named.
+    fn count(&self, cost: u32) {
+        let Some(named) = self.limit.named() else {
+            return;
+        };
+        let waited = self
+            .limit
+            .bucket_ref()
+            .now()
+            .saturating_duration_since(self.started);
+        count_wait(Some(named), cost, true, waited);
+    }
+
+    /// Ready for the next item.
+    fn reset(&mut self) {
+        self.unbooked = 0;
+        self.taken = 0;
         self.booked.clear();
         self.delay = None;
         self.retry = None;
         self.rounds = 0;
         self.refusals = 0;
-    }
-
-    /// The item was handed on having used only `used` of the tokens of its last part (a writer
-    /// whose inner writer took fewer bytes): the rest of that part is given back.
-    pub(super) fn hand_on_using(&mut self, used: u32) {
-        if let Some(last) = self.booked.pop() {
-            if used < last.cost {
-                let bucket = self.bucket_as_booked(&last);
-                bucket.give_back(&last.receipt, last.cost - used, None);
-            }
-        }
-        self.hand_on();
-    }
-
-    /// Gives back every booking of the current item: it will not be handed on. The last part
-    /// comes back first, so that each give-back finds its booking on top of the bucket.
-    pub(super) fn cancel(&mut self) {
-        self.unbooked = 0;
-        while let Some(part) = self.booked.pop() {
-            let bucket = self.bucket_as_booked(&part);
-            bucket.give_back(&part.receipt, part.cost, None);
-        }
-        self.hand_on();
     }
 
     /// The limit's bucket under the quota `part` was booked with.
@@ -185,6 +235,11 @@ where
             quota: part.quota,
             ..self.limit.bucket_ref()
         }
+    }
+
+    /// The bucket's time now.
+    pub(super) fn now(&self) -> Nanos {
+        self.limit.bucket_ref().now()
     }
 
     /// The most tokens one item may book at once: the limit's burst now.
@@ -198,6 +253,6 @@ where
     L::Target: Limit,
 {
     fn drop(&mut self) {
-        self.cancel();
+        self.finish();
     }
 }

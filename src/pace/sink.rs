@@ -60,7 +60,7 @@ where
             waiting,
             ..
         } = self;
-        pacer.cancel();
+        pacer.finish();
         (inner, waiting)
     }
 

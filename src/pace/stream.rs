@@ -57,7 +57,7 @@ where
             waiting,
             ..
         } = self;
-        pacer.cancel();
+        pacer.finish();
         (inner, waiting)
     }
 }

@@ -5,17 +5,34 @@ use crate::all_of::Limit;
 use core::ops::Deref;
 use core::pin::Pin;
 use core::task::{Context, Poll};
+use core::time::Duration;
 use futures_io::AsyncWrite;
 use std::io;
 
+/// How long after its bytes were first offered to the inner writer a booking may still be
+/// offered: the rest of a booking that the inner writer did not take at once is offered to
+/// the next writes for this long, then given back. It bounds how late a booked byte can be
+/// handed on, so that bytes held back never add to a fresh burst.
+pub const WRITE_HOLD: Duration = Duration::from_millis(5);
+
 pin_project_lite::pin_project! {
     /// A writer that passes bytes on to `W` at most as fast as the limit's quota, one token a
-    /// byte. A write books the bytes it will offer the inner writer, waits until they are
-    /// there, then offers them; bytes the inner writer does not take are given back. How many
-    /// bytes a write books is learned from the inner writer: no more than it took last time
-    /// (twice that once it takes all it is offered), so that a writer whose inner writer takes
-    /// little at a time does not hold a whole burst of everyone's queue time. Made by
-    /// [`PaceExt::paced_write`](super::PaceExt::paced_write); see the [module docs](super).
+    /// byte.
+    ///
+    /// A write books the bytes it is offered, at most half the burst, waits until they are
+    /// there, then offers them to the inner writer. Half: the next booking is then made while
+    /// the bucket still owes the time of the other half, so that a wake-up up to that late is
+    /// made up for; a booking of the whole burst would find the bucket full after any late
+    /// wake-up and lose the lateness (a token bucket holds no more than its burst). Booked bytes the inner writer did not take are
+    /// offered to the next writes (a `write_all` loop's) without waiting again, for up to
+    /// [`WRITE_HOLD`] after they were first offered; after that, or when the writer is closed, turned
+    /// back into its inner writer or dropped, they are given back under
+    /// [`Reservation::cancel`](crate::Reservation::cancel)'s rule. So a writer whose inner
+    /// writer takes little at a time pays for what it writes, no more, and gets the same share
+    /// of a shared limit as one whose inner writer takes everything.
+    ///
+    /// Made by [`PaceExt::paced_write`](super::PaceExt::paced_write); see the
+    /// [module docs](super).
     pub struct PacedWrite<W, L: Deref>
     where
         L::Target: Limit,
@@ -23,10 +40,8 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: W,
         pacer: Pacer<L>,
-        // Bytes booked for the write being made (waited for, or offered to the inner writer).
-        booked: usize,
-        // The most bytes the next write books: learned from what the inner writer takes.
-        learned: u32,
+        // When the current booking was first offered to the inner writer, by the bucket's time.
+        offered_at: Option<crate::Nanos>,
     }
 }
 
@@ -38,8 +53,7 @@ where
         PacedWrite {
             inner,
             pacer: Pacer::new(limit),
-            booked: 0,
-            learned: u32::MAX,
+            offered_at: None,
         }
     }
 
@@ -53,12 +67,12 @@ where
         &mut self.inner
     }
 
-    /// The writer being paced; the tokens of a write in progress are given back.
+    /// The writer being paced; booked bytes it did not take are given back.
     pub fn into_inner(self) -> W {
         let PacedWrite {
             inner, mut pacer, ..
         } = self;
-        pacer.cancel();
+        pacer.finish();
         inner
     }
 }
@@ -76,31 +90,37 @@ where
         if buf.is_empty() {
             return this.inner.poll_write(cx, buf);
         }
+        if let Some(first) = *this.offered_at {
+            if this.pacer.now().saturating_duration_since(first) > WRITE_HOLD {
+                this.pacer.finish();
+                *this.offered_at = None;
+            }
+        }
         if !this.pacer.is_busy() {
             let want = u32::try_from(buf.len()).unwrap_or(u32::MAX);
-            let part = want.min(this.pacer.burst()).min(*this.learned).max(1);
-            this.pacer.start(part);
-            *this.booked = part as usize;
+            this.pacer.start(want.min(this.pacer.burst() / 2).max(1));
         }
         if this.pacer.poll_ready(cx).is_pending() {
             return Poll::Pending;
         }
-        // The caller may offer fewer bytes than were booked for its previous, larger offer.
-        let offer = (*this.booked).min(buf.len());
-        // Pending here keeps the booking: the same bytes are offered again. A writer dropped
-        // meanwhile gives them back.
+        if this.offered_at.is_none() {
+            *this.offered_at = Some(this.pacer.now());
+        }
+        let offer = (this.pacer.untaken() as usize).min(buf.len());
+        // Pending keeps the booking: the same bytes are offered again, within the hold.
         let written = futures_core::ready!(this.inner.poll_write(cx, &buf[..offer]));
-        let used = written.as_ref().map_or(0, |&n| n.min(offer));
-        this.pacer
-            .hand_on_using(u32::try_from(used).unwrap_or(u32::MAX));
-        *this.booked = 0;
-        if written.is_ok() {
-            let used = u32::try_from(used).unwrap_or(u32::MAX);
-            *this.learned = if used < offer as u32 {
-                used.max(1)
-            } else {
-                used.saturating_mul(2)
-            };
+        match &written {
+            Ok(n) => {
+                // An inner writer that claims more than it was offered took what it was offered.
+                this.pacer.take((*n).min(offer) as u32);
+                if !this.pacer.is_busy() {
+                    *this.offered_at = None;
+                }
+            }
+            Err(_) => {
+                this.pacer.finish();
+                *this.offered_at = None;
+            }
         }
         Poll::Ready(written)
     }
@@ -111,9 +131,9 @@ where
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.project();
-        // Closing: a write that was booked and never made gives its tokens back.
-        this.pacer.cancel();
-        *this.booked = 0;
+        // Closing: booked bytes that were not taken are given back.
+        this.pacer.finish();
+        *this.offered_at = None;
         this.inner.poll_close(cx)
     }
 }

@@ -1,0 +1,206 @@
+//! `pace`: a paced writer's bookings. What an inner writer does not take is offered again
+//! within the hold, then given back under the give-back rule; a writer dropped or closed gives
+//! back what it did not hand on; writers sharing a limit book only what they are offered.
+//! All on a manual clock, polled by hand.
+#![cfg(feature = "async")]
+
+use cellrate::baseline::MutexBucket;
+use cellrate::pace::{PaceExt, WRITE_HOLD};
+use cellrate::{Limiter, ManualClock, Nanos, Quota};
+use futures::io::AsyncWrite;
+use futures::task::noop_waker_ref;
+use std::cell::Cell;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// An inner writer that takes at most `takes` bytes a call (none while it is 0: Pending), and
+/// counts what it took.
+#[derive(Clone, Default)]
+struct Gate {
+    takes: Rc<Cell<usize>>,
+    taken: Rc<Cell<usize>>,
+}
+
+impl AsyncWrite for Gate {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.takes.get().min(buf.len()) {
+            0 => Poll::Pending,
+            n => {
+                self.taken.set(self.taken.get() + n);
+                Poll::Ready(Ok(n))
+            }
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn gate(takes: usize) -> Gate {
+    let g = Gate::default();
+    g.takes.set(takes);
+    g
+}
+
+fn write<W: AsyncWrite + Unpin>(w: &mut W, len: usize) -> Poll<io::Result<usize>> {
+    let buf = vec![0u8; len];
+    Pin::new(w).poll_write(&mut Context::from_waker(noop_waker_ref()), &buf)
+}
+
+fn manual(per_second: u32, burst: u32) -> (Limiter<ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    let quota = Quota::per_second(per_second).with_burst(burst);
+    (Limiter::with_clock(quota, clock.clone()), clock)
+}
+
+#[test]
+fn a_writer_dropped_while_its_inner_writer_is_pending_gives_its_tokens_back() {
+    let (limiter, _clock) = manual(10, 20);
+    let mut out = gate(0).paced_write(&limiter);
+    assert!(
+        write(&mut out, 10).is_pending(),
+        "booked, the inner writer pending"
+    );
+    assert_eq!(limiter.available(), 10);
+    drop(out);
+    assert_eq!(
+        limiter.available(),
+        20,
+        "nothing was written: all of it back"
+    );
+}
+
+#[test]
+fn a_writer_closed_or_turned_back_gives_back_what_its_inner_writer_did_not_take() {
+    let (limiter, _clock) = manual(10, 20);
+    let inner = gate(3);
+    let mut out = inner.clone().paced_write(&limiter);
+    assert!(matches!(write(&mut out, 10), Poll::Ready(Ok(3))));
+    assert_eq!(
+        limiter.available(),
+        10,
+        "the other 7 are held for the next write"
+    );
+    let _ = out.into_inner();
+    assert_eq!(limiter.available(), 17);
+
+    let mut out = inner.clone().paced_write(&limiter);
+    assert!(matches!(write(&mut out, 7), Poll::Ready(Ok(3))));
+    let closed = Pin::new(&mut out).poll_close(&mut Context::from_waker(noop_waker_ref()));
+    assert!(closed.is_ready());
+    assert_eq!(limiter.available(), 14, "7 booked, 3 taken");
+    assert_eq!(inner.taken.get(), 6);
+}
+
+#[test]
+fn the_rest_of_a_booking_is_offered_again_within_the_hold_and_given_back_after_it() {
+    let (limiter, clock) = manual(1_000, 200);
+    let inner = gate(30);
+    let mut out = inner.clone().paced_write(&limiter);
+    // One booking of 100 bytes serves a write_all's calls: no second booking, no wait.
+    for left in [100, 70, 40, 10] {
+        assert!(matches!(write(&mut out, left), Poll::Ready(Ok(n)) if n == left.min(30)));
+    }
+    assert_eq!((inner.taken.get(), limiter.available()), (100, 100));
+    // A booking left unused past the hold goes back before the next one is made.
+    clock.advance(Duration::from_millis(100));
+    assert!(matches!(write(&mut out, 100), Poll::Ready(Ok(30))));
+    assert_eq!(limiter.available(), 100, "70 held for the next write");
+    clock.advance(WRITE_HOLD + Duration::from_nanos(1));
+    assert!(matches!(write(&mut out, 100), Poll::Ready(Ok(30))));
+    assert_eq!(limiter.available(), 75, "70 back, 5 refilled, 100 booked");
+    drop(out);
+    assert_eq!(
+        limiter.available(),
+        145,
+        "the second booking's 70 came back too"
+    );
+}
+
+/// Writer A's booking is ready but its inner writer pending, B books behind it, A writes
+/// 1 byte and is dropped, D books. A give-back that restored A's unused bytes under B's
+/// booking would let D's bytes pass early; the writers see what the oracle, given the same
+/// bookings and the same settle, says: D waits for its own tokens.
+#[test]
+fn a_give_back_under_a_later_booking_lets_nothing_through_early() {
+    let (limiter, clock) = manual(1_000, 1_000);
+    let oracle = MutexBucket::with_clock(limiter.quota(), clock.clone());
+    let at = |ms: u64| Nanos::new(ms * 1_000_000);
+    limiter.check_n(500).unwrap();
+    oracle.check_n_at(500, at(0)).unwrap();
+
+    let a_inner = gate(0);
+    let mut a = a_inner.clone().paced_write(&limiter);
+    let mut b = gate(usize::MAX).paced_write(&limiter);
+    let mut d = gate(usize::MAX).paced_write(&limiter);
+    assert!(
+        write(&mut a, 500).is_pending(),
+        "booked, the inner writer pending"
+    );
+    let a_booking = oracle.reserve_n_at(500, u64::MAX, at(0)).unwrap();
+    assert!(
+        write(&mut b, 500).is_pending(),
+        "booked behind A, ready at 0.5 s"
+    );
+    let b_booking = oracle.reserve_n_at(500, u64::MAX, at(0)).unwrap();
+    a_inner.takes.set(1);
+    assert!(matches!(write(&mut a, 500), Poll::Ready(Ok(1))));
+    drop(a);
+    oracle.settle_at(&a_booking, 1, at(0));
+    assert!(write(&mut d, 500).is_pending());
+    let d_booking = oracle.reserve_n_at(500, u64::MAX, at(0)).unwrap();
+    assert_eq!(b_booking.ready_at(), at(500));
+    assert_eq!(
+        d_booking.ready_at(),
+        at(1_000),
+        "nothing came back under B's booking"
+    );
+
+    clock.set(at(500));
+    assert!(matches!(write(&mut b, 500), Poll::Ready(Ok(500))));
+    clock.set(at(999));
+    assert!(
+        write(&mut d, 500).is_pending(),
+        "D waits for its own tokens"
+    );
+    clock.set(at(1_000));
+    assert!(matches!(write(&mut d, 500), Poll::Ready(Ok(500))));
+}
+
+#[test]
+fn a_named_limiter_counts_each_booking_written_from_and_none_given_back_whole() {
+    let (limiter, clock) = manual(1_000, 200);
+    let limiter = limiter.named("paced-writer");
+    let mut out = gate(30).paced_write(&limiter);
+    for left in [100, 70, 40, 10] {
+        assert!(write(&mut out, left).is_ready());
+    }
+    assert_eq!(
+        limiter.stats().allowed,
+        1,
+        "one booking, written in four calls"
+    );
+    limiter.check_n(100).unwrap();
+    assert!(write(&mut out, 50).is_pending(), "50 more are 50 ms away");
+    drop(out);
+    assert_eq!(
+        limiter.stats().allowed,
+        2,
+        "the check, not the booking given back whole"
+    );
+    clock.advance(Duration::from_millis(200));
+    let mut out = gate(30).paced_write(&limiter);
+    assert!(write(&mut out, 100).is_ready());
+    drop(out);
+    assert_eq!(limiter.stats().allowed, 3, "30 of 100 written: counted");
+}
