@@ -150,14 +150,14 @@ fn governor_proceeds() {
         Limiter::new(Quota::per_second(2)),
         Limiter::new(Quota::per_second(3)),
     ] {
-        let start = Instant::now();
-        block_on(limiter.until_ready_n(2, Duration::from_secs(1))).unwrap();
-        // A wait that sleeps takes milliseconds; one that does not, microseconds.
-        assert!(
-            start.elapsed() < Duration::from_millis(1),
-            "{:?}",
-            start.elapsed()
-        );
+        // Ready at the first poll: no timer was set, whatever else the machine runs.
+        let mut wait = Box::pin(limiter.until_ready_n(2, Duration::from_secs(1)));
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(matches!(
+            wait.as_mut().poll(&mut cx),
+            std::task::Poll::Ready(Ok(_))
+        ));
     }
 }
 
