@@ -42,6 +42,7 @@ mod redis_config;
 mod redis_differential;
 mod redis_failures;
 mod redis_faults;
+mod redis_give_back;
 mod redis_keys;
 mod redis_restart;
 mod redis_time;

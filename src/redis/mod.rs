@@ -64,19 +64,26 @@
 
 mod all_of;
 mod batch;
+mod booking;
 mod cluster;
 mod conn;
 mod deny_cache;
 mod error;
+mod joint;
+mod key_name;
 mod local;
 mod node;
 mod observe;
 mod options;
 mod policy;
+mod reserve;
 mod script;
 mod single;
 
+pub use booking::Booking;
 pub use error::Error;
+pub use joint::{JointBooking, JointDenial};
+pub use key_name::{key_part, MAX_KEY_LEN, MAX_PART_LEN};
 pub use options::{ErrorHook, RedisOptions};
 pub use policy::FailurePolicy;
 
@@ -101,7 +108,7 @@ pub struct RedisLimiter {
     quota: MicroQuota,
     options: RedisOptions,
     decide: Arc<Script>,
-    refund: Arc<Script>,
+    settle: Arc<Script>,
     all_of: Arc<Script>,
     counters: Arc<Counters>,
     local: Arc<Local>,
@@ -127,6 +134,7 @@ impl RedisLimiter {
         options: RedisOptions,
     ) -> Result<RedisLimiter, Error> {
         let quota = MicroQuota::new(&quota)?;
+        options.check()?;
         let conn = Conn::single(url, &options).await?;
         Ok(RedisLimiter::with_conn(conn, quota, options))
     }
@@ -141,6 +149,7 @@ impl RedisLimiter {
         options: RedisOptions,
     ) -> Result<RedisLimiter, Error> {
         let quota = MicroQuota::new(&quota)?;
+        options.check()?;
         let conn = Conn::single_lazy(url, &options)?;
         Ok(RedisLimiter::with_conn(conn, quota, options))
     }
@@ -155,6 +164,7 @@ impl RedisLimiter {
         options: RedisOptions,
     ) -> Result<RedisLimiter, Error> {
         let quota = MicroQuota::new(&quota)?;
+        options.check()?;
         let conn = Conn::cluster(urls, &options).await?;
         Ok(RedisLimiter::with_conn(conn, quota, options))
     }
@@ -165,7 +175,7 @@ impl RedisLimiter {
             conn,
             quota,
             decide: Arc::new(script::decide_script()),
-            refund: Arc::new(script::refund_script()),
+            settle: Arc::new(script::settle_script()),
             all_of: Arc::new(all_of::all_of_script()),
             counters: Arc::new(Counters::default()),
             local: Arc::new(Local::new(quota.effective(), &options)),
@@ -196,12 +206,12 @@ impl RedisLimiter {
         stats
     }
 
-    /// The Redis key of a bucket: the prefix, then `key` unchanged (hash tag included).
+    /// The Redis key of a bucket: the prefix, then `key` unchanged (hash tag included) while it
+    /// is at most [`MAX_KEY_LEN`] bytes. A longer key becomes its hash tag and a SHA-256 digest
+    /// of the whole key, so that key names stay bounded; keys sharing a tag still share a slot.
+    /// A key is used as given: put text a client chose through [`key_part`] first.
     pub fn redis_key(&self, key: &str) -> String {
-        let mut full = String::with_capacity(self.options.key_prefix.len() + key.len());
-        full.push_str(&self.options.key_prefix);
-        full.push_str(key);
-        full
+        key_name::full_key(&self.options.key_prefix, key)
     }
 
     /// The SHA1 of the decision script, as EVALSHA names it (for example to drive the same

@@ -116,7 +116,11 @@ impl Default for RedisOptions {
 }
 
 impl RedisOptions {
-    /// Prepended to every key. Keep hash tags out of it: a key's own `{tag}` then decides its
+    /// Prepended to every key; must not be empty, and must belong to the limiter alone: a
+    /// caller's key names any Redis key under it, and the scripts overwrite a key that holds a
+    /// number (a key holding anything else is refused, [`Error::CorruptValue`], and never
+    /// overwritten). An empty prefix is refused at connect ([`Error::InvalidOptions`]). Keep
+    /// hash tags out of it: a key's own `{tag}` then decides its
     /// Cluster slot (Redis hashes the first `{...}` of the full key), and related keys such as
     /// `{user42}:read` and `{user42}:write` share one slot. A prefix that holds a tag itself
     /// pins every key to that one slot.
@@ -259,6 +263,18 @@ impl RedisOptions {
     pub fn on_error(mut self, hook: impl Fn(&Error) + Send + Sync + 'static) -> RedisOptions {
         self.on_error = Some(Arc::new(hook));
         self
+    }
+
+    /// The options' mistakes that no call could mend: an empty key prefix.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        if self.key_prefix.is_empty() {
+            return Err(Error::InvalidOptions(
+                "an empty key prefix: every key a caller names would be any Redis key, other \
+                 data included; give the limiter a prefix of its own"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Milliseconds a key lives beyond the time its bucket is full: the forget-after time of
