@@ -138,7 +138,10 @@ fn redis_every_tat_written_is_one_the_scripts_read_back() {
     let latest = [1u64 << 52, (1 << 52) - 1]
         .into_iter()
         .map(|us| Nanos::new(us * 1000 + 1))
-        .find(|&t| rt.block_on(limiter.try_check_key_n_at("probe", 0, t)).is_ok())
+        .find(|&t| {
+            rt.block_on(limiter.try_check_key_n_at("probe", 0, t))
+                .is_ok()
+        })
         .expect("some time near 2^52 us is accepted");
     let spent = rt.block_on(limiter.try_check_key_n_at("k", 1 << 20, latest));
     assert!(spent.unwrap().is_ok());

@@ -67,6 +67,7 @@ mod batch;
 mod booking;
 mod cluster;
 mod conn;
+mod connector;
 mod deny_cache;
 mod error;
 mod joint;
@@ -78,7 +79,9 @@ mod options;
 mod policy;
 mod reserve;
 mod script;
+mod sentinel;
 mod single;
+mod slot_map;
 
 pub use booking::Booking;
 pub use error::Error;
@@ -166,6 +169,26 @@ impl RedisLimiter {
         let quota = MicroQuota::new(&quota)?;
         options.check()?;
         let conn = Conn::cluster(urls, &options).await?;
+        Ok(RedisLimiter::with_conn(conn, quota, options))
+    }
+
+    /// Connects to the primary that the Sentinels at `sentinels` (such as
+    /// `redis://10.0.0.5:26379`) name for `service`, and follows it: every new connection (after
+    /// a failover, a `READONLY` reply, a silent connection) asks the Sentinels again. `primary`
+    /// says how to talk to the primary, its host and port ignored: the scheme (`rediss://` for
+    /// TLS, checked against [`RedisOptions::tls_root_certificates`] or the system's roots),
+    /// the user name and password, the database; such as `redis://:secret@primary/0`.
+    pub async fn connect_sentinel(
+        sentinels: &[&str],
+        service: &str,
+        primary: &str,
+        quota: Quota,
+        options: RedisOptions,
+    ) -> Result<RedisLimiter, Error> {
+        let quota = MicroQuota::new(&quota)?;
+        options.check()?;
+        let connector = sentinel::connector(sentinels, service, primary, &options)?;
+        let conn = Conn::sentinel(connector, &options).await?;
         Ok(RedisLimiter::with_conn(conn, quota, options))
     }
 

@@ -40,7 +40,10 @@ pub struct RedisOptions {
     pub reconnect_retries: usize,
     /// Calls in a row that time out on a silent connection before it is replaced.
     pub silent_timeouts: u32,
-    /// How often a server taken for down is probed (and a Cluster's slot map refreshed).
+    /// Calls in a row that time out, replies or not, before the breaker trips.
+    pub breaker_timeouts: u32,
+    /// The first pause between attempts to reach a server taken for down (and between reads of
+    /// a Cluster's slot map).
     pub probe_interval: Duration,
     /// The most calls of a batch sent in one pipeline.
     pub batch_chunk: usize,
@@ -61,6 +64,10 @@ pub struct RedisOptions {
     pub deny_cache: usize,
     /// Told of every error a `check_*` call answered by policy or refused.
     pub on_error: Option<ErrorHook>,
+    /// The certificates (PEM) that `rediss://` servers must chain to, instead of the system's.
+    pub tls_root_certificates: Option<Arc<[u8]>>,
+    /// The client certificate chain and key (PEM) that `rediss://` servers may ask for.
+    pub tls_client_identity: Option<(Arc<[u8]>, Arc<[u8]>)>,
 }
 
 impl fmt::Debug for RedisOptions {
@@ -72,6 +79,7 @@ impl fmt::Debug for RedisOptions {
             .field("connection_timeout", &self.connection_timeout)
             .field("reconnect_retries", &self.reconnect_retries)
             .field("silent_timeouts", &self.silent_timeouts)
+            .field("breaker_timeouts", &self.breaker_timeouts)
             .field("probe_interval", &self.probe_interval)
             .field("batch_chunk", &self.batch_chunk)
             .field("failure_retry_after", &self.failure_retry_after)
@@ -82,6 +90,14 @@ impl fmt::Debug for RedisOptions {
             .field("local_quota", &self.local_quota)
             .field("deny_cache", &self.deny_cache)
             .field("on_error", &self.on_error.as_ref().map(|_| "set"))
+            .field(
+                "tls_root_certificates",
+                &self.tls_root_certificates.as_ref().map(|_| "set"),
+            )
+            .field(
+                "tls_client_identity",
+                &self.tls_client_identity.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -89,10 +105,12 @@ impl fmt::Debug for RedisOptions {
 impl Default for RedisOptions {
     /// Prefix `"cellrate:"`, [`FailurePolicy::FailOpen`], a 100 ms deadline per call, a 250 ms
     /// connection timeout with 1 retry, a connection replaced after 2 silent timeouts in a
-    /// row, a down server probed every 100 ms, batches in chunks of 1,000, 1 s `retry_after`
+    /// row, the breaker tripped after 5 timeouts in a row, a down server probed from every
+    /// 100 ms (backing off to 1.6 s), batches in chunks of 1,000, 1 s `retry_after`
     /// when failing closed, buckets that start full, keys that expire when their bucket is full
     /// (plus a 1 s margin when written at a caller's time), a local fallback of 100,000 keys
-    /// (used only under [`FailurePolicy::Local`]), no deny cache, no error hook.
+    /// (used only under [`FailurePolicy::Local`]), no deny cache, no error hook, and for
+    /// `rediss://` the system's root certificates and no client certificate.
     fn default() -> RedisOptions {
         RedisOptions {
             key_prefix: "cellrate:".to_owned(),
@@ -101,6 +119,7 @@ impl Default for RedisOptions {
             connection_timeout: Duration::from_millis(250),
             reconnect_retries: 1,
             silent_timeouts: 2,
+            breaker_timeouts: 5,
             probe_interval: Duration::from_millis(100),
             batch_chunk: 1000,
             failure_retry_after: Duration::from_secs(1),
@@ -111,6 +130,8 @@ impl Default for RedisOptions {
             local_quota: None,
             deny_cache: 0,
             on_error: None,
+            tls_root_certificates: None,
+            tls_client_identity: None,
         }
     }
 }
@@ -150,11 +171,14 @@ impl RedisOptions {
         self
     }
 
-    /// Connection attempts after the first, made one after another, when a connection is lost
-    /// (default 1). Callers wait for them within their deadline. When they all fail the
-    /// server is taken for down: calls fail at once, unsent ([`Error::Unavailable`], answered
-    /// by the policy), and the server is probed every [`probe_interval`](Self::probe_interval())
-    /// until it answers. A call itself is never sent twice.
+    /// Connection attempts after the first, when a connection is lost (default 1), before the
+    /// server is taken for down. Callers wait for them within their deadline. When they all
+    /// fail, calls fail at once, unsent ([`Error::Unavailable`], answered by the policy), and
+    /// the server is tried again until it answers. Every attempt but the first after a healthy
+    /// spell waits a backoff: [`probe_interval`](Self::probe_interval()) doubled per failed
+    /// attempt or replaced connection, up to 16 times it, each pause a random 50-100 % of that
+    /// (so that many processes do not reconnect in step). An attempt succeeds only when the
+    /// server says (`ROLE`) it is a primary. A call itself is never sent twice.
     pub fn reconnect_retries(mut self, retries: usize) -> RedisOptions {
         self.reconnect_retries = retries;
         self
@@ -163,16 +187,31 @@ impl RedisOptions {
     /// A connection is replaced after this many calls in a row time out with no reply at all
     /// on it since they were sent (default 2; at least 1). A connection frozen without being
     /// closed (a failover behind a virtual IP, a NAT dropping state, a host that stopped) is
-    /// told apart from a slow server by this silence: a slow server still answers the calls
-    /// sent before.
+    /// told apart from a slow server by this silence: a slow server still answers, late, the
+    /// calls sent before, and a late reply counts (calls are waited for in the background up
+    /// to 16 deadlines after their own).
     pub fn silent_timeouts(mut self, n: u32) -> RedisOptions {
         self.silent_timeouts = n;
         self
     }
 
-    /// How often a server taken for down is probed with a new connection and a `PING`
-    /// (default 100 ms); on a Cluster, also how often the slot map is read again while a node
-    /// is down or a reply said a slot moved.
+    /// The breaker trips after this many calls in a row time out on a connection, whether or
+    /// not replies still come late on it (default 5; at least 1): a server that answers `PING`
+    /// but not scripts (a long script, `CLIENT PAUSE WRITE` during a manual failover), or one
+    /// too slow for the deadline. While tripped, calls fail at once, unsent
+    /// ([`Error::Unavailable`], answered by the policy), instead of each waiting out its
+    /// deadline; a probe (`EVAL "return 1" 0`, which writes nothing but waits as scripts do)
+    /// runs on the connection, backing off from [`probe_interval`](Self::probe_interval()),
+    /// and the first that answers within the deadline closes the breaker.
+    pub fn breaker_timeouts(mut self, n: u32) -> RedisOptions {
+        self.breaker_timeouts = n;
+        self
+    }
+
+    /// The first pause between connection attempts to a server taken for down, and between
+    /// probes of a tripped breaker (default 100 ms), doubling up to 16 times it (see
+    /// [`reconnect_retries`](Self::reconnect_retries())); on a Cluster, also the first pause
+    /// between reads of the slot map while a node is down or a reply said a slot moved.
     pub fn probe_interval(mut self, interval: Duration) -> RedisOptions {
         self.probe_interval = interval;
         self
@@ -263,6 +302,42 @@ impl RedisOptions {
     pub fn on_error(mut self, hook: impl Fn(&Error) + Send + Sync + 'static) -> RedisOptions {
         self.on_error = Some(Arc::new(hook));
         self
+    }
+
+    /// `rediss://` servers must present a certificate chaining to one of these (PEM, one or
+    /// more), instead of to the system's roots: a private CA, or a managed service's. The
+    /// server's name (or IP address) in the URL must match the certificate.
+    pub fn tls_root_certificates(mut self, pem: impl Into<Vec<u8>>) -> RedisOptions {
+        self.tls_root_certificates = Some(pem.into().into());
+        self
+    }
+
+    /// The certificate chain and private key (PEM) to present to `rediss://` servers that ask
+    /// for one (mutual TLS, `tls-auth-clients yes`).
+    pub fn tls_client_identity(
+        mut self,
+        certificate_chain_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> RedisOptions {
+        let identity = (certificate_chain_pem.into().into(), key_pem.into().into());
+        self.tls_client_identity = Some(identity);
+        self
+    }
+
+    /// The redis client's form of the TLS settings, if any differs from the defaults.
+    pub(crate) fn tls_certificates(&self) -> Option<redis::TlsCertificates> {
+        if self.tls_root_certificates.is_none() && self.tls_client_identity.is_none() {
+            return None;
+        }
+        Some(redis::TlsCertificates {
+            client_tls: self.tls_client_identity.as_ref().map(|(cert, key)| {
+                redis::ClientTlsConfig {
+                    client_cert: cert.to_vec(),
+                    client_key: key.to_vec(),
+                }
+            }),
+            root_cert: self.tls_root_certificates.as_ref().map(|pem| pem.to_vec()),
+        })
     }
 
     /// The options' mistakes that no call could mend: an empty key prefix.
