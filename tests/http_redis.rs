@@ -150,8 +150,9 @@ fn joint_redis_refusals_tell_each_policys_own_figures() {
         let global = items.iter().find(|(n, _, _)| n == "global").unwrap();
         // The client's bucket: empty, its next token a minute away.
         assert_eq!((per_ip.1, per_ip.2), (0, 60), "{items:?}");
-        // The global bucket: 97 left, its next token within a second.
-        assert_eq!((global.1, global.2), (97, 1), "{items:?}");
+        // The global bucket: about 97 left (it refills 1 per 10 ms), its next token within a
+        // second.
+        assert!((97..=100).contains(&global.1) && global.2 <= 1, "{items:?}");
         for (name, _, t) in &items {
             assert!(wait >= *t, "Retry-After {wait} earlier than {name}'s t={t}");
         }

@@ -40,6 +40,7 @@ mod redis_cluster;
 mod redis_concurrency;
 mod redis_config;
 mod redis_differential;
+mod redis_failover;
 mod redis_failures;
 mod redis_faults;
 mod redis_give_back;

@@ -52,7 +52,8 @@ struct Inner {
     last_reply_us: AtomicU64,
     /// Calls in a row that timed out with no reply on the current connection.
     silent: AtomicU32,
-    /// Calls in a row that timed out on the current connection, replies or not.
+    /// Calls in a row that timed out, replies or not, on this connection and the ones it
+    /// replaced.
     slow: AtomicU32,
     /// Attempts and replacements since the last reply in time: the backoff's exponent.
     strikes: AtomicU32,
@@ -211,7 +212,13 @@ impl Node {
                     let generation = self.inner.generation.load(Ordering::Relaxed);
                     return Ok((conn.clone(), generation));
                 }
-                State::Down(cause) | State::Tripped(cause) => {
+                State::Down(cause) => {
+                    return Err(Error::Unavailable(format!(
+                        "{} is down ({cause}); not sent",
+                        self.addr()
+                    )))
+                }
+                State::Tripped(cause) => {
                     return Err(Error::Unavailable(format!(
                         "{} {cause}; not sent",
                         self.addr()
@@ -246,23 +253,29 @@ impl Inner {
     /// One connection attempt, the primary check included, bounded by the connection timeout
     /// as a whole.
     async fn attempt(&self) -> Result<MultiplexedConnection, Error> {
+        self.try_connect()
+            .await
+            .map_err(|why| Error::Unavailable(format!("{}: {why}", self.connector.addr())))
+    }
+
+    /// [`Inner::attempt`], failing with why.
+    async fn try_connect(&self) -> Result<MultiplexedConnection, String> {
         let timeout = self.settings.connection_timeout;
-        let addr = self.connector.addr();
         // Nothing of a call is sent before a connection is up: every failure here is known.
         match tokio::time::timeout(timeout, self.connector.connect(timeout)).await {
             Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(Error::Unavailable(format!("{addr}: {e}"))),
-            Err(_) => Err(Error::Unavailable(format!(
-                "{addr}: no connection within the {timeout:?} connection timeout"
-            ))),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!(
+                "no connection within the {timeout:?} connection timeout"
+            )),
         }
     }
 
     fn up(&self, conn: MultiplexedConnection) {
         let mut state = self.write();
-        // Relaxed: all of these change under the state lock; the counters are hints.
+        // Relaxed: all of these change under the state lock; the counters are hints. `slow`
+        // is kept: a server that stalls scripts stalls them on every new connection too.
         self.silent.store(0, Ordering::Relaxed);
-        self.slow.store(0, Ordering::Relaxed);
         self.last_reply_us.store(self.micros(), Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::Relaxed);
         *state = State::Up(conn);
@@ -413,14 +426,14 @@ async fn reconnect(node: Weak<Inner>) {
             tokio::time::sleep(pause).await;
         }
         let Some(inner) = node.upgrade() else { return };
-        match inner.attempt().await {
+        match inner.try_connect().await {
             Ok(conn) => return inner.up(conn),
-            Err(e) => {
+            Err(why) => {
                 attempts += 1;
                 // Relaxed: a hint for the backoff.
                 inner.strikes.fetch_add(1, Ordering::Relaxed);
                 if attempts >= inner.settings.attempts && !matches!(*inner.read(), State::Down(_)) {
-                    inner.down(e.to_string());
+                    inner.down(why);
                 }
             }
         }

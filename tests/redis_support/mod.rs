@@ -240,3 +240,35 @@ impl RedisServer {
             .unwrap_or(f64::NAN)
     }
 }
+
+impl RedisServer {
+    /// Waits until this replica's link to its primary is up and the first sync is done.
+    pub fn wait_in_sync(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let info: String = self
+                .query(redis::cmd("INFO").arg("replication"))
+                .unwrap_or_default();
+            if info.contains("master_link_status:up") && info.contains("master_sync_in_progress:0")
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the replica never synced: {info}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the server says (`ROLE`) it is a primary.
+    pub fn is_primary(&self) -> bool {
+        let role: Vec<redis::Value> = self.query(&mut redis::cmd("ROLE")).unwrap_or_default();
+        role.first() == Some(&redis::Value::BulkString(b"master".to_vec()))
+    }
+
+    /// The directory the server runs in (its files, certificates a test made).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+}
