@@ -45,6 +45,7 @@ mod redis_failures;
 mod redis_faults;
 mod redis_give_back;
 mod redis_keys;
+mod redis_resharding;
 mod redis_restart;
 mod redis_time;
 mod redis_usage_errors;

@@ -200,7 +200,11 @@ fn redis_a_slow_server_keeps_its_connection() {
     for _ in 0..30 {
         assert!(rt.block_on(limiter.try_check_key_n("k", 1)).is_err());
     }
-    assert_eq!(proxy.accepted_connections(), 1, "a slow server is not a silent one");
+    assert_eq!(
+        proxy.accepted_connections(),
+        1,
+        "a slow server is not a silent one"
+    );
     proxy.delay_replies(Duration::ZERO);
     until_decided(&rt, &limiter);
     assert_eq!(proxy.accepted_connections(), 1);
