@@ -48,6 +48,7 @@ mod redis_keys;
 mod redis_resharding;
 mod redis_restart;
 mod redis_time;
+mod redis_tls;
 mod redis_usage_errors;
 mod reservation;
 mod retry_lag;

@@ -15,6 +15,17 @@ impl RedisCluster {
     /// A cluster whose nodes keep serving their slots when another node is down
     /// (`cluster-require-full-coverage no`).
     pub fn start(test: &str) -> Option<RedisCluster> {
+        RedisCluster::start_with(test, |_| Vec::new(), &[], |n| n.port)
+    }
+
+    /// [`RedisCluster::start`] with extra arguments for node `i` (`extra(i)`), extra
+    /// `redis-cli` arguments, and the port of a node `redis-cli` and the Cluster use.
+    pub fn start_with(
+        test: &str,
+        extra: impl Fn(usize) -> Vec<String>,
+        cli: &[&str],
+        port: impl Fn(&RedisServer) -> u16,
+    ) -> Option<RedisCluster> {
         let args = [
             "--cluster-enabled",
             "yes",
@@ -26,14 +37,18 @@ impl RedisCluster {
             "no",
         ];
         let mut nodes = Vec::new();
-        for _ in 0..3 {
-            nodes.push(RedisServer::start_with(test, &args)?);
+        for i in 0..3 {
+            let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            all.extend(extra(i));
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            nodes.push(RedisServer::start_with(test, &all)?);
         }
         let addrs: Vec<String> = nodes
             .iter()
-            .map(|n| format!("127.0.0.1:{}", n.port))
+            .map(|n| format!("127.0.0.1:{}", port(n)))
             .collect();
         let created = Command::new("redis-cli")
+            .args(cli)
             .args(["--cluster", "create"])
             .args(&addrs)
             .args(["--cluster-replicas", "0", "--cluster-yes"])

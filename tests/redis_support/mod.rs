@@ -272,3 +272,11 @@ impl RedisServer {
         &self.dir
     }
 }
+
+impl RedisServer {
+    /// The value given to the `redis-server` argument `name` (such as `--tls-port`), if any.
+    pub fn arg(&self, name: &str) -> Option<&str> {
+        let i = self.extra.iter().position(|a| a == name)?;
+        self.extra.get(i + 1).map(String::as_str)
+    }
+}
