@@ -1,24 +1,32 @@
 //! Decisions per second of the Redis backend against a `redis-server` it starts itself, beside
-//! `redis-benchmark` running the same script as the ceiling, and the server time each
-//! decision costs beside that of a minimal GCRA script and of a trivial one.
+//! `redis-benchmark` running the same script as the ceiling; the server time each decision
+//! costs beside that of a minimal GCRA script; and the memory a key takes.
 //!
 //! ```text
-//! cargo bench -p cellrate-benches --features redis -- redis             # about 45 s
+//! cargo bench -p cellrate-benches --features redis -- redis             # about 2 minutes
 //! REDIS_BENCH_SECS=5 cargo bench -p cellrate-benches --features redis -- redis
 //! ```
 //!
 //! Throughput rows: one hot key, or 100,000 random keys; unpipelined (64 tasks, one call each
-//! in flight) or pipelined (`check_many` batches of 64 from 8 tasks). Every decision allows:
-//! the quota earns a token per microsecond with a burst of 10^9. The ceiling is redis-benchmark
-//! sending the same EVALSHA with the same arguments (64 clients, `-P 64` when pipelined). The
-//! server µs per call of both come from `INFO commandstats` (reset before each run).
+//! in flight) or pipelined (`check_many` batches of 64 from 8 tasks). The allowing rows use a
+//! quota that earns a token per microsecond with a burst of 10^9; the denying rows one token
+//! an hour with a burst of 1, on keys spent before the row (all but about 0.3 % refused). The
+//! ceiling is redis-benchmark sending the same EVALSHA with the same arguments (64 clients,
+//! `-P 64` when pipelined). The server µs per call of both come from `INFO commandstats`
+//! (reset before each run).
 //!
-//! Server cost rows: redis-benchmark runs each script (100,000 random keys, 64 clients, `-P
-//! 64`, 50,000 calls) in turn, 15 short rounds, each starting with the next script. Per call:
-//! the µs in `INFO commandstats` (the time inside the script, which a busy machine inflates
-//! whenever it takes the server's core away) and the server's CPU µs from `INFO cpu` (the main
-//! thread's user + system time, command parsing and replies included); medians, and the median
-//! of the rounds' ratios to the minimal script (the three run side by side in each round).
+//! Server cost rows: redis-benchmark runs each script (100,000 random keys, 32 clients, `-P
+//! 32`, 50,000 calls) in turn, 15 short rounds, each starting with the next script: cellrate's
+//! decision beside a minimal GCRA script that allows, then both denying (keys spent before),
+//! then cellrate's all-or-nothing script on two keys beside a minimal two-key GCRA script,
+//! allowing and denying. Per call: the µs in `INFO commandstats` (the time inside the script,
+//! which a busy machine inflates whenever it takes the server's core away) and the server's CPU
+//! µs from `INFO cpu` (the main thread's user + system time, command parsing and replies
+//! included); medians, and the median of the rounds' ratios to the minimal script beside it.
+//!
+//! Memory rows: `used_memory` before and after 100,000 keys written by the decision script (the
+//! TAT alone), and 20,000 keys that carry credit given back (`TAT:G`, written by bookings
+//! settled below their cost), per key; beside `MEMORY USAGE` of one such key.
 
 #[path = "../tests/redis_support/mod.rs"]
 mod redis_support;
@@ -42,6 +50,14 @@ const ROWS: [(&str, u64, bool); 4] = [
     ("one key, pipelined", 1, true),
     ("100k random keys, pipelined", KEYS, true),
 ];
+/// The denying throughput rows: name, pipelined.
+const DENYING_ROWS: [(&str, bool); 2] = [
+    ("100k keys denied, 64 tasks", false),
+    ("100k keys denied, pipelined", true),
+];
+/// The allowing quota's arguments (interval µs, burst), and the denying one's.
+const ALLOWING: [&str; 2] = ["1", "1000000000"];
+const DENYING: [&str; 2] = ["3600000000", "1"];
 
 pub fn main() {
     let secs: f64 = std::env::var("REDIS_BENCH_SECS")
@@ -67,10 +83,18 @@ pub fn main() {
         .unwrap();
     let quota = Quota::try_new(Duration::from_micros(1), 1_000_000_000).unwrap();
     let options = RedisOptions::default()
-        .key_prefix("")
+        .key_prefix("rl:")
         .deadline(Duration::from_secs(5));
     let limiter = rt
-        .block_on(RedisLimiter::connect_with(&server.url(), quota, options))
+        .block_on(RedisLimiter::connect_with(
+            &server.url(),
+            quota,
+            options.clone(),
+        ))
+        .unwrap();
+    let denying = Quota::per_hour(1).with_burst(1);
+    let strict = rt
+        .block_on(RedisLimiter::connect_with(&server.url(), denying, options))
         .unwrap();
     rt.block_on(limiter.check_key("warm-up")).unwrap(); // loads the script
     let sha = limiter.decision_script_sha1().to_owned();
@@ -88,23 +112,69 @@ pub fn main() {
     } else {
         &ROWS[..]
     };
+    let row = |name: &str, (ours, our_us): (f64, f64), (ceiling, ceiling_us): (f64, f64)| {
+        println!(
+            "{name:<32} {ours:>12.0} {ceiling:>12.0} {:>5.0}% {our_us:>10.2} {ceiling_us:>10.2}",
+            100.0 * ours / ceiling
+        );
+    };
     for &(name, keys, pipelined) in rows {
         reset_stats(&server);
         let (ours, allowed) = rt.block_on(measure(&limiter, keys, pipelined, run));
         assert_eq!(allowed, 1.0, "every decision should allow");
         let our_us = usec_per_evalsha(&server);
         reset_stats(&server);
-        let ceiling = redis_benchmark(&server, &sha, keys, pipelined, ours, secs);
-        let ceiling_us = usec_per_evalsha(&server);
-        println!(
-            "{name:<32} {ours:>12.0} {ceiling:>12.0} {:>5.0}% {our_us:>10.2} {ceiling_us:>10.2}",
-            100.0 * ours / ceiling
+        let key = if keys > 1 {
+            "rl:bench:__rand_int__"
+        } else {
+            "rl:bench:000000000000"
+        };
+        let args = evalsha(
+            &sha,
+            &[key],
+            &[&ALLOWING[..], &["1", "-1", "0", "0", "0"]].concat(),
         );
+        let ceiling = redis_benchmark(&server, &args, keys, pipelined, ours, secs);
+        row(name, (ours, our_us), (ceiling, usec_per_evalsha(&server)));
     }
-    server_cost(&server, &sha);
+    if !rows.is_empty() {
+        // Every key the denying rows use, spent once (1 an hour, burst 1).
+        let denied = evalsha(
+            &sha,
+            &["rl:bench:__rand_int__"],
+            &[&DENYING[..], &["1", "-1", "0", "0", "0"]].concat(),
+        );
+        prefill(&server, &denied);
+        for (name, pipelined) in DENYING_ROWS {
+            reset_stats(&server);
+            let (ours, allowed) = rt.block_on(measure(&strict, KEYS, pipelined, run));
+            assert!(allowed < 0.01, "most decisions should deny: {allowed}");
+            let our_us = usec_per_evalsha(&server);
+            reset_stats(&server);
+            let ceiling = redis_benchmark(&server, &denied, KEYS, pipelined, ours, secs);
+            row(name, (ours, our_us), (ceiling, usec_per_evalsha(&server)));
+        }
+    }
+    server_cost(&server, &sha, limiter.all_of_script_sha1());
+    rt.block_on(memory_per_key(&server, &strict, &sha));
 }
 
-/// A minimal GCRA script for comparison: TIME, GET, SET PX, no validation. Same arguments.
+/// The arguments of redis-benchmark for EVALSHA `sha` on `keys` with `args`.
+fn evalsha(sha: &str, keys: &[&str], args: &[&str]) -> Vec<String> {
+    let mut all = vec!["EVALSHA".to_owned(), sha.to_owned(), keys.len().to_string()];
+    all.extend(keys.iter().map(|k| k.to_string()));
+    all.extend(args.iter().map(|a| a.to_string()));
+    all
+}
+
+/// Runs `command` on about every one of the 100,000 random keys (600,000 calls: all but
+/// e^-6 of them), so that the denying rows find them spent.
+fn prefill(server: &RedisServer, command: &[String]) {
+    redis_benchmark_n(server, command, KEYS, true, 600_000);
+}
+
+/// A minimal GCRA script for comparison: TIME, GET, SET PX, no validation. Same first three
+/// arguments as the decision (interval µs, burst, cost).
 const MINIMAL_LUA: &str = r#"
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
@@ -118,65 +188,221 @@ redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now)
 return {1, new - now}
 "#;
 
+/// The same on two keys, all or nothing: interval µs, burst and cost shared by both.
+const MINIMAL_TWO_LUA: &str = r#"
+local t = redis.call('TIME')
+local now = t[1] * 1000000 + t[2]
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local news = {}
+for i = 1, 2 do
+  local tat = tonumber(redis.call('GET', KEYS[i])) or now
+  if tat < now then tat = now end
+  local new = tat + cost * interval
+  if new - now > burst * interval then return {0, i, tat - now} end
+  news[i] = new
+end
+for i = 1, 2 do
+  redis.call('SET', KEYS[i], string.format('%d', news[i]), 'PX', math.ceil((news[i] - now) / 1000))
+end
+return {1, news[1] - now, news[2] - now}
+"#;
+
 /// Rounds of the server cost table.
 const ROUNDS: usize = 15;
 
-/// Server µs per call of the decision script, the minimal GCRA script and `return 1`, run by
+/// Server µs per call of cellrate's scripts beside minimal ones, allowing and denying, run by
 /// redis-benchmark in turn for [`ROUNDS`] rounds.
-fn server_cost(server: &RedisServer, sha: &str) {
+fn server_cost(server: &RedisServer, sha: &str, all_of: &str) {
     let load = |body: &str| -> String {
         server
             .query(redis::cmd("SCRIPT").arg("LOAD").arg(body))
             .unwrap()
     };
+    let (minimal, minimal_two) = (load(MINIMAL_LUA), load(MINIMAL_TWO_LUA));
+    fn one(quota: [&'static str; 2]) -> Vec<&'static str> {
+        [&quota[..], &["1", "-1", "0", "0", "0"]].concat()
+    }
+    fn both(quota: [&'static str; 2]) -> Vec<&'static str> {
+        [&["1", "-1", "0", "0", "0"], &quota[..], &quota[..]].concat()
+    }
+    fn plain(quota: [&'static str; 2]) -> Vec<&'static str> {
+        [&quota[..], &["1"]].concat()
+    }
+    let x = ["rl:x:__rand_int__", "rl:y:__rand_int__"];
+    let m = ["rl:mx:__rand_int__", "rl:my:__rand_int__"];
+    // (name, the command, spent before the rounds), in pairs: cellrate's, then the minimal one.
     let scripts = [
-        ("cellrate decision", sha.to_owned()),
-        ("minimal GCRA", load(MINIMAL_LUA)),
-        ("return 1", load("return 1")),
+        (
+            "decision, allowed",
+            evalsha(sha, &["rl:a:__rand_int__"], &one(ALLOWING)),
+            false,
+        ),
+        (
+            "minimal, allowed",
+            evalsha(&minimal, &["rl:ma:__rand_int__"], &plain(ALLOWING)),
+            false,
+        ),
+        (
+            "decision, denied",
+            evalsha(sha, &["rl:d:__rand_int__"], &one(DENYING)),
+            true,
+        ),
+        (
+            "minimal, denied",
+            evalsha(&minimal, &["rl:md:__rand_int__"], &plain(DENYING)),
+            true,
+        ),
+        (
+            "all_of 2 keys, allowed",
+            evalsha(all_of, &x, &both(ALLOWING)),
+            false,
+        ),
+        (
+            "minimal 2 keys, allowed",
+            evalsha(&minimal_two, &m, &plain(ALLOWING)),
+            false,
+        ),
+        (
+            "all_of 2 keys, denied",
+            evalsha(
+                all_of,
+                &["rl:u:__rand_int__", "rl:v:__rand_int__"],
+                &both(DENYING),
+            ),
+            true,
+        ),
+        (
+            "minimal 2 keys, denied",
+            evalsha(
+                &minimal_two,
+                &["rl:mu:__rand_int__", "rl:mv:__rand_int__"],
+                &plain(DENYING),
+            ),
+            true,
+        ),
     ];
-    println!("\nserver us per call, 100k random keys, redis-benchmark -c 64 -P 64, 50,000 calls");
+    for (_, command, spent) in &scripts {
+        if *spent {
+            prefill(server, command);
+        }
+    }
     println!(
-        "{:<20} {:>10} {:>10} {:>12} {:>10} {:>36}",
-        "script",
-        "median us",
-        "x minimal",
-        "server CPU",
-        "x minimal",
-        "rounds (us in commandstats)"
+        "\nserver us per call, 100k random keys, redis-benchmark -c 32 -P 32, 50,000 calls, \
+         {ROUNDS} rounds"
     );
-    // Per script: (µs per call in commandstats, server CPU µs per call) for each round.
+    println!(
+        "{:<26} {:>10} {:>10} {:>12} {:>10} {:>9}  rounds (us in commandstats)",
+        "script", "median us", "x minimal", "server CPU", "x minimal", "allowed"
+    );
+    // Per script: (µs per call in commandstats, server CPU µs per call, allowed share) for
+    // each round.
     let mut table = vec![Vec::new(); scripts.len()];
     for round in 0..ROUNDS {
         // Each round starts with another script, so that none always runs first.
         for i in (0..scripts.len()).map(|k| (k + round) % scripts.len()) {
-            let sha = &scripts[i].1;
             reset_stats(server);
             let cpu = server_cpu_secs(server);
-            redis_benchmark(server, sha, KEYS, true, 50_000.0 / 1.3, 1.0);
+            redis_benchmark_n(server, &scripts[i].1, KEYS, true, 50_000);
             let cpu = server_cpu_secs(server) - cpu;
             let calls = server.commandstat("evalsha", "calls");
-            table[i].push((usec_per_evalsha(server), cpu * 1e6 / calls));
+            let writes = server.commandstat("set", "calls");
+            let keys_per_call = scripts[i].1[2].parse::<f64>().unwrap();
+            table[i].push((
+                usec_per_evalsha(server),
+                cpu * 1e6 / calls,
+                writes.max(0.0) / calls / keys_per_call,
+            ));
         }
     }
-    let minimal = &table[1];
-    for (i, (name, _)) in scripts.iter().enumerate() {
+    for (i, (name, _, _)) in scripts.iter().enumerate() {
         let row = &table[i];
+        // The minimal script of the pair.
+        let minimal = &table[i | 1];
         let us: Vec<f64> = row.iter().map(|r| r.0).collect();
         let cpu: Vec<f64> = row.iter().map(|r| r.1).collect();
-        let ratio = |f: fn(&(f64, f64)) -> f64| {
+        let allowed: Vec<f64> = row.iter().map(|r| r.2).collect();
+        let ratio = |f: fn(&(f64, f64, f64)) -> f64| {
             let per_round: Vec<f64> = row.iter().zip(minimal).map(|(r, m)| f(r) / f(m)).collect();
             median(&per_round)
         };
         let rounds: Vec<String> = us.iter().map(|v| format!("{v:.2}")).collect();
         println!(
-            "{name:<20} {:>10.2} {:>9.2}x {:>12.2} {:>9.2}x   {}",
+            "{name:<26} {:>10.2} {:>9.2}x {:>12.2} {:>9.2}x {:>8.1}%  {}",
             median(&us),
             ratio(|r| r.0),
             median(&cpu),
             ratio(|r| r.1),
+            100.0 * median(&allowed),
             rounds.join(" ")
         );
     }
+}
+
+/// `used_memory` of the server, from `INFO memory`.
+fn used_memory(server: &RedisServer) -> f64 {
+    let info: String = server.query(redis::cmd("INFO").arg("memory")).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+fn dbsize(server: &RedisServer) -> f64 {
+    server.query::<u64>(&mut redis::cmd("DBSIZE")).unwrap() as f64
+}
+
+/// `used_memory` growth per key: keys written by the decision script, and keys that carry
+/// credit given back.
+async fn memory_per_key(server: &RedisServer, limiter: &RedisLimiter, sha: &str) {
+    println!("\nmemory per key (used_memory growth / keys, beside MEMORY USAGE of one key)");
+    let flush = || {
+        let _: () = server.query(&mut redis::cmd("FLUSHALL")).unwrap();
+        used_memory(server)
+    };
+    let report = |name: &str, before: f64, sample: &str| {
+        let keys = dbsize(server);
+        let usage: u64 = server
+            .query(redis::cmd("MEMORY").arg("USAGE").arg(sample))
+            .unwrap();
+        let value: String = server.query(redis::cmd("GET").arg(sample)).unwrap();
+        println!(
+            "{name:<34} {keys:>8.0} keys {:>7.1} B/key  MEMORY USAGE {usage} B  value {} B",
+            (used_memory(server) - before) / keys,
+            value.len()
+        );
+    };
+    // The TAT alone: one hour ahead, so that nothing expires while the row runs.
+    let before = flush();
+    let tat = evalsha(
+        sha,
+        &["rl:bench:__rand_int__"],
+        &["3600000000", "1000", "1", "-1", "0", "0", "0"],
+    );
+    redis_benchmark_n(server, &tat, KEYS, true, 1_000_000);
+    report("TAT (decision script)", before, "rl:bench:000000000001");
+    // TAT:G: a booking of 2 settled at 1 gives one token back.
+    let before = flush();
+    let names: Vec<String> = (0..20_000).map(|i| format!("g:{i:06}")).collect();
+    for chunk in names.chunks(1000) {
+        let mut tasks = Vec::new();
+        for key in chunk {
+            let (limiter, key) = (limiter.clone(), key.clone());
+            tasks.push(tokio::spawn(async move {
+                let booking = limiter
+                    .try_reserve_key_n_with_quota(&key, 2, &Quota::per_hour(1).with_burst(1000))
+                    .await
+                    .unwrap()
+                    .unwrap();
+                booking.settle(1).await.unwrap();
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+    }
+    report("TAT:G (after a give-back)", before, "rl:g:000001");
 }
 
 /// CPU seconds the server's main thread has used (user + system), from `INFO cpu`: unlike the
@@ -220,7 +446,8 @@ async fn measure(limiter: &RedisLimiter, keys: u64, pipelined: bool, run: Durati
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                format!("bench:{}", rng % keys)
+                // As redis-benchmark writes `__rand_int__`: twelve digits.
+                format!("bench:{:012}", rng % keys)
             };
             while !stop.load(Ordering::Relaxed) {
                 if pipelined {
@@ -248,43 +475,57 @@ async fn measure(limiter: &RedisLimiter, keys: u64, pipelined: bool, run: Durati
     (done.load(Ordering::Relaxed) as f64 / elapsed, allowed)
 }
 
-/// redis-benchmark's requests per second for the same EVALSHA, sized to run about `secs`.
+/// redis-benchmark's requests per second for `command`, sized to run about `secs`.
 fn redis_benchmark(
     server: &RedisServer,
-    sha: &str,
+    command: &[String],
     keys: u64,
     pipelined: bool,
     guess: f64,
     secs: f64,
 ) -> f64 {
-    let n = ((guess * 1.3 * secs) as u64).max(10_000).to_string();
+    let n = ((guess * 1.3 * secs) as u64).max(10_000);
+    let (clients, pipeline) = if pipelined { (64, BATCH) } else { (64, 1) };
+    run_benchmark(server, command, keys, clients, pipeline, n)
+}
+
+/// redis-benchmark's requests per second for `n` calls of `command`, 32 clients, `-P 32`
+/// when pipelined.
+fn redis_benchmark_n(
+    server: &RedisServer,
+    command: &[String],
+    keys: u64,
+    pipelined: bool,
+    n: u64,
+) -> f64 {
+    let pipeline = if pipelined { 32 } else { 1 };
+    run_benchmark(server, command, keys, 32, pipeline, n)
+}
+
+fn run_benchmark(
+    server: &RedisServer,
+    command: &[String],
+    keys: u64,
+    clients: usize,
+    pipeline: usize,
+    n: u64,
+) -> f64 {
     let port = server.port.to_string();
     let mut cmd = Command::new("redis-benchmark");
-    cmd.args(["-p", &port, "-c", "64", "-n", &n, "--csv"]);
-    if pipelined {
-        cmd.args(["-P", &BATCH.to_string()]);
-    }
-    let key = if keys > 1 {
-        cmd.args(["-r", &keys.to_string()]);
-        "bench:__rand_int__"
-    } else {
-        "bench:0"
-    };
-    // interval 1 us, burst 10^9, cost 1, server time, start full, no extra lifetime, no
-    // fraction of a microsecond
     cmd.args([
-        "EVALSHA",
-        sha,
-        "1",
-        key,
-        "1",
-        "1000000000",
-        "1",
-        "-1",
-        "0",
-        "0",
-        "0",
+        "-p",
+        &port,
+        "-c",
+        &clients.to_string(),
+        "-n",
+        &n.to_string(),
+        "--csv",
     ]);
+    cmd.args(["-P", &pipeline.to_string()]);
+    if keys > 1 {
+        cmd.args(["-r", &keys.to_string()]);
+    }
+    cmd.args(command);
     let out = cmd.output().expect("run redis-benchmark");
     let text = String::from_utf8_lossy(&out.stdout);
     let row = text.lines().last().unwrap_or_default();

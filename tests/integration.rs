@@ -7,6 +7,9 @@
 //! of their own), and `keyed_churn`, the test `scripts/miri.sh` runs. A new file in `tests/`
 //! must be listed here or there; `every_file_of_tests_is_compiled` below checks that it is.
 
+#[cfg(feature = "redis")]
+#[path = "redis_support/cluster.rs"]
+mod cluster;
 mod common;
 #[cfg(feature = "metrics")]
 mod metrics_support;
@@ -15,6 +18,15 @@ mod metrics_support;
 mod proxy;
 #[cfg(feature = "redis")]
 mod redis_support;
+#[cfg(feature = "redis")]
+#[path = "redis_support/sentinel.rs"]
+mod sentinel;
+#[cfg(feature = "redis")]
+#[path = "redis_support/stand_in.rs"]
+mod stand_in;
+#[cfg(feature = "redis")]
+#[path = "redis_support/tls.rs"]
+mod tls;
 
 mod all_of;
 mod baseline;

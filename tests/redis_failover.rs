@@ -4,12 +4,10 @@
 //! primary, and admit no more than the replication lag allows.
 #![cfg(feature = "redis")]
 
-#[path = "redis_support/sentinel.rs"]
-mod sentinel;
-#[path = "redis_support/stand_in.rs"]
-mod stand_in;
 use crate::proxy;
 use crate::redis_support;
+use crate::sentinel;
+use crate::stand_in;
 
 use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;

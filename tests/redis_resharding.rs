@@ -3,8 +3,7 @@
 //! `ASKING`, `TRYAGAIN` sent again within the deadline, and no admission passes the quota.
 #![cfg(feature = "redis")]
 
-#[path = "redis_support/cluster.rs"]
-mod cluster;
+use crate::cluster;
 use crate::redis_support;
 
 use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};

@@ -3,11 +3,9 @@
 //! talk TLS and announce their TLS ports.
 #![cfg(feature = "redis")]
 
-#[path = "redis_support/cluster.rs"]
-mod cluster;
-#[path = "redis_support/tls.rs"]
-mod tls;
+use crate::cluster;
 use crate::redis_support;
+use crate::tls;
 
 use cellrate::redis::{Error, RedisLimiter, RedisOptions};
 use cellrate::Quota;

@@ -87,7 +87,7 @@ pub use booking::Booking;
 pub use error::Error;
 pub use joint::{JointBooking, JointDenial};
 pub use key_name::{key_part, MAX_KEY_LEN, MAX_PART_LEN};
-pub use options::{ErrorHook, RedisOptions};
+pub use options::{ClientIdentity, ErrorHook, RedisOptions};
 pub use policy::FailurePolicy;
 
 use crate::outcome::{Allowed, Denied};
@@ -242,6 +242,12 @@ impl RedisLimiter {
     /// (`src/redis/script.rs`).
     pub fn decision_script_sha1(&self) -> &str {
         self.decide.get_hash()
+    }
+
+    /// The SHA1 of the all-or-nothing script ([`RedisLimiter::check_all_of_n`]), as EVALSHA
+    /// names it; its arguments are documented in the crate source (`src/redis/all_of.rs`).
+    pub fn all_of_script_sha1(&self) -> &str {
+        self.all_of.get_hash()
     }
 
     fn pace(&self) -> Pace {

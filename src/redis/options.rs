@@ -11,6 +11,9 @@ use std::sync::Arc;
 /// [`RedisOptions::on_error`]).
 pub type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
 
+/// A client certificate chain and its private key, both PEM.
+pub type ClientIdentity = (Arc<[u8]>, Arc<[u8]>);
+
 /// Settings of a [`RedisLimiter`](super::RedisLimiter), built from [`RedisOptions::default`].
 ///
 /// ```
@@ -67,7 +70,7 @@ pub struct RedisOptions {
     /// The certificates (PEM) that `rediss://` servers must chain to, instead of the system's.
     pub tls_root_certificates: Option<Arc<[u8]>>,
     /// The client certificate chain and key (PEM) that `rediss://` servers may ask for.
-    pub tls_client_identity: Option<(Arc<[u8]>, Arc<[u8]>)>,
+    pub tls_client_identity: Option<ClientIdentity>,
 }
 
 impl fmt::Debug for RedisOptions {

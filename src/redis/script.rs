@@ -346,7 +346,7 @@ pub(crate) fn ints(reply: &Value) -> Option<Vec<i64>> {
 fn reply_ints(reply: &Value, key: &str) -> Result<Vec<i64>, Error> {
     let bad = || Error::UnexpectedReply(format!("{reply:?}"));
     let ints = ints(reply).ok_or_else(bad)?;
-    if let [code @ (-1 | -2 | -3)] = ints.as_slice() {
+    if let [code @ -3..=-1] = ints.as_slice() {
         return Err(stored_error(*code, &[], key).unwrap_or_else(bad));
     }
     Ok(ints)

@@ -2,9 +2,10 @@
 //! persistence, killed when dropped.
 #![allow(dead_code)] // each test file uses a different part of it
 
-// `cluster.rs` (a 3-node Cluster) and `proxy.rs` (the fault proxy) sit beside this file; the
-// tests that use them include them with `#[path]`, so that the redis bench, which includes this
-// file too, needs neither (nor the proxy's libc).
+// `cluster.rs` (a 3-node Cluster), `proxy.rs` (the fault proxy), `sentinel.rs`, `stand_in.rs`
+// (a stand-in for an older server) and `tls.rs` (certificates made with openssl) sit beside
+// this file; tests/integration.rs includes each once with `#[path]`, so that the redis bench,
+// which includes this file too, needs none of them (nor the proxy's libc).
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
