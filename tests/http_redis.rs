@@ -213,3 +213,47 @@ fn client_keys_become_bounded_redis_key_names() {
         );
     });
 }
+
+#[test]
+fn a_redis_refund_gives_back_under_the_quota_chosen_per_request() {
+    let Some(server) = RedisServer::start("a_redis_refund_under_the_per_request_quota") else {
+        return;
+    };
+    runtime().block_on(async {
+        // The limiter's own quota is a token an hour; the request's plan one per 6 s.
+        let limiter = RedisLimiter::connect(&server.url(), Quota::per_hour(1))
+            .await
+            .unwrap();
+        let plan = Quota::per_minute(10).with_burst(2);
+        let layer = RateLimitLayer::builder(
+            RedisPolicy::new("ip", limiter.clone(), ClientIp::new())
+                .quota_per_request(move |_| plan),
+        )
+        .refund_if(|response| response.status == axum::http::StatusCode::CONFLICT)
+        .expect("a refund under the request's quota is exact")
+        .build();
+        let app = Router::new()
+            .route(
+                "/taken",
+                get(|| async { (axum::http::StatusCode::CONFLICT, "x") }),
+            )
+            .route("/", get(|| async { "ok" }))
+            .layer(layer.clone());
+        let client = HttpClient::new(serve(app, true).await);
+        assert_eq!(client.get("/", &[]).await.status, StatusCode::OK);
+        assert_eq!(client.get("/taken", &[]).await.status, StatusCode::CONFLICT);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while layer.stats().refunded == 0 {
+            assert!(std::time::Instant::now() < deadline, "no refund");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // One token back under the plan (6 s), not the limiter's quota (an hour, which would
+        // fill the bucket): it holds one, not two.
+        let peek = limiter
+            .try_check_key_n_with_quota("ip:127.0.0.1", 0, &plan)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(peek.remaining(), 1);
+    });
+}
