@@ -7,7 +7,8 @@
 //! written only when a request is allowed, with an expiry equal to the time until the bucket is
 //! full again, so a missing key is a full bucket and idle clients cost no memory. Nothing is
 //! written for a denial or a peek (except the first sight of a bucket under
-//! [`RedisOptions::start_empty`]). Needs Redis 5 or later; tested against redis-server 7.0.
+//! [`RedisOptions::start_empty`]). Needs Redis 5 or later; tested against redis-server 7.0
+//! (alone, a replica pair failed over, Sentinel, a Cluster resharded under load, TLS).
 //!
 //! ```no_run
 //! use cellrate::{redis::{FailurePolicy, RedisLimiter, RedisOptions}, Quota};
@@ -48,19 +49,33 @@
 //! [`FailurePolicy`] (fail open, fail closed, or a local limiter with this server's share of
 //! the quota) and count every answer in [`Stats`]. Each call has a deadline; a call that passes
 //! it after being sent may still have been applied, so it is reported as outcome unknown and
-//! never retried. A connection that falls silent is replaced; while the server is known to be
-//! down, calls fail at once without being sent, and a background probe brings it back.
-//! Mistakes of the caller or the deployment ([`Error::is_usage`]: a key holding something
-//! other than a TAT, keys of different Cluster slots, a quota the script cannot hold) are
-//! refused under every policy, never admitted.
+//! never retried. A connection that falls silent, drops, or reaches a server that cannot take
+//! writes (`READONLY` after a failover behind one name) is replaced, and every new connection
+//! must reach a primary. A server that stops answering scripts in time trips a breaker; while
+//! it is down or tripped, calls fail at once without being sent, and background attempts,
+//! backing off, bring it back. Mistakes of the caller or the deployment ([`Error::is_usage`]: a
+//! key holding something other than a TAT, keys of different Cluster slots, a quota the script
+//! cannot hold, an empty prefix) are refused under every policy, never admitted. TLS
+//! (`rediss://`, [`RedisOptions::tls_root_certificates`]), Cluster
+//! ([`RedisLimiter::connect_cluster`]) and Sentinel ([`RedisLimiter::connect_sentinel`]) are
+//! supported. What a failover, a restart or an eviction policy can cost is in docs/design.md,
+//! section 7.
+//!
+//! # Giving tokens back
+//! [`RedisLimiter::reserve_key_n`] answers a [`Booking`]: [`Booking::cancel`] gives the tokens
+//! back and [`Booking::settle`] corrects the cost, under the quota of the spend, and never hands
+//! back more than the request still holds (not another request's tokens).
 //!
 //! # Keys and batches
-//! Keys get a configurable prefix; a key's `{hash tag}` is kept, so related keys can share a
-//! Cluster slot. [`RedisLimiter::check_many`] sends many independent decisions as pipelines of
-//! [`RedisOptions::batch_chunk`] calls (per node on a Cluster); [`RedisLimiter::check_all_of_n`]
-//! spends in several buckets (a user's, their org's) or in none, in one atomic script whose
-//! keys must share a slot on a Cluster. [`RedisOptions::deny_cache`] refuses keys Redis just
-//! refused without a round trip.
+//! Keys get a configurable prefix, which must be the limiter's alone; a key's `{hash tag}` is
+//! kept, so related keys can share a Cluster slot. A key longer than [`MAX_KEY_LEN`] bytes is
+//! replaced by its tag and a digest; put text a client chose through [`key_part`], so that it
+//! can neither choose a slot nor grow key names. [`RedisLimiter::check_many`] sends many
+//! independent decisions as pipelines of [`RedisOptions::batch_chunk`] calls (per node on a
+//! Cluster); [`RedisLimiter::check_all_of_n`] spends in several buckets (a user's, their
+//! org's) or in none, in one atomic script whose keys must share a slot on a Cluster, and
+//! [`RedisLimiter::reserve_all_of_n`] tells each key's own figures. [`RedisOptions::deny_cache`]
+//! refuses keys Redis just refused without a round trip.
 
 mod all_of;
 mod batch;
