@@ -196,7 +196,7 @@ impl sealed::Backend for RedisPolicies {
         let policies = Arc::clone(&self.policies);
         let ticket = how.ticket;
         Some(Box::pin(async move {
-            let (mut verdict, bookings) = decide(&policies, &keys, &quotas, cost).await;
+            let (mut verdict, bookings) = decide(&policies, &keys, &quotas, cost, ticket).await;
             for (state, partition) in verdict.states.iter_mut().zip(partitions) {
                 if let Some(state) = state {
                     state.partition = partition;
@@ -227,13 +227,14 @@ impl sealed::Backend for RedisPolicies {
 }
 
 /// One script: a single check, or the all-or-nothing check of every keyed policy. Each policy
-/// gets its own figures (a refusal names only the policies that refused), and the bookings of
-/// an admission.
+/// gets its own figures (a refusal names only the policies that refused), and, when a
+/// `ticket` is wanted, the bookings of an admission.
 async fn decide(
     policies: &[Def],
     keys: &[Option<String>],
     quotas: &[Option<Quota>; MAX_POLICIES],
     cost: u32,
+    ticket: bool,
 ) -> (Verdict<Bookings>, Bookings) {
     let quota = |i: usize| quotas[i].unwrap_or_else(|| policies[i].limiter.quota());
     let active: Vec<(usize, &str)> = keys
@@ -246,19 +247,21 @@ async fn decide(
     let refused = match active.as_slice() {
         [] => None,
         [(i, key)] => {
-            let answer = policies[*i]
-                .limiter
-                .reserve_key_n_with_quota(key, cost, &quota(*i))
-                .await;
-            let figures = answer.as_ref().map(Booking::allowed).map_err(|d| *d);
-            verdict.states[*i] = Some(PolicyState::of_answer(&quota(*i), &figures));
-            match answer {
-                Ok(booking) => {
+            let limiter = &policies[*i].limiter;
+            let answer = if ticket {
+                let booked = limiter
+                    .reserve_key_n_with_quota(key, cost, &quota(*i))
+                    .await;
+                booked.map(|booking| {
+                    let allowed = booking.allowed();
                     bookings[*i] = Some(booking);
-                    None
-                }
-                Err(denied) => Some(denied),
-            }
+                    allowed
+                })
+            } else {
+                limiter.check_key_n_with_quota(key, cost, &quota(*i)).await
+            };
+            verdict.states[*i] = Some(PolicyState::of_answer(&quota(*i), &answer));
+            answer.err()
         }
         [(first, _), ..] => {
             let limits: Vec<(&str, Quota)> = active.iter().map(|&(i, k)| (k, quota(i))).collect();

@@ -14,11 +14,14 @@ use super::error::Error;
 use super::node::Node;
 use super::options::RedisOptions;
 use super::slot_map::{self, SlotMap};
+
+mod refresh;
 use redis::cluster_routing::Slot;
-use redis::{ConnectionAddr, ConnectionInfo, Script, Value};
+use redis::{ConnectionInfo, Script, Value};
+use refresh::watch;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// The first pause before a `TRYAGAIN` call is sent again; it doubles each time.
@@ -283,99 +286,5 @@ impl Redirect {
             "TRYAGAIN" => Some(Redirect::TryAgain),
             _ => None,
         }
-    }
-}
-
-impl Inner {
-    fn current(&self) -> Arc<SlotMap> {
-        self.map.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Reads `CLUSTER SLOTS` from `node` and installs the map, keeping the nodes (and their
-    /// connections) that are still primaries.
-    async fn refresh_from(&self, node: &Node) -> Result<(), Error> {
-        let deadline = self.options.deadline.max(self.options.connection_timeout);
-        let reply: Value = node
-            .run(deadline, |mut c| async move {
-                redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut c).await
-            })
-            .await?;
-        let ranges = slot_map::parse_slots(&reply, node.addr())?;
-        let old = self.current();
-        let strays = self
-            .strays
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let map = SlotMap::build(ranges, |host, port| {
-            let addr = format!("{host}:{port}");
-            match old.node_at(&addr).or_else(|| strays.get(&addr).cloned()) {
-                Some(node) => Ok(node),
-                None => self.node_at(host, port),
-            }
-        })?;
-        *self.map.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(map);
-        Ok(())
-    }
-
-    /// A node at `host:port` with the seed's settings (TLS included), connecting in the
-    /// background.
-    fn node_at(&self, host: &str, port: u16) -> Result<Node, Error> {
-        let addr = match self.template.addr() {
-            ConnectionAddr::Tcp(..) => ConnectionAddr::Tcp(host.to_owned(), port),
-            ConnectionAddr::TcpTls {
-                insecure,
-                tls_params,
-                ..
-            } => ConnectionAddr::TcpTls {
-                host: host.to_owned(),
-                port,
-                insecure: *insecure,
-                tls_params: tls_params.clone(),
-            },
-            other => {
-                return Err(Error::Unavailable(format!(
-                    "cluster nodes over {other} are not supported; use redis:// or rediss:// \
-                     seeds"
-                )))
-            }
-        };
-        let client = redis::Client::open(self.template.clone().set_addr(addr))?;
-        Ok(Node::connect_lazy(Connector::fixed(client), &self.options))
-    }
-}
-
-/// Refreshes the slot map while a reply said it is out of date or a node is down (a replica
-/// may have been promoted in its place): at once, then backing off from the probe interval to
-/// 16 times it while it stays stale. Ends with the limiter.
-async fn watch(cluster: Weak<Inner>) {
-    let mut backoff = 0u32;
-    loop {
-        let Some(inner) = cluster.upgrade() else {
-            return;
-        };
-        let base = inner.options.probe_interval;
-        let map = inner.current();
-        // Relaxed: see `Cluster::mark_stale`.
-        let stale = inner.stale.swap(false, Ordering::Relaxed);
-        if stale || map.nodes().iter().any(Node::is_down) {
-            let mut refreshed = false;
-            for node in map.nodes().iter().filter(|n| !n.is_down()) {
-                if inner.refresh_from(node).await.is_ok() {
-                    refreshed = true;
-                    break;
-                }
-            }
-            if !refreshed && map.nodes().iter().all(Node::is_down) {
-                // Relaxed: see `Cluster::mark_stale`.
-                inner.stale.store(true, Ordering::Relaxed);
-            }
-            backoff = (backoff + 1).min(5);
-        } else {
-            backoff = 0;
-        }
-        drop((inner, map));
-        let factor = if backoff <= 1 { 1 } else { 1 << (backoff - 1) };
-        tokio::time::sleep(base.saturating_mul(factor)).await;
     }
 }

@@ -88,6 +88,7 @@ mod error;
 mod joint;
 mod key_name;
 mod local;
+mod micros;
 mod node;
 mod observe;
 mod options;
@@ -124,7 +125,8 @@ use std::sync::Arc;
 pub struct RedisLimiter {
     conn: Conn,
     quota: MicroQuota,
-    options: RedisOptions,
+    /// Shared: a [`Booking`] keeps a clone of the limiter.
+    options: Arc<RedisOptions>,
     decide: Arc<Script>,
     settle: Arc<Script>,
     all_of: Arc<Script>,
@@ -218,7 +220,7 @@ impl RedisLimiter {
             counters: Arc::new(Counters::default()),
             local: Arc::new(Local::new(quota.effective(), &options)),
             deny,
-            options,
+            options: Arc::new(options),
             name: None,
             top_denied: None,
         }

@@ -19,20 +19,22 @@ use super::connector::Connector;
 use super::error::Error;
 use super::options::RedisOptions;
 use redis::aio::MultiplexedConnection;
-use redis::{RedisResult, Value};
+use redis::RedisResult;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
+
+mod recovery;
+mod reply;
+use recovery::{probe_tripped, reconnect};
+pub(crate) use reply::Reply;
 
 /// A reply a call is waited for this many deadlines at most after its own has passed: long
 /// enough to see a slow server answer, short enough that calls abandoned on a frozen
 /// connection do not pile up.
 const LATE_REPLY_DEADLINES: u32 = 16;
-
-/// The longest backoff between attempts, in probe intervals.
-const MAX_BACKOFF_INTERVALS: u32 = 16;
 
 /// A cheap-to-clone handle on one server's connection.
 #[derive(Clone)]
@@ -75,31 +77,6 @@ enum State {
     Tripped(String),
     Connecting,
     Down(String),
-}
-
-/// Whether a reply says the server cannot take writes (and so the connection must go).
-pub(crate) trait Reply {
-    fn not_primary(&self) -> bool {
-        false
-    }
-}
-
-impl Reply for () {}
-impl Reply for String {}
-
-impl Reply for Value {
-    fn not_primary(&self) -> bool {
-        match self {
-            Value::ServerError(e) => Error::from(redis::RedisError::from(e.clone())).not_primary(),
-            _ => false,
-        }
-    }
-}
-
-impl Reply for Vec<Value> {
-    fn not_primary(&self) -> bool {
-        self.iter().any(Reply::not_primary)
-    }
 }
 
 impl Node {
@@ -396,88 +373,5 @@ impl Inner {
         // Relaxed: a hint for the backoff.
         self.strikes.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(reconnect(Arc::downgrade(self)));
-    }
-
-    /// The pause before the next attempt: none for a first strike, then the probe interval
-    /// doubled per strike up to 16 of them, each between half and all of it (jitter).
-    fn backoff(&self) -> Duration {
-        // Relaxed: a hint.
-        let strikes = self.strikes.load(Ordering::Relaxed);
-        if strikes <= 1 {
-            return Duration::ZERO;
-        }
-        let factor = (1u32 << (strikes - 2).min(4)).min(MAX_BACKOFF_INTERVALS);
-        let full = self.settings.probe_interval.saturating_mul(factor);
-        full.mul_f64(0.5 + fastrand::f64() / 2.0)
-    }
-}
-
-/// Connects again, each attempt after its backoff; after the attempts allowed (still
-/// failing) marks the node down, and keeps trying, backing off, until it answers. Ends when
-/// the limiter is dropped.
-async fn reconnect(node: Weak<Inner>) {
-    let mut attempts = 0usize;
-    loop {
-        let pause = match node.upgrade() {
-            Some(inner) => inner.backoff(),
-            None => return,
-        };
-        if !pause.is_zero() {
-            tokio::time::sleep(pause).await;
-        }
-        let Some(inner) = node.upgrade() else { return };
-        match inner.try_connect().await {
-            Ok(conn) => return inner.up(conn),
-            Err(why) => {
-                attempts += 1;
-                // Relaxed: a hint for the backoff.
-                inner.strikes.fetch_add(1, Ordering::Relaxed);
-                if attempts >= inner.settings.attempts && !matches!(*inner.read(), State::Down(_)) {
-                    inner.down(why);
-                }
-            }
-        }
-    }
-}
-
-/// Probes a tripped connection with a script that writes nothing, backing off, until one
-/// answers within the deadline (the node is up again) or the connection is replaced.
-async fn probe_tripped(node: Weak<Inner>, conn: MultiplexedConnection, generation: u64) {
-    loop {
-        let Some(inner) = node.upgrade() else { return };
-        // Relaxed: a hint for the backoff.
-        inner.strikes.fetch_add(1, Ordering::Relaxed);
-        let pause = inner.backoff().max(inner.settings.probe_interval / 2);
-        let deadline = inner.settings.deadline;
-        drop(inner);
-        tokio::time::sleep(pause).await;
-        let mut c = conn.clone();
-        let mut probe = redis::cmd("EVAL");
-        probe.arg("return 1").arg(0);
-        let answer = tokio::time::timeout(deadline, probe.query_async::<Value>(&mut c)).await;
-        let Some(inner) = node.upgrade() else { return };
-        if !matches!(*inner.read(), State::Tripped(_)) || !inner.current(generation) {
-            return;
-        }
-        match answer {
-            Ok(Ok(_)) => {
-                let mut state = inner.write();
-                if matches!(*state, State::Tripped(_)) && inner.current(generation) {
-                    // Relaxed: under the state lock; hints.
-                    inner.slow.store(0, Ordering::Relaxed);
-                    inner.silent.store(0, Ordering::Relaxed);
-                    inner.strikes.store(0, Ordering::Relaxed);
-                    *state = State::Up(conn);
-                }
-                return;
-            }
-            Ok(Err(e)) if e.is_io_error() || e.is_connection_dropped() => {
-                return inner.replace(generation);
-            }
-            Ok(Err(e)) if Error::from(e.clone()).not_primary() => {
-                return inner.replace(generation);
-            }
-            _ => {}
-        }
     }
 }
