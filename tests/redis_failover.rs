@@ -9,7 +9,7 @@ use crate::redis_support;
 use crate::sentinel;
 use crate::stand_in;
 
-use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
+use cellrate::redis::{FailurePolicy, RedisLimiter};
 use cellrate::Quota;
 use proxy::FaultProxy;
 use redis_support::{runtime, RedisServer};
@@ -17,11 +17,45 @@ use sentinel::Sentinel;
 use stand_in::StandIn;
 use std::time::{Duration, Instant};
 
-fn options() -> RedisOptions {
-    RedisOptions::default()
-        .deadline(Duration::from_millis(40))
-        .connection_timeout(Duration::from_millis(100))
-        .probe_interval(Duration::from_millis(20))
+use redis_support::fast_options as options;
+
+/// Spends the whole quota (3) of key `k`, then waits until the replica has it: the replication
+/// lag then allows no over-admission.
+fn spend_and_sync(rt: &tokio::runtime::Runtime, limiter: &RedisLimiter, primary: &RedisServer) {
+    for _ in 0..3 {
+        assert!(rt.block_on(limiter.check_key("k")).is_ok());
+    }
+    let synced: i64 = primary.query(redis::cmd("WAIT").arg(1).arg(2000)).unwrap();
+    assert_eq!(synced, 1);
+}
+
+/// Calls for 1.5 s on a fresh key, then checks that the new primary decided: its 3 tokens and
+/// no more, `k` still full, and at most `undecided` calls answered by the policy meanwhile.
+fn follows(
+    rt: &tokio::runtime::Runtime,
+    limiter: &RedisLimiter,
+    new_primary: &RedisServer,
+    undecided: u64,
+) {
+    let started = Instant::now();
+    let mut answers = Vec::new();
+    while started.elapsed() < Duration::from_millis(1500) {
+        answers.push(rt.block_on(limiter.check_key("fresh")).is_ok());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(rt.block_on(limiter.check_key("k")).is_err(), "k was full");
+    let stats = limiter.stats();
+    assert_eq!(
+        stats.allowed,
+        3 + 3,
+        "Redis admitted beyond the quota: {stats:?}"
+    );
+    assert!(stats.failed_open <= undecided, "{stats:?}");
+    assert!(answers.iter().rev().take(20).all(|ok| !ok), "{stats:?}");
+    let fresh: Option<String> = new_primary
+        .query(redis::cmd("GET").arg("cellrate:fresh"))
+        .unwrap();
+    assert!(fresh.is_some(), "decided on the new primary");
 }
 
 /// A primary and a replica of it, in sync.
@@ -58,38 +92,12 @@ fn redis_a_demoted_primary_is_left_for_the_promoted_replica() {
             options().failure_policy(FailurePolicy::FailOpen),
         ))
         .unwrap();
-    for _ in 0..3 {
-        assert!(rt.block_on(limiter.check_key("k")).is_ok());
-    }
-    // Every spend replicated before the failover: the lag allows no over-admission.
-    let synced: i64 = primary.query(redis::cmd("WAIT").arg(1).arg(2000)).unwrap();
-    assert_eq!(synced, 1);
+    spend_and_sync(&rt, &limiter, &primary);
     fail_over(&primary, &replica);
     proxy.retarget(replica.port);
     // The limiter still holds its connection to the old primary, which now says READONLY to
     // every spend (a refusal needs no write, so a fresh key shows it).
-    let started = Instant::now();
-    let mut answers = Vec::new();
-    while started.elapsed() < Duration::from_millis(1500) {
-        answers.push(rt.block_on(limiter.check_key("fresh")).is_ok());
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(rt.block_on(limiter.check_key("k")).is_err(), "k was full");
-    let stats = limiter.stats();
-    assert_eq!(
-        stats.allowed,
-        3 + 3,
-        "Redis admitted beyond the quota: {stats:?}"
-    );
-    assert!(
-        stats.failed_open <= 3,
-        "{} of {} calls had no decision: {stats:?}",
-        stats.failed_open,
-        answers.len()
-    );
-    assert!(answers.iter().rev().take(20).all(|ok| !ok), "{stats:?}");
-    let role: Vec<redis::Value> = replica.query(&mut redis::cmd("ROLE")).unwrap();
-    assert_eq!(role[0], redis::Value::BulkString(b"master".to_vec()));
+    follows(&rt, &limiter, &replica, 3);
 }
 
 #[test]
@@ -169,11 +177,7 @@ fn redis_sentinel_names_the_primary_and_the_limiter_follows_a_failover() {
             options().failure_policy(FailurePolicy::FailOpen),
         ))
         .unwrap();
-    for _ in 0..3 {
-        assert!(rt.block_on(limiter.check_key("k")).is_ok());
-    }
-    let synced: i64 = primary.query(redis::cmd("WAIT").arg(1).arg(2000)).unwrap();
-    assert_eq!(synced, 1);
+    spend_and_sync(&rt, &limiter, &primary);
     sentinel.fail_over("svc");
     let deadline = Instant::now() + Duration::from_secs(10);
     while sentinel.primary_port("svc") != Some(replica.port) {
@@ -187,22 +191,8 @@ fn redis_sentinel_names_the_primary_and_the_limiter_follows_a_failover() {
         .query(redis::cmd("REPLICAOF").arg("127.0.0.1").arg(&port))
         .unwrap();
     // The limiter's connection still goes to the old primary, now a replica: its first spend
-    // gets READONLY, and the next connection goes where the Sentinel says.
-    let started = Instant::now();
-    let mut answers = Vec::new();
-    while started.elapsed() < Duration::from_millis(1500) {
-        answers.push(rt.block_on(limiter.check_key("fresh")).is_ok());
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let stats = limiter.stats();
-    assert_eq!(stats.allowed, 3 + 3, "{stats:?}");
-    // A few calls get no decision while the Sentinel still flags the new primary as it
-    // settles (the client skips a primary so flagged); well under a second of them.
-    assert!(stats.failed_open <= 40, "{stats:?}");
-    assert!(answers.iter().rev().take(20).all(|ok| !ok), "{stats:?}");
-    let fresh: Option<String> = replica
-        .query(redis::cmd("GET").arg("cellrate:fresh"))
-        .unwrap();
-    assert!(fresh.is_some(), "decided on the new primary");
-    assert!(rt.block_on(limiter.check_key("k")).is_err());
+    // gets READONLY, and the next connection goes where the Sentinel says. A few calls get no
+    // decision while the Sentinel still flags the new primary as it settles (the client skips
+    // a primary so flagged); well under a second of them.
+    follows(&rt, &limiter, &replica, 40);
 }

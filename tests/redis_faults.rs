@@ -12,12 +12,7 @@ use redis_support::{runtime, RedisServer};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-fn options() -> RedisOptions {
-    RedisOptions::default()
-        .deadline(Duration::from_millis(40))
-        .connection_timeout(Duration::from_millis(100))
-        .probe_interval(Duration::from_millis(20))
-}
+use redis_support::fast_options as options;
 
 /// A server, a proxy in front of it, a runtime and a limiter connected through the proxy, which
 /// has made one decision on key `k` (loading the script).

@@ -23,7 +23,13 @@ pub struct RedisServer {
 
 /// `true` if `redis-server` can be started; otherwise prints why the test is skipped.
 pub fn redis_available(test: &str) -> bool {
-    let found = Command::new("redis-server")
+    tool_available(test, "redis-server", "redis-server redis-tools")
+}
+
+/// `true` if `program --version` runs; otherwise prints why `test` is skipped and the Debian
+/// packages to install.
+pub fn tool_available(test: &str, program: &str, packages: &str) -> bool {
+    let found = Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -33,11 +39,18 @@ pub fn redis_available(test: &str) -> bool {
         // Written to the real stderr, past the test harness's capture, so that it shows.
         let _ = writeln!(
             std::io::stderr(),
-            "SKIPPED {test}: no redis-server on PATH \
-             (Debian: apt-get install redis-server redis-tools)"
+            "SKIPPED {test}: no {program} on PATH (Debian: apt-get install {packages})"
         );
     }
     found
+}
+
+/// Options for tests of faults: deadlines of tens of milliseconds.
+pub fn fast_options() -> cellrate::redis::RedisOptions {
+    cellrate::redis::RedisOptions::default()
+        .deadline(Duration::from_millis(40))
+        .connection_timeout(Duration::from_millis(100))
+        .probe_interval(Duration::from_millis(20))
 }
 
 /// A loopback port that was free when asked; nothing listens on it until a test binds it.

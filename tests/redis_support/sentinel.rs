@@ -1,8 +1,7 @@
 //! A throwaway `redis-sentinel` on a loopback port, watching one primary with a quorum of one;
 //! `None`, with a skip notice, where `redis-sentinel` is missing.
 
-use crate::redis_support::free_port;
-use std::io::Write;
+use crate::redis_support::{free_port, tool_available};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,17 +15,7 @@ pub struct Sentinel {
 impl Sentinel {
     /// A Sentinel monitoring `127.0.0.1:primary` as `service`, once it knows a replica of it.
     pub fn start(test: &str, service: &str, primary: u16) -> Option<Sentinel> {
-        let found = Command::new("redis-sentinel")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: no redis-sentinel on PATH (Debian: apt-get install redis-sentinel)"
-            );
+        if !tool_available(test, "redis-sentinel", "redis-sentinel") {
             return None;
         }
         let port = free_port();
