@@ -3,7 +3,7 @@
 //! costs beside that of a minimal GCRA script; and the memory a key takes.
 //!
 //! ```text
-//! cargo bench -p cellrate-benches --features redis -- redis             # about 2 minutes
+//! cargo bench -p cellrate-benches --features redis -- redis             # about 5 minutes
 //! REDIS_BENCH_SECS=5 cargo bench -p cellrate-benches --features redis -- redis
 //! ```
 //!
@@ -101,6 +101,8 @@ pub fn main() {
         .block_on(RedisLimiter::connect_with(&server.url(), denying, options))
         .unwrap();
     rt.block_on(limiter.check_key("warm-up")).unwrap(); // loads the script
+    let pair = [("warm-up:a", quota), ("warm-up:b", quota)];
+    rt.block_on(limiter.check_all_of_n(&pair, 1)).unwrap(); // and the all-or-nothing one
     let sha = limiter.decision_script_sha1().to_owned();
 
     println!(

@@ -27,8 +27,10 @@ use crate::outcome::Allowed;
 /// # Ok(())
 /// # }
 /// ```
+///
+/// A booking is not `Clone`: giving back twice would return tokens that by then belong to a
+/// later request.
 #[must_use = "dropping a booking keeps its spend; cancel or settle it to give tokens back"]
-#[derive(Clone)]
 pub struct Booking {
     limiter: RedisLimiter,
     key: String,

@@ -12,7 +12,7 @@ use redis::Value;
 /// Every key of an all-or-nothing check spent: the combined answer and one [`Booking`] per
 /// key, in the order given, each with that key's own figures.
 #[must_use = "dropping a joint booking keeps its spends; cancel or settle it to give tokens back"]
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct JointBooking {
     each: Vec<Booking>,
     allowed: Allowed,
