@@ -156,18 +156,11 @@ impl Booking {
         if let Some(cache) = &limiter.deny {
             cache.forget(&self.key);
         }
-        let redis_key = limiter.redis_key(&self.key);
         let mut args = limiter.args(&self.quota, n, time).to_vec();
         // Exact: a receipt's figures are the script's own, below 2^53.
         args.extend([receipt.after as i64, receipt.g0 as i64, i64::from(charge)]);
-        let reply = limiter
-            .conn
-            .invoke(
-                &limiter.settle,
-                std::slice::from_ref(&redis_key),
-                &args,
-                limiter.options.deadline,
-            )
+        let (reply, redis_key) = limiter
+            .invoke_key(&limiter.settle, &self.key, &args)
             .await?;
         script::decode_settle(&reply, &redis_key).map(|_| ())
     }

@@ -6,6 +6,8 @@ use super::{Error, RedisLimiter};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
+use redis::{Script, Value};
+use std::sync::Arc;
 
 impl RedisLimiter {
     /// Spends one token of `key`'s bucket, on the server's clock; the failure policy applies.
@@ -172,23 +174,31 @@ impl RedisLimiter {
         receipt: bool,
     ) -> Result<script::Decided, Error> {
         let time = now.map(script::micros_since_epoch).transpose()?;
-        let redis_key = self.redis_key(key);
         let mut args = self.args(quota, cost, time).to_vec();
         args.push(i64::from(receipt));
-        let reply = self
-            .conn
-            .invoke(
-                &self.decide,
-                std::slice::from_ref(&redis_key),
-                &args,
-                self.options.deadline,
-            )
-            .await?;
+        let (reply, redis_key) = self.invoke_key(&self.decide, key, &args).await?;
         let decided = script::decode_decision(&reply, quota, &redis_key)?;
         if now.is_none() {
             self.remember(key, &decided.0, quota);
         }
         Ok(decided)
+    }
+
+    /// Runs `script` on the Redis key of `key` with `args` within the deadline: the reply and
+    /// the Redis key.
+    pub(crate) async fn invoke_key(
+        &self,
+        script: &Arc<Script>,
+        key: &str,
+        args: &[i64],
+    ) -> Result<(Value, String), Error> {
+        let redis_key = self.redis_key(key);
+        let keys = std::slice::from_ref(&redis_key);
+        let reply = self
+            .conn
+            .invoke(script, keys, args, self.options.deadline)
+            .await?;
+        Ok((reply, redis_key))
     }
 
     /// The script arguments for `n` tokens under `quota` at `now` (the server's clock if
