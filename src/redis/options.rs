@@ -181,8 +181,8 @@ impl RedisOptions {
     /// fail, calls fail at once, unsent ([`Error::Unavailable`], answered by the policy), and
     /// the server is tried again until it answers. Every attempt but the first after a healthy
     /// spell waits a backoff: [`probe_interval`](Self::probe_interval()) doubled per failed
-    /// attempt or replaced connection, up to 16 times it, each pause a random 50-100 % of that
-    /// (so that many processes do not reconnect in step). An attempt succeeds only when the
+    /// attempt or replaced connection since the last reply in time, up to 16 times it, each
+    /// pause a random 50-100 % of that (so that many processes do not reconnect in step). An attempt succeeds only when the
     /// server says (`ROLE`) it is a primary. A call itself is never sent twice.
     pub fn reconnect_retries(mut self, retries: usize) -> RedisOptions {
         self.reconnect_retries = retries;
