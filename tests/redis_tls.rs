@@ -11,10 +11,16 @@ use cellrate::redis::{Error, RedisLimiter, RedisOptions};
 use cellrate::Quota;
 use cluster::RedisCluster;
 use redis_support::runtime;
+use std::time::Duration;
 use tls::Certs;
 
+/// Options that trust the test's CA, with room for a TLS handshake on a busy machine (timing is
+/// not what these tests check).
 fn trusting(certs: &Certs) -> RedisOptions {
-    RedisOptions::default().tls_root_certificates(certs.read("ca.crt"))
+    RedisOptions::default()
+        .tls_root_certificates(certs.read("ca.crt"))
+        .connection_timeout(Duration::from_secs(3))
+        .deadline(Duration::from_secs(3))
 }
 
 #[test]

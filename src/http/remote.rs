@@ -210,7 +210,7 @@ impl sealed::Backend for RedisPolicies {
         }))
     }
 
-    fn refund(&self, bookings: Bookings, _cost: u32) {
+    fn refund(&self, bookings: Bookings, cost: u32) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!("rate limit: no Tokio runtime to refund in Redis");
             return;
@@ -218,7 +218,9 @@ impl sealed::Backend for RedisPolicies {
         for booking in bookings.0.into_iter().flatten() {
             runtime.spawn(async move {
                 let key = booking.key().to_owned();
-                if let Err(e) = booking.cancel().await {
+                // `cost` of the booked tokens back: the request is settled at the rest.
+                let kept = booking.cost().saturating_sub(cost);
+                if let Err(e) = booking.settle(kept).await {
                     tracing::warn!("rate limit: Redis refund of {key} failed: {e}");
                 }
             });
