@@ -96,8 +96,10 @@ fn redis_a_demoted_primary_is_left_for_the_promoted_replica() {
     fail_over(&primary, &replica);
     proxy.retarget(replica.port);
     // The limiter still holds its connection to the old primary, which now says READONLY to
-    // every spend (a refusal needs no write, so a fresh key shows it).
-    follows(&rt, &limiter, &replica, 3);
+    // every spend (a refusal needs no write, so a fresh key shows it): the READONLY, and the
+    // calls made while the new connection comes up (a few deadlines on a busy machine), get no
+    // decision.
+    follows(&rt, &limiter, &replica, 10);
 }
 
 #[test]

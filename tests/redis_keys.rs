@@ -257,3 +257,28 @@ fn redis_cluster_connection_on_a_one_node_cluster() {
     assert_eq!(limiter.stats().failed_open, 0);
     assert_eq!(limiter.stats().denied, 2);
 }
+
+#[test]
+fn redis_long_keys_get_bounded_names_and_keep_their_tag() {
+    let Some((server, rt, limiter)) = connected(
+        "redis_long_keys_get_bounded_names",
+        Quota::per_hour(2),
+        RedisOptions::default(),
+    ) else {
+        return;
+    };
+    let long = format!("{{org7}}:{}", "u".repeat(10_000));
+    assert!(rt.block_on(limiter.check_key(&long)).is_ok());
+    assert!(rt.block_on(limiter.check_key(&long)).is_ok());
+    assert!(
+        rt.block_on(limiter.check_key(&long)).is_err(),
+        "one bucket for one key"
+    );
+    let names: Vec<String> = server.query(redis::cmd("KEYS").arg("cellrate:*")).unwrap();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(
+        names[0].starts_with("cellrate:{org7}#") && names[0].len() < 64,
+        "{names:?}"
+    );
+    assert_eq!(names[0], limiter.redis_key(&long));
+}
