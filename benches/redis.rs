@@ -1,24 +1,32 @@
 //! Decisions per second of the Redis backend against a `redis-server` it starts itself, beside
-//! `redis-benchmark` running the same script as the ceiling, and the server time each
-//! decision costs beside that of a minimal GCRA script and of a trivial one.
+//! `redis-benchmark` running the same script as the ceiling; the server time each decision
+//! costs beside that of a minimal GCRA script; and the memory a key takes.
 //!
 //! ```text
-//! cargo bench -p cellrate-benches --features redis -- redis             # about 45 s
+//! cargo bench -p cellrate-benches --features redis -- redis             # about 5 minutes
 //! REDIS_BENCH_SECS=5 cargo bench -p cellrate-benches --features redis -- redis
 //! ```
 //!
 //! Throughput rows: one hot key, or 100,000 random keys; unpipelined (64 tasks, one call each
-//! in flight) or pipelined (`check_many` batches of 64 from 8 tasks). Every decision allows:
-//! the quota earns a token per microsecond with a burst of 10^9. The ceiling is redis-benchmark
-//! sending the same EVALSHA with the same arguments (64 clients, `-P 64` when pipelined). The
-//! server µs per call of both come from `INFO commandstats` (reset before each run).
+//! in flight) or pipelined (`check_many` batches of 64 from 8 tasks). The allowing rows use a
+//! quota that earns a token per microsecond with a burst of 10^9; the denying rows one token
+//! an hour with a burst of 1, on keys spent before the row (all but about 0.3 % refused). The
+//! ceiling is redis-benchmark sending the same EVALSHA with the same arguments (64 clients,
+//! `-P 64` when pipelined). The server µs per call of both come from `INFO commandstats`
+//! (reset before each run).
 //!
-//! Server cost rows: redis-benchmark runs each script (100,000 random keys, 64 clients, `-P
-//! 64`, 50,000 calls) in turn, 15 short rounds, each starting with the next script. Per call:
-//! the µs in `INFO commandstats` (the time inside the script, which a busy machine inflates
-//! whenever it takes the server's core away) and the server's CPU µs from `INFO cpu` (the main
-//! thread's user + system time, command parsing and replies included); medians, and the median
-//! of the rounds' ratios to the minimal script (the three run side by side in each round).
+//! Server cost rows: redis-benchmark runs each script (100,000 random keys, 32 clients, `-P
+//! 32`, 50,000 calls) in turn, 15 short rounds, each starting with the next script: cellrate's
+//! decision beside a minimal GCRA script that allows, then both denying (keys spent before),
+//! then cellrate's all-or-nothing script on two keys beside a minimal two-key GCRA script,
+//! allowing and denying. Per call: the µs in `INFO commandstats` (the time inside the script,
+//! which a busy machine inflates whenever it takes the server's core away) and the server's CPU
+//! µs from `INFO cpu` (the main thread's user + system time, command parsing and replies
+//! included); medians, and the median of the rounds' ratios to the minimal script beside it.
+//!
+//! Memory rows: `used_memory` before and after 100,000 keys written by the decision script (the
+//! TAT alone), and 20,000 keys that carry credit given back (`TAT:G`, written by bookings
+//! settled below their cost), per key; beside `MEMORY USAGE` of one such key.
 
 #[path = "../tests/redis_support/mod.rs"]
 mod redis_support;
@@ -26,6 +34,10 @@ mod redis_support;
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::Quota;
 use redis_support::RedisServer;
+
+#[path = "redis_cost.rs"]
+mod cost;
+use cost::{memory_per_key, server_cost};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -42,6 +54,14 @@ const ROWS: [(&str, u64, bool); 4] = [
     ("one key, pipelined", 1, true),
     ("100k random keys, pipelined", KEYS, true),
 ];
+/// The denying throughput rows: name, pipelined.
+const DENYING_ROWS: [(&str, bool); 2] = [
+    ("100k keys denied, 64 tasks", false),
+    ("100k keys denied, pipelined", true),
+];
+/// The allowing quota's arguments (interval µs, burst), and the denying one's.
+const ALLOWING: [&str; 2] = ["1", "1000000000"];
+const DENYING: [&str; 2] = ["3600000000", "1"];
 
 pub fn main() {
     let secs: f64 = std::env::var("REDIS_BENCH_SECS")
@@ -67,12 +87,22 @@ pub fn main() {
         .unwrap();
     let quota = Quota::try_new(Duration::from_micros(1), 1_000_000_000).unwrap();
     let options = RedisOptions::default()
-        .key_prefix("")
+        .key_prefix("rl:")
         .deadline(Duration::from_secs(5));
     let limiter = rt
-        .block_on(RedisLimiter::connect_with(&server.url(), quota, options))
+        .block_on(RedisLimiter::connect_with(
+            &server.url(),
+            quota,
+            options.clone(),
+        ))
+        .unwrap();
+    let denying = Quota::per_hour(1).with_burst(1);
+    let strict = rt
+        .block_on(RedisLimiter::connect_with(&server.url(), denying, options))
         .unwrap();
     rt.block_on(limiter.check_key("warm-up")).unwrap(); // loads the script
+    let pair = [("warm-up:a", quota), ("warm-up:b", quota)];
+    rt.block_on(limiter.check_all_of_n(&pair, 1)).unwrap(); // and the all-or-nothing one
     let sha = limiter.decision_script_sha1().to_owned();
 
     println!(
@@ -88,95 +118,65 @@ pub fn main() {
     } else {
         &ROWS[..]
     };
+    let row = |name: &str, (ours, our_us): (f64, f64), (ceiling, ceiling_us): (f64, f64)| {
+        println!(
+            "{name:<32} {ours:>12.0} {ceiling:>12.0} {:>5.0}% {our_us:>10.2} {ceiling_us:>10.2}",
+            100.0 * ours / ceiling
+        );
+    };
     for &(name, keys, pipelined) in rows {
         reset_stats(&server);
         let (ours, allowed) = rt.block_on(measure(&limiter, keys, pipelined, run));
         assert_eq!(allowed, 1.0, "every decision should allow");
         let our_us = usec_per_evalsha(&server);
         reset_stats(&server);
-        let ceiling = redis_benchmark(&server, &sha, keys, pipelined, ours, secs);
-        let ceiling_us = usec_per_evalsha(&server);
-        println!(
-            "{name:<32} {ours:>12.0} {ceiling:>12.0} {:>5.0}% {our_us:>10.2} {ceiling_us:>10.2}",
-            100.0 * ours / ceiling
+        let key = if keys > 1 {
+            "rl:bench:__rand_int__"
+        } else {
+            "rl:bench:000000000000"
+        };
+        let args = evalsha(
+            &sha,
+            &[key],
+            &[&ALLOWING[..], &["1", "-1", "0", "0", "0"]].concat(),
         );
+        let ceiling = redis_benchmark(&server, &args, keys, pipelined, ours, secs);
+        row(name, (ours, our_us), (ceiling, usec_per_evalsha(&server)));
     }
-    server_cost(&server, &sha);
-}
-
-/// A minimal GCRA script for comparison: TIME, GET, SET PX, no validation. Same arguments.
-const MINIMAL_LUA: &str = r#"
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-local interval = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local tat = tonumber(redis.call('GET', KEYS[1])) or now
-if tat < now then tat = now end
-local new = tat + tonumber(ARGV[3]) * interval
-if new - now > burst * interval then return {0, tat - now} end
-redis.call('SET', KEYS[1], string.format('%d', new), 'PX', math.ceil((new - now) / 1000))
-return {1, new - now}
-"#;
-
-/// Rounds of the server cost table.
-const ROUNDS: usize = 15;
-
-/// Server µs per call of the decision script, the minimal GCRA script and `return 1`, run by
-/// redis-benchmark in turn for [`ROUNDS`] rounds.
-fn server_cost(server: &RedisServer, sha: &str) {
-    let load = |body: &str| -> String {
-        server
-            .query(redis::cmd("SCRIPT").arg("LOAD").arg(body))
-            .unwrap()
-    };
-    let scripts = [
-        ("cellrate decision", sha.to_owned()),
-        ("minimal GCRA", load(MINIMAL_LUA)),
-        ("return 1", load("return 1")),
-    ];
-    println!("\nserver us per call, 100k random keys, redis-benchmark -c 64 -P 64, 50,000 calls");
-    println!(
-        "{:<20} {:>10} {:>10} {:>12} {:>10} {:>36}",
-        "script",
-        "median us",
-        "x minimal",
-        "server CPU",
-        "x minimal",
-        "rounds (us in commandstats)"
-    );
-    // Per script: (µs per call in commandstats, server CPU µs per call) for each round.
-    let mut table = vec![Vec::new(); scripts.len()];
-    for round in 0..ROUNDS {
-        // Each round starts with another script, so that none always runs first.
-        for i in (0..scripts.len()).map(|k| (k + round) % scripts.len()) {
-            let sha = &scripts[i].1;
-            reset_stats(server);
-            let cpu = server_cpu_secs(server);
-            redis_benchmark(server, sha, KEYS, true, 50_000.0 / 1.3, 1.0);
-            let cpu = server_cpu_secs(server) - cpu;
-            let calls = server.commandstat("evalsha", "calls");
-            table[i].push((usec_per_evalsha(server), cpu * 1e6 / calls));
+    if !rows.is_empty() {
+        // Every key the denying rows use, spent once (1 an hour, burst 1).
+        let denied = evalsha(
+            &sha,
+            &["rl:bench:__rand_int__"],
+            &[&DENYING[..], &["1", "-1", "0", "0", "0"]].concat(),
+        );
+        prefill(&server, &denied);
+        for (name, pipelined) in DENYING_ROWS {
+            reset_stats(&server);
+            let (ours, allowed) = rt.block_on(measure(&strict, KEYS, pipelined, run));
+            assert!(allowed < 0.01, "most decisions should deny: {allowed}");
+            let our_us = usec_per_evalsha(&server);
+            reset_stats(&server);
+            let ceiling = redis_benchmark(&server, &denied, KEYS, pipelined, ours, secs);
+            row(name, (ours, our_us), (ceiling, usec_per_evalsha(&server)));
         }
     }
-    let minimal = &table[1];
-    for (i, (name, _)) in scripts.iter().enumerate() {
-        let row = &table[i];
-        let us: Vec<f64> = row.iter().map(|r| r.0).collect();
-        let cpu: Vec<f64> = row.iter().map(|r| r.1).collect();
-        let ratio = |f: fn(&(f64, f64)) -> f64| {
-            let per_round: Vec<f64> = row.iter().zip(minimal).map(|(r, m)| f(r) / f(m)).collect();
-            median(&per_round)
-        };
-        let rounds: Vec<String> = us.iter().map(|v| format!("{v:.2}")).collect();
-        println!(
-            "{name:<20} {:>10.2} {:>9.2}x {:>12.2} {:>9.2}x   {}",
-            median(&us),
-            ratio(|r| r.0),
-            median(&cpu),
-            ratio(|r| r.1),
-            rounds.join(" ")
-        );
-    }
+    server_cost(&server, &sha, limiter.all_of_script_sha1());
+    rt.block_on(memory_per_key(&server, &strict, &sha));
+}
+
+/// The arguments of redis-benchmark for EVALSHA `sha` on `keys` with `args`.
+fn evalsha(sha: &str, keys: &[&str], args: &[&str]) -> Vec<String> {
+    let mut all = vec!["EVALSHA".to_owned(), sha.to_owned(), keys.len().to_string()];
+    all.extend(keys.iter().map(|k| k.to_string()));
+    all.extend(args.iter().map(|a| a.to_string()));
+    all
+}
+
+/// Runs `command` on about every one of the 100,000 random keys (600,000 calls: all but
+/// e^-6 of them), so that the denying rows find them spent.
+fn prefill(server: &RedisServer, command: &[String]) {
+    redis_benchmark_n(server, command, KEYS, true, 600_000);
 }
 
 /// CPU seconds the server's main thread has used (user + system), from `INFO cpu`: unlike the
@@ -220,7 +220,8 @@ async fn measure(limiter: &RedisLimiter, keys: u64, pipelined: bool, run: Durati
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                format!("bench:{}", rng % keys)
+                // As redis-benchmark writes `__rand_int__`: twelve digits.
+                format!("bench:{:012}", rng % keys)
             };
             while !stop.load(Ordering::Relaxed) {
                 if pipelined {
@@ -248,43 +249,57 @@ async fn measure(limiter: &RedisLimiter, keys: u64, pipelined: bool, run: Durati
     (done.load(Ordering::Relaxed) as f64 / elapsed, allowed)
 }
 
-/// redis-benchmark's requests per second for the same EVALSHA, sized to run about `secs`.
+/// redis-benchmark's requests per second for `command`, sized to run about `secs`.
 fn redis_benchmark(
     server: &RedisServer,
-    sha: &str,
+    command: &[String],
     keys: u64,
     pipelined: bool,
     guess: f64,
     secs: f64,
 ) -> f64 {
-    let n = ((guess * 1.3 * secs) as u64).max(10_000).to_string();
+    let n = ((guess * 1.3 * secs) as u64).max(10_000);
+    let (clients, pipeline) = if pipelined { (64, BATCH) } else { (64, 1) };
+    run_benchmark(server, command, keys, clients, pipeline, n)
+}
+
+/// redis-benchmark's requests per second for `n` calls of `command`, 32 clients, `-P 32`
+/// when pipelined.
+fn redis_benchmark_n(
+    server: &RedisServer,
+    command: &[String],
+    keys: u64,
+    pipelined: bool,
+    n: u64,
+) -> f64 {
+    let pipeline = if pipelined { 32 } else { 1 };
+    run_benchmark(server, command, keys, 32, pipeline, n)
+}
+
+fn run_benchmark(
+    server: &RedisServer,
+    command: &[String],
+    keys: u64,
+    clients: usize,
+    pipeline: usize,
+    n: u64,
+) -> f64 {
     let port = server.port.to_string();
     let mut cmd = Command::new("redis-benchmark");
-    cmd.args(["-p", &port, "-c", "64", "-n", &n, "--csv"]);
-    if pipelined {
-        cmd.args(["-P", &BATCH.to_string()]);
-    }
-    let key = if keys > 1 {
-        cmd.args(["-r", &keys.to_string()]);
-        "bench:__rand_int__"
-    } else {
-        "bench:0"
-    };
-    // interval 1 us, burst 10^9, cost 1, server time, start full, no extra lifetime, no
-    // fraction of a microsecond
     cmd.args([
-        "EVALSHA",
-        sha,
-        "1",
-        key,
-        "1",
-        "1000000000",
-        "1",
-        "-1",
-        "0",
-        "0",
-        "0",
+        "-p",
+        &port,
+        "-c",
+        &clients.to_string(),
+        "-n",
+        &n.to_string(),
+        "--csv",
     ]);
+    cmd.args(["-P", &pipeline.to_string()]);
+    if keys > 1 {
+        cmd.args(["-r", &keys.to_string()]);
+    }
+    cmd.args(command);
     let out = cmd.output().expect("run redis-benchmark");
     let text = String::from_utf8_lossy(&out.stdout);
     let row = text.lines().last().unwrap_or_default();

@@ -7,6 +7,9 @@
 //! of their own), and `keyed_churn`, the test `scripts/miri.sh` runs. A new file in `tests/`
 //! must be listed here or there; `every_file_of_tests_is_compiled` below checks that it is.
 
+#[cfg(feature = "redis")]
+#[path = "redis_support/cluster.rs"]
+mod cluster;
 mod common;
 #[cfg(feature = "metrics")]
 mod metrics_support;
@@ -15,6 +18,15 @@ mod metrics_support;
 mod proxy;
 #[cfg(feature = "redis")]
 mod redis_support;
+#[cfg(feature = "redis")]
+#[path = "redis_support/sentinel.rs"]
+mod sentinel;
+#[cfg(feature = "redis")]
+#[path = "redis_support/stand_in.rs"]
+mod stand_in;
+#[cfg(feature = "redis")]
+#[path = "redis_support/tls.rs"]
+mod tls;
 
 mod all_of;
 mod baseline;
@@ -46,11 +58,15 @@ mod redis_cluster;
 mod redis_concurrency;
 mod redis_config;
 mod redis_differential;
+mod redis_failover;
 mod redis_failures;
 mod redis_faults;
+mod redis_give_back;
 mod redis_keys;
+mod redis_resharding;
 mod redis_restart;
 mod redis_time;
+mod redis_tls;
 mod redis_usage_errors;
 mod reservation;
 mod retry_lag;

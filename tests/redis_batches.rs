@@ -75,7 +75,7 @@ fn redis_the_deny_cache_refuses_abusive_keys_without_a_round_trip() {
     let other = rt
         .block_on(RedisLimiter::connect(&server.url(), quota))
         .unwrap();
-    assert!(rt.block_on(limiter.check_key_n("abuser", 2)).is_ok());
+    let booking = rt.block_on(limiter.reserve_key_n("abuser", 2)).unwrap();
     let first = rt.block_on(limiter.check_key("abuser")).unwrap_err();
     let before = evalsha_calls(&server);
     for _ in 0..100 {
@@ -91,8 +91,9 @@ fn redis_the_deny_cache_refuses_abusive_keys_without_a_round_trip() {
     assert_eq!(evalsha_calls(&server) - before, 100 + 1);
     let stats = limiter.stats();
     assert_eq!((stats.denied, stats.cached_denied), (1, 101), "{stats:?}");
-    // A refund through the limiter forgets the key: the next request goes to Redis and passes.
-    rt.block_on(limiter.try_refund_key_n("abuser", 1)).unwrap();
+    // A give-back through the limiter forgets the key: the next request goes to Redis and
+    // passes.
+    rt.block_on(booking.settle(1)).unwrap();
     assert!(rt.block_on(limiter.check_key("abuser")).is_ok());
 
     // Once a token is back in time, the request goes to Redis and passes (a per-call quota of

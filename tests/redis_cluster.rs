@@ -3,8 +3,7 @@
 //! under every policy.
 #![cfg(feature = "redis")]
 
-#[path = "redis_support/cluster.rs"]
-mod cluster;
+use crate::cluster;
 use crate::redis_support;
 
 use cellrate::redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};

@@ -1,5 +1,6 @@
 //! The Redis backend against the in-process `Limiter`, on random schedules: for quotas on the
-//! microsecond grid and times on it, every decision and every figure must be equal.
+//! microsecond grid and times on it, every decision and every figure must be equal. (Give-backs
+//! are checked against their own model in `redis_give_back.rs`.)
 #![cfg(feature = "redis")]
 
 use crate::redis_support;
@@ -14,28 +15,18 @@ use std::time::Duration;
 /// 2025-11-26 in nanoseconds since the Unix epoch: a realistic, microsecond-aligned start.
 const EPOCH_START_NS: u64 = 1_764_115_200_000_000_000;
 
-#[derive(Clone, Copy, Debug)]
-enum Op {
-    Check(u32),
-    #[allow(dead_code)] // no longer run: see the schedule below
-    Refund(u32),
-}
-
 #[derive(Clone, Debug)]
 struct Schedule {
     interval_us: u64,
     burst: u32,
     start_empty: bool,
-    /// (microseconds to move the clock, possibly backwards; the operation)
-    steps: Vec<(i64, Op)>,
+    /// (microseconds to move the clock, possibly backwards; the cost checked)
+    steps: Vec<(i64, u32)>,
 }
 
 fn schedule() -> impl Strategy<Value = Schedule> {
     (1u64..=3_000, 1u32..=12, any::<bool>()).prop_flat_map(|(interval_us, burst, start_empty)| {
-        let op = prop_oneof![
-            8 => (0..=burst + 2).prop_map(Op::Check),
-            1 => (0..=burst + 1).prop_map(Op::Refund),
-        ];
+        let op = 0..=burst + 2;
         let step = (
             prop_oneof![
                 3 => Just(0i64),
@@ -114,26 +105,19 @@ fn redis_decisions_equal_the_in_process_limiter() {
                 bucket: None,
             };
             let mut now_us = EPOCH_START_NS / 1000;
-            for (i, &(advance, op)) in s.steps.iter().enumerate() {
+            for (i, &(advance, cost)) in s.steps.iter().enumerate() {
                 now_us = now_us.saturating_add_signed(advance);
                 let now = Nanos::new(now_us * 1000);
-                match op {
-                    Op::Check(cost) => {
-                        let got = rt
-                            .block_on(limiter.try_check_key_n_at(&key, cost, now))
-                            .expect("redis answers");
-                        // A peek does not fix a start-empty bucket's first sight.
-                        let want = if cost == 0 && model.bucket.is_none() {
-                            model.fresh(now).check_n_at(0, now)
-                        } else {
-                            model.bucket(now).check_n_at(cost, now)
-                        };
-                        prop_assert_eq!(got, want, "step {} at {}: check {}", i, now_us, cost);
-                    }
-                    // Identity-less refunds are not part of the core's rules any more; the
-                    // Redis give-backs are tested against the core's bookings elsewhere.
-                    Op::Refund(_) => {}
-                }
+                let got = rt
+                    .block_on(limiter.try_check_key_n_at(&key, cost, now))
+                    .expect("redis answers");
+                // A peek does not fix a start-empty bucket's first sight.
+                let want = if cost == 0 && model.bucket.is_none() {
+                    model.fresh(now).check_n_at(0, now)
+                } else {
+                    model.bucket(now).check_n_at(cost, now)
+                };
+                prop_assert_eq!(got, want, "step {} at {}: check {}", i, now_us, cost);
             }
             Ok(())
         })

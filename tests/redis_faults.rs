@@ -12,12 +12,7 @@ use redis_support::{runtime, RedisServer};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-fn options() -> RedisOptions {
-    RedisOptions::default()
-        .deadline(Duration::from_millis(40))
-        .connection_timeout(Duration::from_millis(100))
-        .probe_interval(Duration::from_millis(20))
-}
+use redis_support::fast_options as options;
 
 /// A server, a proxy in front of it, a runtime and a limiter connected through the proxy, which
 /// has made one decision on key `k` (loading the script).
@@ -184,4 +179,83 @@ fn redis_connect_to_a_hung_server_keeps_the_connection_timeout() {
         took < timeout + Duration::from_millis(100),
         "connect took {took:?} against a {timeout:?} timeout"
     );
+}
+
+#[test]
+fn redis_a_slow_server_keeps_its_connection() {
+    let Some((_server, proxy, rt, limiter)) = proxied(
+        "redis_a_slow_server_keeps_its_connection",
+        Quota::per_hour(1000),
+        options(),
+    ) else {
+        return;
+    };
+    // Every reply 60 ms late against a 40 ms deadline: late, but replies all the same.
+    proxy.delay_replies(Duration::from_millis(60));
+    for _ in 0..30 {
+        assert!(rt.block_on(limiter.try_check_key_n("k", 1)).is_err());
+    }
+    assert_eq!(
+        proxy.accepted_connections(),
+        1,
+        "a slow server is not a silent one"
+    );
+    proxy.delay_replies(Duration::ZERO);
+    until_decided(&rt, &limiter);
+    assert_eq!(proxy.accepted_connections(), 1);
+}
+
+#[test]
+fn redis_reconnects_back_off() {
+    let Some((mut server, proxy, rt, limiter)) = proxied(
+        "redis_reconnects_back_off",
+        Quota::per_hour(1000),
+        options(),
+    ) else {
+        return;
+    };
+    // The server is gone: the proxy accepts each attempt and resets it at once.
+    server.kill();
+    let before = proxy.accepted_connections();
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(1) {
+        let _ = rt.block_on(limiter.check_key("k"));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Every 20 ms would be 50; doubling from 20 ms to 320 ms (each pause 50-100 % of it),
+    // about 10 at most.
+    let attempts = proxy.accepted_connections() - before;
+    assert!((2..=12).contains(&attempts), "{attempts} attempts in 1 s");
+}
+
+#[test]
+fn redis_a_server_that_stalls_scripts_trips_the_breaker() {
+    let Some((server, _proxy, rt, limiter)) = proxied(
+        "redis_a_server_that_stalls_scripts",
+        Quota::per_hour(1000),
+        options(),
+    ) else {
+        return;
+    };
+    // Scripts wait (a manual failover pauses writers so), PING and ROLE still answer.
+    let _: () = server
+        .query(redis::cmd("CLIENT").arg("PAUSE").arg(1500).arg("WRITE"))
+        .unwrap();
+    let paused = Instant::now();
+    let mut waited = 0;
+    for _ in 0..20 {
+        let started = Instant::now();
+        let err = rt.block_on(limiter.try_check_key_n("k", 1)).unwrap_err();
+        if started.elapsed() >= Duration::from_millis(30) {
+            waited += 1;
+        } else {
+            assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
+        }
+    }
+    // The breaker trips after 5 timeouts in a row: the other calls fail at once.
+    assert!(waited <= 5, "{waited} calls waited out their deadline");
+    assert!(paused.elapsed() < Duration::from_millis(1000));
+    // Once scripts run again, the probe closes the breaker.
+    let (took, _) = until_decided(&rt, &limiter);
+    assert!(paused.elapsed() + took < Duration::from_secs(4), "{took:?}");
 }

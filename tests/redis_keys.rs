@@ -89,15 +89,17 @@ fn redis_script_flush_is_recovered_transparently() {
     let many = rt.block_on(limiter.check_many(&[("a", 1), ("b", 2), ("a", 1)]));
     let remaining: Vec<u32> = many.iter().map(|r| r.unwrap().remaining()).collect();
     assert_eq!(remaining, [7, 8, 6]);
+    let booking = rt.block_on(limiter.reserve_key_n("a", 2)).unwrap();
+    assert_eq!(booking.allowed().remaining(), 4);
     let _: () = server.query(redis::cmd("SCRIPT").arg("FLUSH")).unwrap();
-    rt.block_on(limiter.try_refund_key_n("a", 2)).unwrap();
+    rt.block_on(booking.cancel()).unwrap();
     assert_eq!(
         rt.block_on(limiter.check_key_n("a", 0))
             .unwrap()
             .remaining(),
-        8
+        6
     );
-    assert_eq!(limiter.stats().allowed, 5);
+    assert_eq!(limiter.stats().allowed, 6);
     assert_eq!(limiter.stats().peeks, 1);
 }
 
@@ -254,4 +256,29 @@ fn redis_cluster_connection_on_a_one_node_cluster() {
     assert_eq!(slot("{u}:a"), slot("{u}:b"));
     assert_eq!(limiter.stats().failed_open, 0);
     assert_eq!(limiter.stats().denied, 2);
+}
+
+#[test]
+fn redis_long_keys_get_bounded_names_and_keep_their_tag() {
+    let Some((server, rt, limiter)) = connected(
+        "redis_long_keys_get_bounded_names",
+        Quota::per_hour(2),
+        RedisOptions::default(),
+    ) else {
+        return;
+    };
+    let long = format!("{{org7}}:{}", "u".repeat(10_000));
+    assert!(rt.block_on(limiter.check_key(&long)).is_ok());
+    assert!(rt.block_on(limiter.check_key(&long)).is_ok());
+    assert!(
+        rt.block_on(limiter.check_key(&long)).is_err(),
+        "one bucket for one key"
+    );
+    let names: Vec<String> = server.query(redis::cmd("KEYS").arg("cellrate:*")).unwrap();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(
+        names[0].starts_with("cellrate:{org7}#") && names[0].len() < 64,
+        "{names:?}"
+    );
+    assert_eq!(names[0], limiter.redis_key(&long));
 }

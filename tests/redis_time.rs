@@ -121,3 +121,34 @@ fn redis_the_default_margin_keeps_keys_for_a_lagging_caller() {
     }
     assert!(steps > 50, "{steps} steps");
 }
+
+#[test]
+fn redis_every_tat_written_is_one_the_scripts_read_back() {
+    // The deepest bucket the scripts hold: 2^51 us.
+    let quota = Quota::try_new(Duration::from_micros(1 << 31), 1 << 20).unwrap();
+    let Some((_server, rt, limiter)) = connected(
+        "redis_every_tat_written_is_read_back",
+        quota,
+        RedisOptions::default(),
+    ) else {
+        return;
+    };
+    // The latest time accepted, off the grid so that the write rounds it up, spending the whole
+    // depth: the largest TAT the scripts write.
+    let latest = [1u64 << 52, (1 << 52) - 1]
+        .into_iter()
+        .map(|us| Nanos::new(us * 1000 + 1))
+        .find(|&t| {
+            rt.block_on(limiter.try_check_key_n_at("probe", 0, t))
+                .is_ok()
+        })
+        .expect("some time near 2^52 us is accepted");
+    let spent = rt.block_on(limiter.try_check_key_n_at("k", 1 << 20, latest));
+    assert!(spent.unwrap().is_ok());
+    // Read back, by a decision and by a booking's give-back.
+    let again = rt.block_on(limiter.try_check_key_n_at("k", 1, latest));
+    assert!(again.unwrap().is_err(), "the bucket is empty");
+    let booked = rt.block_on(limiter.try_reserve_key_n_at("j", 1 << 20, latest));
+    let booking = booked.unwrap().unwrap();
+    rt.block_on(booking.cancel_at(latest)).unwrap();
+}

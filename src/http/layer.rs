@@ -167,8 +167,8 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
     ///
     ///
     /// # Errors
-    /// [`RefundUnsupported`] if the backend cannot refund exactly: Redis policies with a quota
-    /// chosen per request (a Redis refund uses the limiter's quota).
+    /// [`RefundUnsupported`] if the backend cannot refund exactly (every backend of this crate
+    /// can: a Redis refund gives back under the quota the request was charged).
     pub fn refund_if(
         mut self,
         predicate: impl Fn(&response::Parts) -> bool + Send + Sync + 'static,

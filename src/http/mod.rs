@@ -100,8 +100,8 @@
 //! the bucket holds more (rounded up; 0 when full), so `Retry-After` is never earlier than the
 //! `t` of a policy that refused. `pk` ([`RateLimitBuilder::partition_key`]) is a keyed hash of
 //! the key under a secret of the layer, never the key. Redis policies decided together report
-//! the combined figures (the smallest `r`, `t` until every bucket is full) under each name. The
-//! legacy `X-RateLimit-Limit/Remaining/Reset` are an option.
+//! each policy's own figures, as in-process ones do. The legacy
+//! `X-RateLimit-Limit/Remaining/Reset` are an option.
 //!
 //! # After the response
 //! [`RateLimitBuilder::refund_if`] gives the tokens back when the response matches (count only

@@ -1,11 +1,13 @@
 //! Redis policies (features `http` and `redis`): buckets shared by every server, decided by
-//! one script per request; several policies with the all-or-nothing script.
+//! one script per request; several policies with the all-or-nothing script, which reports
+//! each policy's own figures. Text a client chose (an API key) enters a Redis key name through
+//! [`key_part`]: bounded, and never a hash tag of its own.
 
 use super::backend::{sealed, How, Outcome, Pending, Verdict};
 use super::headers::{checked_name, PolicyInfo};
 use super::key::{KeyError, KeyExtractor, RequestHead};
 use super::state::{PolicyState, MAX_POLICIES};
-use crate::redis::RedisLimiter;
+use crate::redis::{key_part, Booking, RedisLimiter};
 use crate::Quota;
 use http::HeaderValue;
 use std::fmt::Write;
@@ -25,9 +27,11 @@ impl RedisKey for IpAddr {
     }
 }
 
+/// Through [`key_part`]: as it is when short visible ASCII without `{`, `}`, `#` or `%`,
+/// otherwise a SHA-256 digest.
 impl RedisKey for String {
     fn write_key(&self, out: &mut String) {
-        out.push_str(self);
+        out.push_str(&key_part(self.as_bytes()));
     }
 }
 
@@ -41,16 +45,10 @@ impl RedisKey for () {
     fn write_key(&self, _: &mut String) {}
 }
 
-/// Visible ASCII as it is, `%` and every other byte as `%XX`: distinct values stay distinct.
+/// Through [`key_part`], as a `String` is: a header value is the client's text.
 impl RedisKey for HeaderValue {
     fn write_key(&self, out: &mut String) {
-        for &b in self.as_bytes() {
-            if b.is_ascii_graphic() && b != b'%' {
-                out.push(b as char);
-            } else {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
+        out.push_str(&key_part(self.as_bytes()));
     }
 }
 
@@ -104,8 +102,8 @@ impl RedisPolicy {
     }
 
     /// A quota chosen per request (tiers), for this call only
-    /// ([`RedisLimiter::check_key_n_with_quota`]). Refunds are then unavailable: they use the
-    /// limiter's quota.
+    /// ([`RedisLimiter::reserve_key_n_with_quota`]); a refund gives back under the quota the
+    /// request was charged.
     pub fn quota_per_request(
         mut self,
         quota_of: impl Fn(&RequestHead<'_>) -> Quota + Send + Sync + 'static,
@@ -156,11 +154,12 @@ impl RedisPolicies {
     }
 }
 
-/// Each policy's Redis key for this request; `None` for one skipped.
-type Keys = Vec<Option<String>>;
+/// What an admitted request keeps to be refunded: each policy's booking (`None` for one
+/// skipped), under the quota it was charged.
+pub struct Bookings(Vec<Option<Booking>>);
 
 impl sealed::Backend for RedisPolicies {
-    type Ticket = Keys;
+    type Ticket = Bookings;
 
     fn policies(&self) -> Vec<PolicyInfo> {
         let info = |p: &Def| PolicyInfo::new(&p.name, p.limiter.quota());
@@ -172,8 +171,8 @@ impl sealed::Backend for RedisPolicies {
         head: &RequestHead<'_>,
         cost: u32,
         how: &How<'_>,
-        verdict: &mut Verdict<Keys>,
-    ) -> Option<Pending<Keys>> {
+        verdict: &mut Verdict<Bookings>,
+    ) -> Option<Pending<Bookings>> {
         let mut keys = Vec::with_capacity(self.policies.len());
         let mut quotas = [None; MAX_POLICIES];
         for (i, policy) in self.policies.iter().enumerate() {
@@ -197,7 +196,7 @@ impl sealed::Backend for RedisPolicies {
         let policies = Arc::clone(&self.policies);
         let ticket = how.ticket;
         Some(Box::pin(async move {
-            let mut verdict = decide(&policies, &keys, &quotas, cost).await;
+            let (mut verdict, bookings) = decide(&policies, &keys, &quotas, cost, ticket).await;
             for (state, partition) in verdict.states.iter_mut().zip(partitions) {
                 if let Some(state) = state {
                     state.partition = partition;
@@ -205,43 +204,40 @@ impl sealed::Backend for RedisPolicies {
             }
             verdict.quotas = quotas;
             if ticket && matches!(verdict.outcome, Outcome::Allowed) {
-                verdict.ticket = Some(keys);
+                verdict.ticket = Some(bookings);
             }
             verdict
         }))
     }
 
-    fn refund(&self, keys: Keys, cost: u32) {
+    fn refund(&self, bookings: Bookings, cost: u32) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!("rate limit: no Tokio runtime to refund in Redis");
             return;
         };
-        for (policy, key) in self.policies.iter().zip(keys) {
-            let Some(key) = key else { continue };
-            let limiter = policy.limiter.clone();
+        for booking in bookings.0.into_iter().flatten() {
             runtime.spawn(async move {
-                if let Err(e) = limiter.try_refund_key_n(&key, cost).await {
+                let key = booking.key().to_owned();
+                // `cost` of the booked tokens back: the request is settled at the rest.
+                let kept = booking.cost().saturating_sub(cost);
+                if let Err(e) = booking.settle(kept).await {
                     tracing::warn!("rate limit: Redis refund of {key} failed: {e}");
                 }
             });
         }
     }
-
-    fn refund_unsupported(&self) -> Option<&'static str> {
-        self.policies
-            .iter()
-            .any(|p| p.quota_of.is_some())
-            .then_some("a Redis refund uses the limiter's quota, not the one chosen per request")
-    }
 }
 
-/// One script: a single check, or the all-or-nothing check of every keyed policy.
+/// One script: a single check, or the all-or-nothing check of every keyed policy. Each policy
+/// gets its own figures (a refusal names only the policies that refused), and, when a
+/// `ticket` is wanted, the bookings of an admission.
 async fn decide(
     policies: &[Def],
     keys: &[Option<String>],
     quotas: &[Option<Quota>; MAX_POLICIES],
     cost: u32,
-) -> Verdict<Keys> {
+    ticket: bool,
+) -> (Verdict<Bookings>, Bookings) {
     let quota = |i: usize| quotas[i].unwrap_or_else(|| policies[i].limiter.quota());
     let active: Vec<(usize, &str)> = keys
         .iter()
@@ -249,34 +245,69 @@ async fn decide(
         .filter_map(|(i, k)| k.as_deref().map(|k| (i, k)))
         .collect();
     let mut verdict = Verdict::bare(Outcome::Allowed);
-    let answer = match active.as_slice() {
-        [] => return verdict,
+    let mut bookings: Vec<Option<Booking>> = keys.iter().map(|_| None).collect();
+    let refused = match active.as_slice() {
+        [] => None,
         [(i, key)] => {
-            let answer = policies[*i]
-                .limiter
-                .check_key_n_with_quota(key, cost, &quota(*i))
-                .await;
+            let limiter = &policies[*i].limiter;
+            let answer = if ticket {
+                let booked = limiter
+                    .reserve_key_n_with_quota(key, cost, &quota(*i))
+                    .await;
+                booked.map(|booking| {
+                    let allowed = booking.allowed();
+                    bookings[*i] = Some(booking);
+                    allowed
+                })
+            } else {
+                limiter.check_key_n_with_quota(key, cost, &quota(*i)).await
+            };
             verdict.states[*i] = Some(PolicyState::of_answer(&quota(*i), &answer));
-            answer
+            answer.err()
         }
         [(first, _), ..] => {
             let limits: Vec<(&str, Quota)> = active.iter().map(|&(i, k)| (k, quota(i))).collect();
-            let answer = policies[*first].limiter.check_all_of_n(&limits, cost).await;
-            for &(i, _) in &active {
-                verdict.states[i] = Some(PolicyState::combined(&answer));
+            let answer = policies[*first]
+                .limiter
+                .reserve_all_of_n(&limits, cost)
+                .await;
+            match answer {
+                Ok(joint) => {
+                    let from_redis = joint.from_redis();
+                    let combined = Ok(joint.allowed());
+                    for (&(i, _), booking) in active.iter().zip(joint.into_each()) {
+                        verdict.states[i] = Some(if from_redis {
+                            PolicyState::of_answer(&quota(i), &Ok(booking.allowed()))
+                        } else {
+                            PolicyState::combined(&combined)
+                        });
+                        bookings[i] = Some(booking);
+                    }
+                    None
+                }
+                Err(denial) => {
+                    let combined = Err(denial.denied());
+                    for (&(i, _), own) in active.iter().zip(denial.each()) {
+                        verdict.states[i] = Some(if denial.from_redis() {
+                            PolicyState::of_answer(&quota(i), own)
+                        } else {
+                            PolicyState::combined(&combined)
+                        });
+                    }
+                    Some(denial.denied())
+                }
             }
-            answer
         }
     };
-    if let Err(denied) = answer {
+    if let Some(denied) = refused {
         verdict.outcome = Outcome::Refused(denied.retry_after());
     }
-    verdict
+    (verdict, Bookings(bookings))
 }
 
 /// One Redis policy alone: a set of one.
 impl sealed::Backend for RedisPolicy {
-    type Ticket = Keys;
+    type Ticket = Bookings;
 
     fn policies(&self) -> Vec<PolicyInfo> {
         self.set.policies()
@@ -287,16 +318,12 @@ impl sealed::Backend for RedisPolicy {
         head: &RequestHead<'_>,
         cost: u32,
         how: &How<'_>,
-        verdict: &mut Verdict<Keys>,
-    ) -> Option<Pending<Keys>> {
+        verdict: &mut Verdict<Bookings>,
+    ) -> Option<Pending<Bookings>> {
         self.set.decide(head, cost, how, verdict)
     }
 
-    fn refund(&self, keys: Keys, cost: u32) {
-        self.set.refund(keys, cost)
-    }
-
-    fn refund_unsupported(&self) -> Option<&'static str> {
-        self.set.refund_unsupported()
+    fn refund(&self, bookings: Bookings, cost: u32) {
+        self.set.refund(bookings, cost)
     }
 }

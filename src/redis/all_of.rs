@@ -6,34 +6,33 @@
 //! needs no rollback. On a Redis Cluster every key must share one slot: give them one hash
 //! tag, such as `{acme}:user7` and `{acme}:org`.
 
+use super::joint::{self, JointBooking, JointDenial};
 use super::local::Ask;
-use super::script::{self, lua_ceil_ms, lua_now, lua_read_tat, MicroQuota};
+use super::script::{self, lua_now, lua_read_tat, lua_store, MicroQuota};
 use super::{Error, RedisLimiter};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-use redis::{Script, Value};
+use redis::Script;
 
 /// KEYS: the buckets. ARGV: cost, now µs (-1: TIME), start empty (1/0), keep ms, 1 if the
-/// caller's time had a fraction of a µs, then interval µs and burst per key. Admitted: {1,
-/// reset_after µs per key}. Refused: {0, index of the refusing key, its reset_after, its retry
-/// (-1: never)}, then for every key, judged alone on the state before this call, {reset_after,
-/// retry (-1: never, -2: would admit)}. A key that holds no TAT: {-2, index} or {-1, index,
-/// value}. Rounding as in the decision script: decided at `now` rounded down, TATs that
-/// start from `now` written from it rounded up.
+/// caller's time had a fraction of a µs, then interval µs and burst per key. Admitted: {1, then
+/// per key: reset_after µs, TAT after, G} (the last two: the receipt of that key's spend).
+/// Refused: {0, index of the refusing key, its reset_after, its retry (-1: never)}, then for
+/// every key, judged alone on the state before this call, {reset_after, retry (-1: never, -2:
+/// would admit)}. A key that holds no TAT: {-2, index} or {-1, index}; the server's clock out
+/// of range: {-3}. Rounding as in the decision script: decided at `now` rounded down, TATs
+/// that start from `now` written from it rounded up. Each key keeps its credit given back (G).
 const ALL_OF_LUA: &str = concat!(
     "local cost = tonumber(ARGV[1])\n",
     lua_now!("2"),
     r#"local start_empty = ARGV[3] == '1'
 local keep_ms = tonumber(ARGV[4])
 local up = tonumber(ARGV[5])
-local function expire_ms(us)
 "#,
-    lua_ceil_ms!("us"),
-    r#"  return ms + keep_ms
-end
-local n = #KEYS
-local interval, burst, before, tats, fresh = {}, {}, {}, {}, {}
+    lua_store!(),
+    r#"local n = #KEYS
+local interval, burst, before, tats, gs, fresh = {}, {}, {}, {}, {}, {}
 for i = 1, n do
   interval[i] = tonumber(ARGV[4 + 2 * i])
   burst[i] = tonumber(ARGV[5 + 2 * i])
@@ -50,27 +49,28 @@ for i = 1, n do
       before[key] = now
     end
     tats[key] = before[key]
+    gs[key] = g
   end
 end
 local function ahead_of(t) if t > now then return t - now end return 0 end
-local resets, refused = {}, nil
+local resets, refused = {1}, nil
 for i = 1, n do
-  local ahead = ahead_of(tats[KEYS[i]])
+  local key = KEYS[i]
+  local ahead = ahead_of(tats[key])
   local need = ahead + cost * interval[i]
   if cost > burst[i] then refused = {0, i, ahead, -1} break end
   if need > burst[i] * interval[i] then refused = {0, i, ahead, need - burst[i] * interval[i]} break end
-  resets[i] = need
   if cost > 0 then
-    if ahead == 0 then tats[KEYS[i]] = now + up + need else tats[KEYS[i]] = now + need end
+    if ahead == 0 then tats[key] = now + up + need else tats[key] = now + need end
   end
+  table.insert(resets, need)
+  table.insert(resets, tats[key])
+  table.insert(resets, gs[key])
 end
 if not refused then
   if cost > 0 then
-    for key, t in pairs(tats) do
-      redis.call('SET', key, string.format('%d', t), 'PX', expire_ms(t - now))
-    end
+    for key, t in pairs(tats) do store(key, t, gs[key], keep_ms) end
   end
-  table.insert(resets, 1, 1)
   return resets
 end
 for i = 1, n do
@@ -84,7 +84,7 @@ for i = 1, n do
   table.insert(refused, ahead)
   table.insert(refused, retry)
   if fresh[key] and cost > 0 then
-    redis.call('SET', key, string.format('%d', before[key]), 'PX', expire_ms(ahead))
+    store(key, before[key], 0, keep_ms)
     fresh[key] = nil
   end
 end
@@ -103,13 +103,38 @@ impl RedisLimiter {
     /// in-process limiters with the same quotas: admitted, the smallest `remaining` and longest
     /// `reset_after`; refused, the longest `retry_after` (`None` if any bucket can never admit
     /// the cost), the smallest `remaining` and longest `reset_after`, nothing spent.
+    /// [`RedisLimiter::reserve_all_of_n`] tells each key's own figures as well.
     pub async fn check_all_of_n(
         &self,
         limits: &[(&str, Quota)],
         cost: u32,
     ) -> Result<Allowed, Denied> {
-        let outcome = self.all_of_n(limits, cost, None).await;
-        self.settle(outcome, Ask::AllOf { limits, cost })
+        self.reserve_all_of_n(limits, cost)
+            .await
+            .map(|booking| booking.allowed())
+            .map_err(|denial| denial.denied())
+    }
+
+    /// [`RedisLimiter::check_all_of_n`], answering each key's own figures and, when admitted,
+    /// a [`Booking`](super::Booking) per key that can give its tokens back. The failure policy
+    /// applies; then every key gets the policy's answer, and the bookings give nothing back.
+    pub async fn reserve_all_of_n(
+        &self,
+        limits: &[(&str, Quota)],
+        cost: u32,
+    ) -> Result<JointBooking, JointDenial> {
+        match self.all_of_n(limits, cost, None).await {
+            Ok(answer) => {
+                let combined = answer.as_ref().map(JointBooking::allowed);
+                self.counters
+                    .record(&combined.map_err(|d| d.denied()), cost);
+                answer
+            }
+            Err(e) => {
+                let answer = self.settle(Err(e), Ask::AllOf { limits, cost });
+                joint::from_policy(self, limits, cost, answer)
+            }
+        }
     }
 
     /// [`RedisLimiter::check_all_of_n`] without a failure policy: Redis's answer or why
@@ -119,7 +144,7 @@ impl RedisLimiter {
         limits: &[(&str, Quota)],
         cost: u32,
     ) -> Result<Result<Allowed, Denied>, Error> {
-        self.all_of_n(limits, cost, None).await
+        Ok(joint::combined(self.all_of_n(limits, cost, None).await?))
     }
 
     /// [`RedisLimiter::try_check_all_of_n`] at `now` (ns since the Unix epoch) instead of
@@ -130,6 +155,27 @@ impl RedisLimiter {
         cost: u32,
         now: Nanos,
     ) -> Result<Result<Allowed, Denied>, Error> {
+        Ok(joint::combined(
+            self.all_of_n(limits, cost, Some(now)).await?,
+        ))
+    }
+
+    /// [`RedisLimiter::reserve_all_of_n`] without a failure policy.
+    pub async fn try_reserve_all_of_n(
+        &self,
+        limits: &[(&str, Quota)],
+        cost: u32,
+    ) -> Result<Result<JointBooking, JointDenial>, Error> {
+        self.all_of_n(limits, cost, None).await
+    }
+
+    /// [`RedisLimiter::try_reserve_all_of_n`] at `now` (ns since the Unix epoch).
+    pub async fn try_reserve_all_of_n_at(
+        &self,
+        limits: &[(&str, Quota)],
+        cost: u32,
+        now: Nanos,
+    ) -> Result<Result<JointBooking, JointDenial>, Error> {
         self.all_of_n(limits, cost, Some(now)).await
     }
 
@@ -138,9 +184,9 @@ impl RedisLimiter {
         limits: &[(&str, Quota)],
         cost: u32,
         now: Option<Nanos>,
-    ) -> Result<Result<Allowed, Denied>, Error> {
+    ) -> Result<Result<JointBooking, JointDenial>, Error> {
         if limits.is_empty() {
-            return Ok(Ok(Allowed::unlimited()));
+            return Ok(Ok(JointBooking::empty()));
         }
         let time = now.map(script::micros_since_epoch).transpose()?;
         let quotas = limits
@@ -159,56 +205,6 @@ impl RedisLimiter {
             .conn
             .invoke(&self.all_of, &keys, &args, self.options.deadline)
             .await?;
-        decode(&reply, &quotas, &keys)
-    }
-}
-
-/// The combined answer a reply of the all-of script about Redis keys `keys` stands for.
-fn decode(
-    reply: &Value,
-    quotas: &[MicroQuota],
-    keys: &[String],
-) -> Result<Result<Allowed, Denied>, Error> {
-    let bad = || Error::UnexpectedReply(format!("{reply:?}"));
-    if let Value::Array(items) = reply {
-        if let [Value::Int(code @ (-1 | -2)), Value::Int(index), rest @ ..] = items.as_slice() {
-            let key = usize::try_from(*index)
-                .ok()
-                .and_then(|i| keys.get(i.wrapping_sub(1)))
-                .ok_or_else(bad)?;
-            return Err(script::stored_error(*code, rest, key).unwrap_or_else(bad));
-        }
-    }
-    let ints = script::ints(reply).ok_or_else(bad)?;
-    let us = |i: i64| u64::try_from(i).map_err(|_| bad());
-    let retry = |i: i64| {
-        if i == -1 {
-            Ok(None)
-        } else {
-            us(i).map(|r| Some(r * 1000))
-        }
-    };
-    match ints.split_first() {
-        Some((1, resets)) if resets.len() == quotas.len() => {
-            let mut answer = Allowed::unlimited();
-            for (q, &reset) in quotas.iter().zip(resets) {
-                answer = Allowed::new(q.level(us(reset)?)).stricter(answer);
-            }
-            Ok(Ok(answer))
-        }
-        Some((0, [index, reset, wait, each @ ..])) if each.len() == 2 * quotas.len() => {
-            let position = usize::try_from(*index).map_err(|_| bad())?;
-            let q = quotas.get(position.wrapping_sub(1)).ok_or_else(bad)?;
-            let mut answer = Denied::new(q.level(us(*reset)?), retry(*wait)?);
-            for (q, pair) in quotas.iter().zip(each.chunks(2)) {
-                let level = q.level(us(pair[0])?);
-                answer = answer.stricter(match pair[1] {
-                    -2 => Ok(Allowed::new(level)),
-                    wait => Err(Denied::new(level, retry(wait)?)),
-                });
-            }
-            Ok(Err(answer))
-        }
-        _ => Err(bad()),
+        joint::decode(self, &reply, limits, &quotas, &keys, cost)
     }
 }

@@ -108,7 +108,7 @@ impl RedisLimiter {
         for ((i, call), reply) in sent.into_iter().zip(&calls).zip(replies) {
             let answer = reply.and_then(|reply| match reply {
                 redis::Value::ServerError(e) => Err(Error::from(redis::RedisError::from(e))),
-                reply => script::decode_decision(&reply, &self.quota, &call.key),
+                reply => script::decode_decision(&reply, &self.quota, &call.key).map(|d| d.0),
             });
             if let (Ok(decision), None) = (&answer, now) {
                 self.remember(requests[i].0, decision, &self.quota);

@@ -1,18 +1,31 @@
 //! A Redis Cluster: the slot map from `CLUSTER SLOTS`, one health-checked [`Node`] per primary,
-//! and the map refreshed in the background while a node is down or after a reply said a slot
-//! moved. Batches are grouped by node, one pipeline per node.
+//! redirects followed, and the map refreshed in the background while a node is down or after a
+//! reply said a slot moved. Batches are grouped by node, one pipeline per node.
+//!
+//! `ASK`, `MOVED` and `TRYAGAIN` all mean the script did not run, so acting on them never
+//! charges twice. `ASK` (a slot being migrated, the key not on the source) is followed once,
+//! with `ASKING`, to the node named; it says nothing about the map. `MOVED` is followed once
+//! too, and marks the map stale. `TRYAGAIN` (the keys of one script split across the two
+//! nodes of a migration) is sent again after a pause, within the call's deadline.
 
+use super::conn::{self, Call, Pace};
+use super::connector::Connector;
 use super::error::Error;
 use super::node::Node;
 use super::options::RedisOptions;
+use super::slot_map::{self, SlotMap};
+
+mod refresh;
 use redis::cluster_routing::Slot;
-use redis::{Client, ConnectionAddr, ConnectionInfo, Value};
+use redis::{ConnectionInfo, Script, Value};
+use refresh::watch;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
-/// Number of hash slots of a Redis Cluster.
-const SLOTS: u16 = 16384;
+/// The first pause before a `TRYAGAIN` call is sent again; it doubles each time.
+const TRYAGAIN_PAUSE: Duration = Duration::from_millis(2);
 
 /// A cheap-to-clone handle on a Cluster's nodes.
 #[derive(Clone)]
@@ -21,19 +34,15 @@ pub(crate) struct Cluster {
 }
 
 struct Inner {
-    /// The seed's connection settings (credentials, database, protocol); nodes differ in
+    /// The seed's connection settings (credentials, database, protocol, TLS); nodes differ in
     /// address only.
     template: ConnectionInfo,
     options: RedisOptions,
     map: RwLock<Arc<SlotMap>>,
-    /// Set when a reply said the map is out of date (MOVED, ASK, CLUSTERDOWN).
+    /// Nodes a redirect named that the map does not (yet) list, by `host:port`.
+    strays: Mutex<HashMap<String, Node>>,
+    /// Set when a reply said the map is out of date (`MOVED`).
     stale: AtomicBool,
-}
-
-/// Which primary serves each slot.
-struct SlotMap {
-    nodes: Vec<Node>,
-    owner: HashMap<Slot, usize>,
 }
 
 impl Cluster {
@@ -41,9 +50,9 @@ impl Cluster {
     pub(crate) async fn connect(urls: &[&str], options: &RedisOptions) -> Result<Cluster, Error> {
         let mut last = Error::Unavailable("no seed node given".to_owned());
         for url in urls {
-            let client = Client::open(*url)?;
+            let client = conn::client(url, options)?;
             let template = client.get_connection_info().clone();
-            let seed = match Node::connect(client, options).await {
+            let seed = match Node::connect(Connector::fixed(client), options).await {
                 Ok(node) => node,
                 Err(e) => {
                     last = e;
@@ -53,10 +62,8 @@ impl Cluster {
             let inner = Arc::new(Inner {
                 template,
                 options: options.clone(),
-                map: RwLock::new(Arc::new(SlotMap {
-                    nodes: vec![seed.clone()],
-                    owner: HashMap::new(),
-                })),
+                map: RwLock::new(Arc::new(SlotMap::seed(seed.clone()))),
+                strays: Mutex::new(HashMap::new()),
                 stale: AtomicBool::new(false),
             });
             match inner.refresh_from(&seed).await {
@@ -71,10 +78,9 @@ impl Cluster {
     }
 
     /// The node serving `key`'s slot.
-    pub(crate) fn node_for(&self, key: &str) -> Result<Node, Error> {
-        let map = self.inner.current();
-        match map.owner.get(&Slot::for_key(key)) {
-            Some(&i) => Ok(map.nodes[i].clone()),
+    fn node_for(&self, key: &str) -> Result<Node, Error> {
+        match self.inner.current().node_for(key) {
+            Some(node) => Ok(node),
             None => {
                 self.mark_stale();
                 Err(Error::Unavailable(format!(
@@ -84,54 +90,174 @@ impl Cluster {
         }
     }
 
-    /// The calls' indices grouped by the node that serves them, in order within each group.
-    pub(crate) fn group<'k>(
-        &self,
-        keys: impl Iterator<Item = &'k str>,
-    ) -> Vec<(Result<Node, Error>, Vec<usize>)> {
-        let map = self.inner.current();
-        let mut by_node: HashMap<usize, Vec<usize>> = HashMap::new();
-        let mut unserved = Vec::new();
-        for (i, key) in keys.enumerate() {
-            match map.owner.get(&Slot::for_key(key)) {
-                Some(&node) => by_node.entry(node).or_default().push(i),
-                None => unserved.push(i),
-            }
-        }
-        let mut groups: Vec<_> = by_node
-            .into_iter()
-            .map(|(node, indices)| (Ok(map.nodes[node].clone()), indices))
-            .collect();
-        if !unserved.is_empty() {
-            self.mark_stale();
-            let why = "no cluster node serves these keys' slots (the slot map is being refreshed)";
-            groups.push((Err(Error::Unavailable(why.to_owned())), unserved));
-        }
-        groups
-    }
-
     /// Whether all `keys` hash to one slot.
-    pub(crate) fn same_slot(keys: &[String]) -> bool {
+    fn same_slot(keys: &[String]) -> bool {
         keys.windows(2)
             .all(|pair| Slot::for_key(&pair[0]) == Slot::for_key(&pair[1]))
     }
 
-    /// Notes a reply that says the slot map is out of date; the watcher refreshes it.
-    pub(crate) fn note_reply(&self, reply: &Value) {
-        if let Value::ServerError(e) = reply {
-            if is_redirect(e.code()) {
-                self.mark_stale();
+    /// One script call on the node of its keys' slot, following one redirect and sending a
+    /// `TRYAGAIN` again until the deadline.
+    pub(crate) async fn invoke(
+        &self,
+        script: &Arc<Script>,
+        keys: &[String],
+        args: &[i64],
+        deadline: Duration,
+    ) -> Result<Value, Error> {
+        if !Cluster::same_slot(keys) {
+            return Err(Error::CrossSlot(keys.to_vec()));
+        }
+        let started = Instant::now();
+        let mut pause = TRYAGAIN_PAUSE;
+        let mut node = self.node_for(keys.first().map_or("", String::as_str))?;
+        let mut asking = false;
+        let mut redirected = false;
+        loop {
+            let left = deadline.saturating_sub(started.elapsed());
+            let result = conn::run_script(&node, script, keys, args, left, asking).await;
+            let Err(Error::Redis(e)) = &result else {
+                return result;
+            };
+            match Redirect::of(e) {
+                Some(Redirect::Ask(addr)) if !redirected => {
+                    (node, asking, redirected) = (self.node_at(&addr)?, true, true);
+                }
+                Some(Redirect::Moved(addr)) if !redirected => {
+                    self.mark_stale();
+                    (node, asking, redirected) = (self.node_at(&addr)?, false, true);
+                }
+                Some(Redirect::TryAgain) if started.elapsed() + pause < deadline => {
+                    tokio::time::sleep(pause).await;
+                    pause = pause.saturating_mul(2);
+                }
+                Some(Redirect::Moved(_)) => {
+                    self.mark_stale();
+                    return result;
+                }
+                _ => return result,
             }
         }
     }
 
-    /// Notes an error that says the slot map is out of date.
-    pub(crate) fn note_error(&self, error: &Error) {
-        if let Error::Redis(e) = error {
-            if is_redirect(e.code().unwrap_or_default()) {
-                self.mark_stale();
+    /// Many one-key calls, in order: grouped by node, each group as chunked pipelines, the
+    /// nodes at once; then the calls redirected (`ASK`, `MOVED`) sent once more where the
+    /// replies said, in one pipeline per node.
+    pub(crate) async fn invoke_many(
+        &self,
+        script: &Arc<Script>,
+        calls: &[Call],
+        pace: Pace,
+    ) -> Vec<Result<Value, Error>> {
+        let map = self.inner.current();
+        let groups = map.group(calls.iter().map(|c| c.key.as_str()));
+        let mut replies: Vec<Result<Value, Error>> = Vec::with_capacity(calls.len());
+        replies.resize_with(calls.len(), || Ok(Value::Nil));
+        let mut sends = Vec::new();
+        for (node, indices) in groups {
+            match node {
+                Some(node) => sends.push((node, indices)),
+                None => {
+                    self.mark_stale();
+                    let why = "no cluster node serves this key's slot (the map is being refreshed)";
+                    for i in indices {
+                        replies[i] = Err(Error::Unavailable(why.to_owned()));
+                    }
+                }
             }
         }
+        self.send_groups(script, calls, sends, pace, false, &mut replies)
+            .await;
+        // The calls redirected, by the node and the kind of redirect.
+        let mut again: HashMap<(String, bool), Vec<usize>> = HashMap::new();
+        for (i, reply) in replies.iter().enumerate() {
+            let Ok(Value::ServerError(e)) = reply else {
+                continue;
+            };
+            match Redirect::of(&redis::RedisError::from(e.clone())) {
+                Some(Redirect::Ask(addr)) => again.entry((addr, true)).or_default().push(i),
+                Some(Redirect::Moved(addr)) => {
+                    self.mark_stale();
+                    again.entry((addr, false)).or_default().push(i);
+                }
+                _ => {}
+            }
+        }
+        let mut resend = Vec::new();
+        for ((addr, asking), indices) in again {
+            match self.node_at(&addr) {
+                Ok(node) => resend.push(((node, asking), indices)),
+                Err(e) => indices.iter().for_each(|&i| replies[i] = Err(e.clone())),
+            }
+        }
+        for ((node, asking), indices) in resend {
+            self.send_groups(
+                script,
+                calls,
+                vec![(node, indices)],
+                pace,
+                asking,
+                &mut replies,
+            )
+            .await;
+        }
+        replies
+    }
+
+    /// Sends each group of calls to its node (the nodes at once) and puts the answers in
+    /// `replies`.
+    async fn send_groups(
+        &self,
+        script: &Arc<Script>,
+        calls: &[Call],
+        groups: Vec<(Node, Vec<usize>)>,
+        pace: Pace,
+        asking: bool,
+        replies: &mut [Result<Value, Error>],
+    ) {
+        let mut tasks = Vec::new();
+        for (node, indices) in groups {
+            let mine: Vec<Call> = indices.iter().map(|&i| calls[i].clone()).collect();
+            let script = Arc::clone(script);
+            tasks.push((
+                indices,
+                tokio::spawn(async move {
+                    if asking {
+                        conn::pipeline(&node, &script, &mine, pace.deadline, true).await
+                    } else {
+                        conn::run_chunks(&node, &script, &mine, pace).await
+                    }
+                }),
+            ));
+        }
+        for (indices, task) in tasks {
+            let answers = match task.await {
+                Ok(answers) => answers,
+                Err(e) => indices
+                    .iter()
+                    .map(|_| Err(Error::Unavailable(format!("batch task failed: {e}"))))
+                    .collect(),
+            };
+            for (i, answer) in indices.into_iter().zip(answers) {
+                replies[i] = answer;
+            }
+        }
+    }
+
+    /// The node at `host:port`: one of the map's, or a stray made for a redirect.
+    fn node_at(&self, addr: &str) -> Result<Node, Error> {
+        if let Some(node) = self.inner.current().node_at(addr) {
+            return Ok(node);
+        }
+        let mut strays = self.inner.strays.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(node) = strays.get(addr) {
+            return Ok(node.clone());
+        }
+        let (host, port) = slot_map::split_addr(addr)
+            .ok_or_else(|| Error::UnexpectedReply(format!("a redirect to {addr:?}")))?;
+        let node = self.inner.node_at(host, port)?;
+        strays.insert(addr.to_owned(), node.clone());
+        Ok(node)
     }
 
     fn mark_stale(&self) {
@@ -140,127 +266,25 @@ impl Cluster {
     }
 }
 
-fn is_redirect(code: &str) -> bool {
-    matches!(code, "MOVED" | "ASK" | "CLUSTERDOWN" | "TRYAGAIN")
+/// What an error reply of a Cluster asks for.
+enum Redirect {
+    Ask(String),
+    Moved(String),
+    TryAgain,
 }
 
-impl Inner {
-    fn current(&self) -> Arc<SlotMap> {
-        self.map.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Reads `CLUSTER SLOTS` from `node` and installs the map, keeping the nodes (and their
-    /// connections) that are still primaries.
-    async fn refresh_from(&self, node: &Node) -> Result<(), Error> {
-        let deadline = self.options.deadline.max(self.options.connection_timeout);
-        let reply: Value = node
-            .run(deadline, |mut c| async move {
-                redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut c).await
-            })
-            .await?;
-        let ranges = parse_slots(&reply, node.addr())?;
-        let old = self.current();
-        let mut nodes: Vec<Node> = Vec::new();
-        let mut index: HashMap<(String, u16), usize> = HashMap::new();
-        let mut owner = HashMap::with_capacity(usize::from(SLOTS));
-        for (start, end, host, port) in ranges {
-            let i = match index.get(&(host.clone(), port)) {
-                Some(&i) => i,
-                None => {
-                    let addr = format!("{host}:{port}");
-                    let node = match old.nodes.iter().find(|n| n.addr() == addr) {
-                        Some(n) => n.clone(),
-                        None => self.node_at(&host, port)?,
-                    };
-                    nodes.push(node);
-                    index.insert((host, port), nodes.len() - 1);
-                    nodes.len() - 1
-                }
-            };
-            for slot in start..=end.min(SLOTS - 1) {
-                owner.insert(Slot::new(slot).expect("below 16384"), i);
-            }
+impl Redirect {
+    fn of(e: &redis::RedisError) -> Option<Redirect> {
+        let addr = || {
+            e.redirect_node()
+                .map(|(addr, _slot)| addr.to_owned())
+                .filter(|a| !a.is_empty())
+        };
+        match e.code()? {
+            "ASK" => addr().map(Redirect::Ask),
+            "MOVED" => addr().map(Redirect::Moved),
+            "TRYAGAIN" => Some(Redirect::TryAgain),
+            _ => None,
         }
-        *self.map.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(SlotMap { nodes, owner });
-        Ok(())
     }
-
-    /// A node at `host:port` with the seed's settings, connecting in the background.
-    fn node_at(&self, host: &str, port: u16) -> Result<Node, Error> {
-        let addr = match self.template.addr() {
-            ConnectionAddr::Tcp(..) => ConnectionAddr::Tcp(host.to_owned(), port),
-            other => {
-                return Err(Error::Unavailable(format!(
-                    "cluster nodes over {other} are not supported; use redis://host:port seeds"
-                )))
-            }
-        };
-        let client = Client::open(self.template.clone().set_addr(addr))?;
-        Ok(Node::connect_lazy(client, &self.options))
-    }
-}
-
-/// Refreshes the slot map every probe interval while a reply said it is out of date or a node
-/// is down (a replica may have been promoted in its place). Ends with the limiter.
-async fn watch(cluster: Weak<Inner>) {
-    loop {
-        let Some(inner) = cluster.upgrade() else {
-            return;
-        };
-        let pause = inner.options.probe_interval;
-        let map = inner.current();
-        // Relaxed: see `Cluster::mark_stale`.
-        if inner.stale.swap(false, Ordering::Relaxed) || map.nodes.iter().any(Node::is_down) {
-            let mut refreshed = false;
-            for node in map.nodes.iter().filter(|n| !n.is_down()) {
-                if inner.refresh_from(node).await.is_ok() {
-                    refreshed = true;
-                    break;
-                }
-            }
-            if !refreshed && map.nodes.iter().all(Node::is_down) {
-                // Relaxed: see `Cluster::mark_stale`.
-                inner.stale.store(true, Ordering::Relaxed);
-            }
-        }
-        drop((inner, map));
-        tokio::time::sleep(pause).await;
-    }
-}
-
-/// `(first slot, last slot, host, port)` of each range's primary in a `CLUSTER SLOTS` reply.
-/// An empty host means the node that answered.
-fn parse_slots(reply: &Value, asked: &str) -> Result<Vec<(u16, u16, String, u16)>, Error> {
-    let bad = || Error::UnexpectedReply(format!("CLUSTER SLOTS: {reply:?}"));
-    let Value::Array(ranges) = reply else {
-        return Err(bad());
-    };
-    let asked_host = asked.rsplit_once(':').map_or(asked, |(h, _)| h);
-    let mut out = Vec::with_capacity(ranges.len());
-    for range in ranges {
-        let Value::Array(items) = range else {
-            return Err(bad());
-        };
-        let [Value::Int(start), Value::Int(end), Value::Array(primary), ..] = items.as_slice()
-        else {
-            return Err(bad());
-        };
-        let [host, Value::Int(port), ..] = primary.as_slice() else {
-            return Err(bad());
-        };
-        let host = match host {
-            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-            Value::SimpleString(s) => s.clone(),
-            _ => return Err(bad()),
-        };
-        let host = if host.is_empty() || host == "?" {
-            asked_host.to_owned()
-        } else {
-            host
-        };
-        let slot = |i: i64| u16::try_from(i).map_err(|_| bad());
-        let port = u16::try_from(*port).map_err(|_| bad())?;
-        out.push((slot(*start)?, slot(*end)?, host, port));
-    }
-    Ok(out)
 }

@@ -1,11 +1,14 @@
-//! The connection: one health-checked [`Node`] for a single Redis, or a [`Cluster`] of them;
-//! scripts run on it one call at a time or as pipelines, chunked to fit the deadline.
+//! The connection: one health-checked [`Node`] for a single Redis (at an address, or the
+//! primary a Sentinel names), or a [`Cluster`] of them; scripts run on it one call at a time or
+//! as pipelines, chunked to fit the deadline.
 
 use super::cluster::Cluster;
+use super::connector::Connector;
 use super::error::Error;
 use super::node::Node;
 use super::options::RedisOptions;
 use redis::{Client, ErrorKind, Script, ServerErrorKind, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A cheap-to-clone handle on the connection (every caller's commands are multiplexed onto
@@ -32,25 +35,48 @@ pub(crate) struct Pace {
     pub(crate) chunk: usize,
 }
 
+/// A client for `url` with the options' TLS certificates, if any (`rediss://` URLs).
+pub(crate) fn client(url: &str, options: &RedisOptions) -> Result<Client, Error> {
+    match options.tls_certificates() {
+        Some(certificates) => Ok(Client::build_with_tls(url, certificates)?),
+        None => Ok(Client::open(url)?),
+    }
+}
+
+fn needs_runtime(what: &str) -> Result<(), Error> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        let why = format!("{what} must be called within a Tokio runtime");
+        return Err(redis::RedisError::from((
+            ErrorKind::InvalidClientConfig,
+            "no Tokio runtime",
+            why,
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 impl Conn {
     /// A single-server connection, connected (within the connection timeout) on return.
     pub(crate) async fn single(url: &str, options: &RedisOptions) -> Result<Conn, Error> {
-        Ok(Conn::Single(
-            Node::connect(Client::open(url)?, options).await?,
-        ))
+        let connector = Connector::fixed(client(url, options)?);
+        Ok(Conn::Single(Node::connect(connector, options).await?))
     }
 
     /// A single-server connection made in the background: returns at once. Needs a Tokio
     /// runtime.
     pub(crate) fn single_lazy(url: &str, options: &RedisOptions) -> Result<Conn, Error> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            let why = "connect_lazy must be called within a Tokio runtime";
-            return Err(redis::RedisError::from((ErrorKind::InvalidClientConfig, why)).into());
-        }
-        Ok(Conn::Single(Node::connect_lazy(
-            Client::open(url)?,
-            options,
-        )))
+        needs_runtime("connect_lazy")?;
+        let connector = Connector::fixed(client(url, options)?);
+        Ok(Conn::Single(Node::connect_lazy(connector, options)))
+    }
+
+    /// The primary that the Sentinels name, connected on return.
+    pub(crate) async fn sentinel(
+        connector: Connector,
+        options: &RedisOptions,
+    ) -> Result<Conn, Error> {
+        Ok(Conn::Single(Node::connect(connector, options).await?))
     }
 
     /// A Cluster connection through the given seed nodes.
@@ -59,37 +85,19 @@ impl Conn {
     }
 
     /// Runs `script` on `keys` (EVALSHA; on NOSCRIPT, SCRIPT LOAD and EVALSHA again) within
-    /// `deadline`. On a Cluster the keys must share one slot, or nothing is sent.
+    /// `deadline`. On a Cluster the keys must share one slot, or nothing is sent; a redirect
+    /// (the script did not run) is followed as the Cluster says.
     pub(crate) async fn invoke(
         &self,
-        script: &Script,
+        script: &Arc<Script>,
         keys: &[String],
         args: &[i64],
         deadline: Duration,
     ) -> Result<Value, Error> {
-        let node = match self {
-            Conn::Single(node) => node.clone(),
-            Conn::Cluster(cluster) => {
-                if !Cluster::same_slot(keys) {
-                    return Err(Error::CrossSlot(keys.to_vec()));
-                }
-                cluster.node_for(keys.first().map_or("", String::as_str))?
-            }
-        };
-        let mut invocation = script.prepare_invoke();
-        for key in keys {
-            invocation.key(key);
+        match self {
+            Conn::Single(node) => run_script(node, script, keys, args, deadline, false).await,
+            Conn::Cluster(cluster) => cluster.invoke(script, keys, args, deadline).await,
         }
-        invocation.arg(args);
-        let result = node
-            .run(deadline, |mut c| async move {
-                invocation.invoke_async::<Value>(&mut c).await
-            })
-            .await;
-        if let (Conn::Cluster(cluster), Err(e)) = (self, &result) {
-            cluster.note_error(e);
-        }
-        result
     }
 
     /// Runs `script` on every call, answering in order, each reply or why there is none. Calls
@@ -98,61 +106,105 @@ impl Conn {
     /// fails, the later chunks of that node are not sent ([`Error::Unavailable`]).
     pub(crate) async fn invoke_many(
         &self,
-        script: &Script,
+        script: &Arc<Script>,
         calls: &[Call],
         pace: Pace,
     ) -> Vec<Result<Value, Error>> {
         match self {
             Conn::Single(node) => run_chunks(node, script, calls, pace).await,
-            Conn::Cluster(cluster) => {
-                let groups = cluster.group(calls.iter().map(|c| c.key.as_str()));
-                let mut replies: Vec<Result<Value, Error>> = Vec::with_capacity(calls.len());
-                replies.resize_with(calls.len(), || Ok(Value::Nil));
-                let mut tasks = Vec::new();
-                for (node, indices) in groups {
-                    let node = match node {
-                        Ok(node) => node,
-                        Err(e) => {
-                            for i in indices {
-                                replies[i] = Err(Error::Unavailable(e.to_string()));
-                            }
-                            continue;
-                        }
-                    };
-                    let mine: Vec<Call> = indices.iter().map(|&i| calls[i].clone()).collect();
-                    let script = script.clone();
-                    tasks.push((
-                        indices,
-                        tokio::spawn(async move { run_chunks(&node, &script, &mine, pace).await }),
-                    ));
-                }
-                for (indices, task) in tasks {
-                    let answers = match task.await {
-                        Ok(answers) => answers,
-                        Err(e) => indices
-                            .iter()
-                            .map(|_| Err(Error::Unavailable(format!("batch task failed: {e}"))))
-                            .collect(),
-                    };
-                    for (i, answer) in indices.into_iter().zip(answers) {
-                        if let Ok(reply) = &answer {
-                            cluster.note_reply(reply);
-                        }
-                        replies[i] = answer;
-                    }
-                }
-                replies
-            }
+            Conn::Cluster(cluster) => cluster.invoke_many(script, calls, pace).await,
         }
     }
+}
+
+/// One script call on `node`, after `ASKING` when `asking` (a slot being imported there).
+pub(crate) async fn run_script(
+    node: &Node,
+    script: &Arc<Script>,
+    keys: &[String],
+    args: &[i64],
+    deadline: Duration,
+    asking: bool,
+) -> Result<Value, Error> {
+    if !asking {
+        let (script, keys, args) = (Arc::clone(script), keys.to_vec(), args.to_vec());
+        return node
+            .run(deadline, move |mut c| async move {
+                let mut invocation = script.prepare_invoke();
+                for key in &keys {
+                    invocation.key(key);
+                }
+                invocation.arg(&args[..]);
+                invocation.invoke_async::<Value>(&mut c).await
+            })
+            .await;
+    }
+    // ASKING holds for the next command only: both go in one pipeline, back to back.
+    let call = Call1 { keys, args };
+    let answer = asking_pipeline(node, script, &call, deadline).await?;
+    if !is_noscript(&answer) {
+        return into_result(answer);
+    }
+    load(node, script, deadline).await?;
+    into_result(asking_pipeline(node, script, &call, deadline).await?)
+}
+
+/// The keys and arguments of one call.
+struct Call1<'a> {
+    keys: &'a [String],
+    args: &'a [i64],
+}
+
+async fn asking_pipeline(
+    node: &Node,
+    script: &Script,
+    call: &Call1<'_>,
+    deadline: Duration,
+) -> Result<Value, Error> {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    pipe.cmd("ASKING").ignore();
+    let evalsha = pipe
+        .cmd("EVALSHA")
+        .arg(script.get_hash())
+        .arg(call.keys.len());
+    for key in call.keys {
+        evalsha.arg(key);
+    }
+    evalsha.arg(call.args);
+    let mut replies: Vec<Value> = node
+        .run(deadline, move |mut c| async move {
+            pipe.query_async::<Vec<Value>>(&mut c).await
+        })
+        .await?;
+    replies
+        .pop()
+        .ok_or_else(|| Error::UnexpectedReply("no reply after ASKING".to_owned()))
+}
+
+/// A reply as the client gives one for a single command: an error reply as an error.
+pub(crate) fn into_result(reply: Value) -> Result<Value, Error> {
+    match reply {
+        Value::ServerError(e) => Err(Error::from(redis::RedisError::from(e))),
+        reply => Ok(reply),
+    }
+}
+
+/// `SCRIPT LOAD` of `script` on `node`.
+async fn load(node: &Node, script: &Arc<Script>, deadline: Duration) -> Result<(), Error> {
+    let script = Arc::clone(script);
+    node.run(deadline, move |mut c| async move {
+        script.load_async(&mut c).await.map(|_| ())
+    })
+    .await
 }
 
 /// The calls on one node as EVALSHA pipelines of at most `pace.chunk`, one after another,
 /// errors kept per call. Calls the server answered NOSCRIPT (they did not run) are sent again
 /// once, right after the script is loaded, before the next chunk.
-async fn run_chunks(
+pub(crate) async fn run_chunks(
     node: &Node,
-    script: &Script,
+    script: &Arc<Script>,
     calls: &[Call],
     pace: Pace,
 ) -> Vec<Result<Value, Error>> {
@@ -167,19 +219,14 @@ async fn run_chunks(
             }));
             continue;
         }
-        let mut answers = pipeline(node, script, chunk, pace.deadline).await;
+        let mut answers = pipeline(node, script, chunk, pace.deadline, false).await;
         let missing: Vec<usize> = (0..answers.len())
             .filter(|&i| matches!(&answers[i], Ok(reply) if is_noscript(reply)))
             .collect();
         if !missing.is_empty() {
             let again: Vec<Call> = missing.iter().map(|&i| chunk[i].clone()).collect();
-            let loaded = node
-                .run(pace.deadline, |mut c| async move {
-                    script.load_async(&mut c).await
-                })
-                .await;
-            let resent = match loaded {
-                Ok(_) => pipeline(node, script, &again, pace.deadline).await,
+            let resent = match load(node, script, pace.deadline).await {
+                Ok(()) => pipeline(node, script, &again, pace.deadline, false).await,
                 Err(e) => again.iter().map(|_| Err(e.clone())).collect(),
             };
             for (i, answer) in missing.into_iter().zip(resent) {
@@ -194,17 +241,29 @@ async fn run_chunks(
     replies
 }
 
-/// One pipeline of `calls`, within `deadline`: a reply (or error reply) per call, or the
-/// pipeline's error for every call.
-async fn pipeline(
+/// One pipeline of `calls` (each after `ASKING` when `asking`), within `deadline`: a reply (or
+/// error reply) per call, or the pipeline's error for every call.
+pub(crate) async fn pipeline(
     node: &Node,
     script: &Script,
     calls: &[Call],
     deadline: Duration,
+    asking: bool,
 ) -> Vec<Result<Value, Error>> {
-    let pipe = evalsha_pipeline(script, calls);
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for call in calls {
+        if asking {
+            pipe.cmd("ASKING").ignore();
+        }
+        pipe.cmd("EVALSHA")
+            .arg(script.get_hash())
+            .arg(1)
+            .arg(&call.key)
+            .arg(&call.args[..]);
+    }
     let answer = node
-        .run(deadline, |mut c| async move {
+        .run(deadline, move |mut c| async move {
             pipe.query_async::<Vec<Value>>(&mut c).await
         })
         .await;
@@ -222,19 +281,6 @@ async fn pipeline(
     }
 }
 
-fn evalsha_pipeline(script: &Script, calls: &[Call]) -> redis::Pipeline {
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    for call in calls {
-        pipe.cmd("EVALSHA")
-            .arg(script.get_hash())
-            .arg(1)
-            .arg(&call.key)
-            .arg(&call.args[..]);
-    }
-    pipe
-}
-
-fn is_noscript(reply: &Value) -> bool {
+pub(crate) fn is_noscript(reply: &Value) -> bool {
     matches!(reply, Value::ServerError(e) if e.kind() == Some(ServerErrorKind::NoScript))
 }

@@ -31,22 +31,26 @@ pub enum Error {
     /// The quota's depth (`burst * emission_interval`, in whole microseconds) exceeds 2^51 µs,
     /// about 71 years: the server-side arithmetic would no longer be exact.
     QuotaTooLarge(Quota),
-    /// A time past 2^52 µs since the Unix epoch (the year 2112): beyond exact Lua arithmetic.
+    /// A time at or past 2^52 µs since the Unix epoch (the year 2112): beyond exact Lua
+    /// arithmetic.
     TimeOutOfRange(Nanos),
     /// Keys of one all-or-nothing check hash to different Cluster slots (the Redis keys, prefix
     /// included). Give them one `{hash tag}`.
     CrossSlot(Vec<String>),
     /// The Redis key holds a value of another type (a list, a hash...), not a TAT.
     WrongType(String),
-    /// The Redis key holds a string that is not a TAT the scripts wrote (a positive integer
-    /// of microseconds, no sign, no leading zero, at most 2^52 + 2^51). At most 64 bytes of
-    /// the value are kept.
+    /// The Redis key holds a string that is not what the scripts write (a TAT: a positive
+    /// integer of microseconds, no sign, no leading zero, at most 2^52 + 2^51, and after a
+    /// give-back `:` and the credit given back). The value is not repeated: it may be another
+    /// application's data, and errors get logged.
     CorruptValue {
         /// The Redis key.
         key: String,
-        /// The start of the value found.
-        value: String,
     },
+    /// The Redis server's clock reads past 2^52 µs since the Unix epoch (about 2112).
+    ServerTimeOutOfRange,
+    /// The options cannot work (such as an empty key prefix); the message says which and why.
+    InvalidOptions(String),
     /// The server answered something the scripts never return.
     UnexpectedReply(String),
 }
@@ -74,6 +78,8 @@ impl Error {
         match self {
             Error::QuotaTooLarge(_)
             | Error::TimeOutOfRange(_)
+            | Error::ServerTimeOutOfRange
+            | Error::InvalidOptions(_)
             | Error::CrossSlot(_)
             | Error::WrongType(_)
             | Error::CorruptValue { .. } => true,
@@ -84,11 +90,73 @@ impl Error {
             | Error::UnexpectedReply(_) => false,
         }
     }
+
+    /// The code of the server's error reply (`READONLY`, `MOVED`, `OOM`...), if the error is
+    /// one. Redis 5 and 6 wrap an error raised inside a script as `ERR Error running script
+    /// ... -READONLY ...`: the code returned is then the wrapped one.
+    pub fn reply_code(&self) -> Option<&str> {
+        match self {
+            Error::Redis(e) => reply_code(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the reply says the server cannot take writes now (`READONLY`: a replica,
+    /// `MASTERDOWN`: a replica that lost its primary, `LOADING`: a server reading its data):
+    /// the connection is replaced and the name resolved again.
+    pub(crate) fn not_primary(&self) -> bool {
+        matches!(
+            self.reply_code(),
+            Some("READONLY" | "MASTERDOWN" | "LOADING")
+        )
+    }
+}
+
+/// The codes a script error of Redis 5 or 6 may wrap that the limiter tells apart: all about
+/// availability but `NOPERM` (an ACL refusal, a usage error).
+const WRAPPED: [&str; 10] = [
+    "READONLY",
+    "MASTERDOWN",
+    "LOADING",
+    "OOM",
+    "MISCONF",
+    "NOREPLICAS",
+    "BUSY",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "NOPERM",
+];
+
+/// The code of error reply `e`, unwrapped from a Redis 5-6 script error.
+pub(crate) fn reply_code(e: &redis::RedisError) -> Option<&str> {
+    let code = e.code()?;
+    if code != "ERR" {
+        return Some(code);
+    }
+    Some(e.detail().and_then(wrapped_code).unwrap_or(code))
+}
+
+/// The code inside `ERR Error running script (call to f_...): @user_script:1: -READONLY You
+/// can't write against a read only replica.` (Redis 6; Redis 5 the same, or without the dash).
+fn wrapped_code(detail: &str) -> Option<&'static str> {
+    if !detail.starts_with("Error running script") {
+        return None;
+    }
+    detail
+        .split(": ")
+        .skip(1)
+        .map(|part| part.trim_start_matches('-'))
+        .filter_map(|part| part.split([' ', '\r', '\n']).next())
+        .find_map(|word| WRAPPED.iter().copied().find(|c| *c == word))
 }
 
 /// Whether an error reply says the request itself is wrong (rather than that the server is
 /// busy, loading, read-only, out of memory or moving slots).
 fn is_usage_reply(e: &redis::RedisError) -> bool {
+    let wrapped = e.detail().filter(|_| e.code() == Some("ERR"));
+    if let Some(code) = wrapped.and_then(wrapped_code) {
+        return code == "NOPERM";
+    }
     match e.kind() {
         ErrorKind::Server(kind) => matches!(
             kind,
@@ -122,7 +190,7 @@ impl fmt::Display for Error {
             ),
             Error::TimeOutOfRange(now) => write!(
                 f,
-                "time {now} is past 2^52 microseconds since the Unix epoch (about 2112)"
+                "time {now} is at or past 2^52 microseconds since the Unix epoch (about 2112)"
             ),
             Error::CrossSlot(keys) => write!(
                 f,
@@ -132,11 +200,16 @@ impl fmt::Display for Error {
                 f,
                 "redis key {key:?} holds a value of another type, not a rate limit TAT"
             ),
-            Error::CorruptValue { key, value } => write!(
+            Error::CorruptValue { key } => write!(
                 f,
-                "redis key {key:?} holds {value:?}, not a TAT (a positive integer of \
-                 microseconds without sign or leading zero)"
+                "redis key {key:?} holds a string that is not a rate limit TAT; is the key \
+                 prefix shared with other data?"
             ),
+            Error::ServerTimeOutOfRange => write!(
+                f,
+                "the redis server's clock reads past 2^52 microseconds since the Unix epoch"
+            ),
+            Error::InvalidOptions(why) => write!(f, "invalid redis limiter options: {why}"),
             Error::UnexpectedReply(r) => write!(f, "unexpected reply from redis: {r}"),
         }
     }

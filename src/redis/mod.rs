@@ -7,7 +7,8 @@
 //! written only when a request is allowed, with an expiry equal to the time until the bucket is
 //! full again, so a missing key is a full bucket and idle clients cost no memory. Nothing is
 //! written for a denial or a peek (except the first sight of a bucket under
-//! [`RedisOptions::start_empty`]). Needs Redis 5 or later; tested against redis-server 7.0.
+//! [`RedisOptions::start_empty`]). Needs Redis 5 or later; tested against redis-server 7.0
+//! (alone, a replica pair failed over, Sentinel, a Cluster resharded under load, TLS).
 //!
 //! ```no_run
 //! use cellrate::{redis::{FailurePolicy, RedisLimiter, RedisOptions}, Quota};
@@ -48,36 +49,61 @@
 //! [`FailurePolicy`] (fail open, fail closed, or a local limiter with this server's share of
 //! the quota) and count every answer in [`Stats`]. Each call has a deadline; a call that passes
 //! it after being sent may still have been applied, so it is reported as outcome unknown and
-//! never retried. A connection that falls silent is replaced; while the server is known to be
-//! down, calls fail at once without being sent, and a background probe brings it back.
-//! Mistakes of the caller or the deployment ([`Error::is_usage`]: a key holding something
-//! other than a TAT, keys of different Cluster slots, a quota the script cannot hold) are
-//! refused under every policy, never admitted.
+//! never retried. A connection that falls silent, drops, or reaches a server that cannot take
+//! writes (`READONLY` after a failover behind one name) is replaced, and every new connection
+//! must reach a primary. A server that stops answering scripts in time trips a breaker; while
+//! it is down or tripped, calls fail at once without being sent, and background attempts,
+//! backing off, bring it back. Mistakes of the caller or the deployment ([`Error::is_usage`]: a
+//! key holding something other than a TAT, keys of different Cluster slots, a quota the script
+//! cannot hold, an empty prefix) are refused under every policy, never admitted. TLS
+//! (`rediss://`, [`RedisOptions::tls_root_certificates`]), Cluster
+//! ([`RedisLimiter::connect_cluster`]) and Sentinel ([`RedisLimiter::connect_sentinel`]) are
+//! supported. What a failover, a restart or an eviction policy can cost is in docs/design.md,
+//! section 7.
+//!
+//! # Giving tokens back
+//! [`RedisLimiter::reserve_key_n`] answers a [`Booking`]: [`Booking::cancel`] gives the tokens
+//! back and [`Booking::settle`] corrects the cost, under the quota of the spend, and never hands
+//! back more than the request still holds (not another request's tokens).
 //!
 //! # Keys and batches
-//! Keys get a configurable prefix; a key's `{hash tag}` is kept, so related keys can share a
-//! Cluster slot. [`RedisLimiter::check_many`] sends many independent decisions as pipelines of
-//! [`RedisOptions::batch_chunk`] calls (per node on a Cluster); [`RedisLimiter::check_all_of_n`]
-//! spends in several buckets (a user's, their org's) or in none, in one atomic script whose
-//! keys must share a slot on a Cluster. [`RedisOptions::deny_cache`] refuses keys Redis just
-//! refused without a round trip.
+//! Keys get a configurable prefix, which must be the limiter's alone; a key's `{hash tag}` is
+//! kept, so related keys can share a Cluster slot. A key longer than [`MAX_KEY_LEN`] bytes is
+//! replaced by its tag and a digest; put text a client chose through [`key_part`], so that it
+//! can neither choose a slot nor grow key names. [`RedisLimiter::check_many`] sends many
+//! independent decisions as pipelines of [`RedisOptions::batch_chunk`] calls (per node on a
+//! Cluster); [`RedisLimiter::check_all_of_n`] spends in several buckets (a user's, their
+//! org's) or in none, in one atomic script whose keys must share a slot on a Cluster, and
+//! [`RedisLimiter::reserve_all_of_n`] tells each key's own figures. [`RedisOptions::deny_cache`]
+//! refuses keys Redis just refused without a round trip.
 
 mod all_of;
 mod batch;
+mod booking;
 mod cluster;
 mod conn;
+mod connector;
 mod deny_cache;
 mod error;
+mod joint;
+mod key_name;
 mod local;
+mod micros;
 mod node;
 mod observe;
 mod options;
 mod policy;
+mod reserve;
 mod script;
+mod sentinel;
 mod single;
+mod slot_map;
 
+pub use booking::Booking;
 pub use error::Error;
-pub use options::{ErrorHook, RedisOptions};
+pub use joint::{JointBooking, JointDenial};
+pub use key_name::{key_part, MAX_KEY_LEN, MAX_PART_LEN};
+pub use options::{ClientIdentity, ErrorHook, RedisOptions};
 pub use policy::FailurePolicy;
 
 use crate::outcome::{Allowed, Denied};
@@ -99,9 +125,10 @@ use std::sync::Arc;
 pub struct RedisLimiter {
     conn: Conn,
     quota: MicroQuota,
-    options: RedisOptions,
+    /// Shared: a [`Booking`] keeps a clone of the limiter.
+    options: Arc<RedisOptions>,
     decide: Arc<Script>,
-    refund: Arc<Script>,
+    settle: Arc<Script>,
     all_of: Arc<Script>,
     counters: Arc<Counters>,
     local: Arc<Local>,
@@ -127,6 +154,7 @@ impl RedisLimiter {
         options: RedisOptions,
     ) -> Result<RedisLimiter, Error> {
         let quota = MicroQuota::new(&quota)?;
+        options.check()?;
         let conn = Conn::single(url, &options).await?;
         Ok(RedisLimiter::with_conn(conn, quota, options))
     }
@@ -141,6 +169,7 @@ impl RedisLimiter {
         options: RedisOptions,
     ) -> Result<RedisLimiter, Error> {
         let quota = MicroQuota::new(&quota)?;
+        options.check()?;
         let conn = Conn::single_lazy(url, &options)?;
         Ok(RedisLimiter::with_conn(conn, quota, options))
     }
@@ -155,7 +184,28 @@ impl RedisLimiter {
         options: RedisOptions,
     ) -> Result<RedisLimiter, Error> {
         let quota = MicroQuota::new(&quota)?;
+        options.check()?;
         let conn = Conn::cluster(urls, &options).await?;
+        Ok(RedisLimiter::with_conn(conn, quota, options))
+    }
+
+    /// Connects to the primary that the Sentinels at `sentinels` (such as
+    /// `redis://10.0.0.5:26379`) name for `service`, and follows it: every new connection (after
+    /// a failover, a `READONLY` reply, a silent connection) asks the Sentinels again. `primary`
+    /// says how to talk to the primary, its host and port ignored: the scheme (`rediss://` for
+    /// TLS, checked against [`RedisOptions::tls_root_certificates`] or the system's roots),
+    /// the user name and password, the database; such as `redis://:secret@primary/0`.
+    pub async fn connect_sentinel(
+        sentinels: &[&str],
+        service: &str,
+        primary: &str,
+        quota: Quota,
+        options: RedisOptions,
+    ) -> Result<RedisLimiter, Error> {
+        let quota = MicroQuota::new(&quota)?;
+        options.check()?;
+        let connector = sentinel::connector(sentinels, service, primary, &options)?;
+        let conn = Conn::sentinel(connector, &options).await?;
         Ok(RedisLimiter::with_conn(conn, quota, options))
     }
 
@@ -165,12 +215,12 @@ impl RedisLimiter {
             conn,
             quota,
             decide: Arc::new(script::decide_script()),
-            refund: Arc::new(script::refund_script()),
+            settle: Arc::new(script::settle_script()),
             all_of: Arc::new(all_of::all_of_script()),
             counters: Arc::new(Counters::default()),
             local: Arc::new(Local::new(quota.effective(), &options)),
             deny,
-            options,
+            options: Arc::new(options),
             name: None,
             top_denied: None,
         }
@@ -196,12 +246,12 @@ impl RedisLimiter {
         stats
     }
 
-    /// The Redis key of a bucket: the prefix, then `key` unchanged (hash tag included).
+    /// The Redis key of a bucket: the prefix, then `key` unchanged (hash tag included) while it
+    /// is at most [`MAX_KEY_LEN`] bytes. A longer key becomes its hash tag and a SHA-256 digest
+    /// of the whole key, so that key names stay bounded; keys sharing a tag still share a slot.
+    /// A key is used as given: put text a client chose through [`key_part`] first.
     pub fn redis_key(&self, key: &str) -> String {
-        let mut full = String::with_capacity(self.options.key_prefix.len() + key.len());
-        full.push_str(&self.options.key_prefix);
-        full.push_str(key);
-        full
+        key_name::full_key(&self.options.key_prefix, key)
     }
 
     /// The SHA1 of the decision script, as EVALSHA names it (for example to drive the same
@@ -209,6 +259,12 @@ impl RedisLimiter {
     /// (`src/redis/script.rs`).
     pub fn decision_script_sha1(&self) -> &str {
         self.decide.get_hash()
+    }
+
+    /// The SHA1 of the all-or-nothing script ([`RedisLimiter::check_all_of_n`]), as EVALSHA
+    /// names it; its arguments are documented in the crate source (`src/redis/all_of.rs`).
+    pub fn all_of_script_sha1(&self) -> &str {
+        self.all_of.get_hash()
     }
 
     fn pace(&self) -> Pace {

@@ -7,9 +7,14 @@ use core::fmt;
 use core::time::Duration;
 use std::sync::Arc;
 
+mod tls;
+
 /// A function told of every error a `check_*` call answered by policy or refused (see
 /// [`RedisOptions::on_error`]).
 pub type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// A client certificate chain and its private key, both PEM.
+pub type ClientIdentity = (Arc<[u8]>, Arc<[u8]>);
 
 /// Settings of a [`RedisLimiter`](super::RedisLimiter), built from [`RedisOptions::default`].
 ///
@@ -40,7 +45,10 @@ pub struct RedisOptions {
     pub reconnect_retries: usize,
     /// Calls in a row that time out on a silent connection before it is replaced.
     pub silent_timeouts: u32,
-    /// How often a server taken for down is probed (and a Cluster's slot map refreshed).
+    /// Calls in a row that time out, replies or not, before the breaker trips.
+    pub breaker_timeouts: u32,
+    /// The first pause between attempts to reach a server taken for down (and between reads of
+    /// a Cluster's slot map).
     pub probe_interval: Duration,
     /// The most calls of a batch sent in one pipeline.
     pub batch_chunk: usize,
@@ -61,6 +69,10 @@ pub struct RedisOptions {
     pub deny_cache: usize,
     /// Told of every error a `check_*` call answered by policy or refused.
     pub on_error: Option<ErrorHook>,
+    /// The certificates (PEM) that `rediss://` servers must chain to, instead of the system's.
+    pub tls_root_certificates: Option<Arc<[u8]>>,
+    /// The client certificate chain and key (PEM) that `rediss://` servers may ask for.
+    pub tls_client_identity: Option<ClientIdentity>,
 }
 
 impl fmt::Debug for RedisOptions {
@@ -72,6 +84,7 @@ impl fmt::Debug for RedisOptions {
             .field("connection_timeout", &self.connection_timeout)
             .field("reconnect_retries", &self.reconnect_retries)
             .field("silent_timeouts", &self.silent_timeouts)
+            .field("breaker_timeouts", &self.breaker_timeouts)
             .field("probe_interval", &self.probe_interval)
             .field("batch_chunk", &self.batch_chunk)
             .field("failure_retry_after", &self.failure_retry_after)
@@ -82,6 +95,14 @@ impl fmt::Debug for RedisOptions {
             .field("local_quota", &self.local_quota)
             .field("deny_cache", &self.deny_cache)
             .field("on_error", &self.on_error.as_ref().map(|_| "set"))
+            .field(
+                "tls_root_certificates",
+                &self.tls_root_certificates.as_ref().map(|_| "set"),
+            )
+            .field(
+                "tls_client_identity",
+                &self.tls_client_identity.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -89,10 +110,12 @@ impl fmt::Debug for RedisOptions {
 impl Default for RedisOptions {
     /// Prefix `"cellrate:"`, [`FailurePolicy::FailOpen`], a 100 ms deadline per call, a 250 ms
     /// connection timeout with 1 retry, a connection replaced after 2 silent timeouts in a
-    /// row, a down server probed every 100 ms, batches in chunks of 1,000, 1 s `retry_after`
+    /// row, the breaker tripped after 5 timeouts in a row, a down server probed from every
+    /// 100 ms (backing off to 1.6 s), batches in chunks of 1,000, 1 s `retry_after`
     /// when failing closed, buckets that start full, keys that expire when their bucket is full
     /// (plus a 1 s margin when written at a caller's time), a local fallback of 100,000 keys
-    /// (used only under [`FailurePolicy::Local`]), no deny cache, no error hook.
+    /// (used only under [`FailurePolicy::Local`]), no deny cache, no error hook, and for
+    /// `rediss://` the system's root certificates and no client certificate.
     fn default() -> RedisOptions {
         RedisOptions {
             key_prefix: "cellrate:".to_owned(),
@@ -101,6 +124,7 @@ impl Default for RedisOptions {
             connection_timeout: Duration::from_millis(250),
             reconnect_retries: 1,
             silent_timeouts: 2,
+            breaker_timeouts: 5,
             probe_interval: Duration::from_millis(100),
             batch_chunk: 1000,
             failure_retry_after: Duration::from_secs(1),
@@ -111,12 +135,18 @@ impl Default for RedisOptions {
             local_quota: None,
             deny_cache: 0,
             on_error: None,
+            tls_root_certificates: None,
+            tls_client_identity: None,
         }
     }
 }
 
 impl RedisOptions {
-    /// Prepended to every key. Keep hash tags out of it: a key's own `{tag}` then decides its
+    /// Prepended to every key; must not be empty, and must belong to the limiter alone: a
+    /// caller's key names any Redis key under it, and the scripts overwrite a key that holds a
+    /// number (a key holding anything else is refused, [`Error::CorruptValue`], and never
+    /// overwritten). An empty prefix is refused at connect ([`Error::InvalidOptions`]). Keep
+    /// hash tags out of it: a key's own `{tag}` then decides its
     /// Cluster slot (Redis hashes the first `{...}` of the full key), and related keys such as
     /// `{user42}:read` and `{user42}:write` share one slot. A prefix that holds a tag itself
     /// pins every key to that one slot.
@@ -146,11 +176,14 @@ impl RedisOptions {
         self
     }
 
-    /// Connection attempts after the first, made one after another, when a connection is lost
-    /// (default 1). Callers wait for them within their deadline. When they all fail the
-    /// server is taken for down: calls fail at once, unsent ([`Error::Unavailable`], answered
-    /// by the policy), and the server is probed every [`probe_interval`](Self::probe_interval())
-    /// until it answers. A call itself is never sent twice.
+    /// Connection attempts after the first, when a connection is lost (default 1), before the
+    /// server is taken for down. Callers wait for them within their deadline. When they all
+    /// fail, calls fail at once, unsent ([`Error::Unavailable`], answered by the policy), and
+    /// the server is tried again until it answers. Every attempt but the first after a healthy
+    /// spell waits a backoff: [`probe_interval`](Self::probe_interval()) doubled per failed
+    /// attempt or replaced connection since the last reply in time, up to 16 times it, each
+    /// pause a random 50-100 % of that (so that many processes do not reconnect in step). An attempt succeeds only when the
+    /// server says (`ROLE`) it is a primary. A call itself is never sent twice.
     pub fn reconnect_retries(mut self, retries: usize) -> RedisOptions {
         self.reconnect_retries = retries;
         self
@@ -159,16 +192,31 @@ impl RedisOptions {
     /// A connection is replaced after this many calls in a row time out with no reply at all
     /// on it since they were sent (default 2; at least 1). A connection frozen without being
     /// closed (a failover behind a virtual IP, a NAT dropping state, a host that stopped) is
-    /// told apart from a slow server by this silence: a slow server still answers the calls
-    /// sent before.
+    /// told apart from a slow server by this silence: a slow server still answers, late, the
+    /// calls sent before, and a late reply counts (calls are waited for in the background up
+    /// to 16 deadlines after their own).
     pub fn silent_timeouts(mut self, n: u32) -> RedisOptions {
         self.silent_timeouts = n;
         self
     }
 
-    /// How often a server taken for down is probed with a new connection and a `PING`
-    /// (default 100 ms); on a Cluster, also how often the slot map is read again while a node
-    /// is down or a reply said a slot moved.
+    /// The breaker trips after this many calls in a row time out on a connection, whether or
+    /// not replies still come late on it (default 5; at least 1): a server that answers `PING`
+    /// but not scripts (a long script, `CLIENT PAUSE WRITE` during a manual failover), or one
+    /// too slow for the deadline. While tripped, calls fail at once, unsent
+    /// ([`Error::Unavailable`], answered by the policy), instead of each waiting out its
+    /// deadline; a probe (`EVAL "return 1" 0`, which writes nothing but waits as scripts do)
+    /// runs on the connection, backing off from [`probe_interval`](Self::probe_interval()),
+    /// and the first that answers within the deadline closes the breaker.
+    pub fn breaker_timeouts(mut self, n: u32) -> RedisOptions {
+        self.breaker_timeouts = n;
+        self
+    }
+
+    /// The first pause between connection attempts to a server taken for down, and between
+    /// probes of a tripped breaker (default 100 ms), doubling up to 16 times it (see
+    /// [`reconnect_retries`](Self::reconnect_retries())); on a Cluster, also the first pause
+    /// between reads of the slot map while a node is down or a reply said a slot moved.
     pub fn probe_interval(mut self, interval: Duration) -> RedisOptions {
         self.probe_interval = interval;
         self
@@ -259,6 +307,18 @@ impl RedisOptions {
     pub fn on_error(mut self, hook: impl Fn(&Error) + Send + Sync + 'static) -> RedisOptions {
         self.on_error = Some(Arc::new(hook));
         self
+    }
+
+    /// The options' mistakes that no call could mend: an empty key prefix.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        if self.key_prefix.is_empty() {
+            return Err(Error::InvalidOptions(
+                "an empty key prefix: every key a caller names would be any Redis key, other \
+                 data included; give the limiter a prefix of its own"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Milliseconds a key lives beyond the time its bucket is full: the forget-after time of

@@ -1,4 +1,4 @@
-//! Decisions and refunds of one key.
+//! Decisions of one key.
 
 use super::local::Ask;
 use super::script::{self, MicroQuota};
@@ -7,6 +7,7 @@ use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
 use redis::{Script, Value};
+use std::sync::Arc;
 
 impl RedisLimiter {
     /// Spends one token of `key`'s bucket, on the server's clock; the failure policy applies.
@@ -44,22 +45,39 @@ impl RedisLimiter {
         micro: Result<MicroQuota, Error>,
         quota: Quota,
     ) -> Result<Allowed, Denied> {
+        self.answer_one(key, cost, micro, quota, false).await.0
+    }
+
+    /// The answer to `cost` tokens of `key` under `quota` on the server's clock, the failure
+    /// policy applied and counted, with the receipt when Redis spent and `receipt` asks for it.
+    pub(crate) async fn answer_one(
+        &self,
+        key: &str,
+        cost: u32,
+        micro: Result<MicroQuota, Error>,
+        quota: Quota,
+        receipt: bool,
+    ) -> script::Decided {
         let outcome = match micro {
             Ok(micro) => {
                 if let Some(denied) = self.cached_refusal(key, cost, &micro) {
                     self.counters.record_cached();
                     self.note_denied(key);
-                    return Err(denied);
+                    return (Err(denied), None);
                 }
-                self.decide_one(key, cost, &micro, None).await
+                self.spend_one(key, cost, &micro, None, receipt).await
             }
             Err(e) => Err(e),
+        };
+        let (outcome, receipt) = match outcome {
+            Ok((decision, receipt)) => (Ok(decision), receipt),
+            Err(e) => (Err(e), None),
         };
         let decision = self.settle(outcome, Ask::One { key, cost, quota });
         if decision.is_err() {
             self.note_denied(key);
         }
-        decision
+        (decision, receipt)
     }
 
     /// The decision for `cost` tokens of `key` at `now` (nanoseconds since the Unix epoch),
@@ -114,29 +132,6 @@ impl RedisLimiter {
             .await
     }
 
-    /// Gives back `n` tokens of `key` on the server's clock: a request admitted but not
-    /// carried out. As in the core, the level never rises above the capacity and a full
-    /// bucket stays as it is. A refund that times out is not retried.
-    pub async fn try_refund_key_n(&self, key: &str, n: u32) -> Result<(), Error> {
-        self.refund_key_n(key, n, None).await
-    }
-
-    /// [`RedisLimiter::try_refund_key_n`] at `now` (ns since the Unix epoch).
-    pub async fn try_refund_key_n_at(&self, key: &str, n: u32, now: Nanos) -> Result<(), Error> {
-        self.refund_key_n(key, n, Some(now)).await
-    }
-
-    async fn refund_key_n(&self, key: &str, n: u32, now: Option<Nanos>) -> Result<(), Error> {
-        let now = now.map(script::micros_since_epoch).transpose()?;
-        if let Some(cache) = &self.deny {
-            cache.forget(key);
-        }
-        let (reply, redis_key) = self
-            .invoke_one(&self.refund, key, &self.quota, n, now)
-            .await?;
-        script::decode_refund(&reply, &redis_key)
-    }
-
     /// The deny cache's refusal of `cost` tokens of `key`, if it has one.
     pub(crate) fn cached_refusal(
         &self,
@@ -166,32 +161,42 @@ impl RedisLimiter {
         quota: &MicroQuota,
         now: Option<Nanos>,
     ) -> Result<Result<Allowed, Denied>, Error> {
-        let time = now.map(script::micros_since_epoch).transpose()?;
-        let (reply, redis_key) = self
-            .invoke_one(&self.decide, key, quota, cost, time)
-            .await?;
-        let decision = script::decode_decision(&reply, quota, &redis_key)?;
-        if now.is_none() {
-            self.remember(key, &decision, quota);
-        }
-        Ok(decision)
+        Ok(self.spend_one(key, cost, quota, now, false).await?.0)
     }
 
-    /// Runs `script` on `key` for `n` tokens under `quota` at `now`; the reply and the Redis key.
-    async fn invoke_one(
+    /// The decision and, when it spent and `receipt` asks for it, its receipt.
+    pub(crate) async fn spend_one(
         &self,
-        script: &Script,
         key: &str,
+        cost: u32,
         quota: &MicroQuota,
-        n: u32,
-        now: Option<script::MicroTime>,
+        now: Option<Nanos>,
+        receipt: bool,
+    ) -> Result<script::Decided, Error> {
+        let time = now.map(script::micros_since_epoch).transpose()?;
+        let mut args = self.args(quota, cost, time).to_vec();
+        args.push(i64::from(receipt));
+        let (reply, redis_key) = self.invoke_key(&self.decide, key, &args).await?;
+        let decided = script::decode_decision(&reply, quota, &redis_key)?;
+        if now.is_none() {
+            self.remember(key, &decided.0, quota);
+        }
+        Ok(decided)
+    }
+
+    /// Runs `script` on the Redis key of `key` with `args` within the deadline: the reply and
+    /// the Redis key.
+    pub(crate) async fn invoke_key(
+        &self,
+        script: &Arc<Script>,
+        key: &str,
+        args: &[i64],
     ) -> Result<(Value, String), Error> {
         let redis_key = self.redis_key(key);
-        let args = self.args(quota, n, now);
         let keys = std::slice::from_ref(&redis_key);
         let reply = self
             .conn
-            .invoke(script, keys, &args, self.options.deadline)
+            .invoke(script, keys, args, self.options.deadline)
             .await?;
         Ok((reply, redis_key))
     }

@@ -2,9 +2,10 @@
 //! persistence, killed when dropped.
 #![allow(dead_code)] // each test file uses a different part of it
 
-// `cluster.rs` (a 3-node Cluster) and `proxy.rs` (the fault proxy) sit beside this file; the
-// tests that use them include them with `#[path]`, so that the redis bench, which includes this
-// file too, needs neither (nor the proxy's libc).
+// `cluster.rs` (a 3-node Cluster), `proxy.rs` (the fault proxy), `sentinel.rs`, `stand_in.rs`
+// (a stand-in for an older server) and `tls.rs` (certificates made with openssl) sit beside
+// this file; tests/integration.rs includes each once with `#[path]`, so that the redis bench,
+// which includes this file too, needs none of them (nor the proxy's libc).
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -22,7 +23,13 @@ pub struct RedisServer {
 
 /// `true` if `redis-server` can be started; otherwise prints why the test is skipped.
 pub fn redis_available(test: &str) -> bool {
-    let found = Command::new("redis-server")
+    tool_available(test, "redis-server", "redis-server redis-tools")
+}
+
+/// `true` if `program --version` runs; otherwise prints why `test` is skipped and the Debian
+/// packages to install.
+pub fn tool_available(test: &str, program: &str, packages: &str) -> bool {
+    let found = Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -32,11 +39,18 @@ pub fn redis_available(test: &str) -> bool {
         // Written to the real stderr, past the test harness's capture, so that it shows.
         let _ = writeln!(
             std::io::stderr(),
-            "SKIPPED {test}: no redis-server on PATH \
-             (Debian: apt-get install redis-server redis-tools)"
+            "SKIPPED {test}: no {program} on PATH (Debian: apt-get install {packages})"
         );
     }
     found
+}
+
+/// Options for tests of faults: deadlines of tens of milliseconds.
+pub fn fast_options() -> cellrate::redis::RedisOptions {
+    cellrate::redis::RedisOptions::default()
+        .deadline(Duration::from_millis(40))
+        .connection_timeout(Duration::from_millis(100))
+        .probe_interval(Duration::from_millis(20))
 }
 
 /// A loopback port that was free when asked; nothing listens on it until a test binds it.
@@ -238,5 +252,45 @@ impl RedisServer {
             .and_then(|l| l.split(',').find_map(|f| f.strip_prefix(entry.as_str())))
             .and_then(|v| v.parse().ok())
             .unwrap_or(f64::NAN)
+    }
+}
+
+impl RedisServer {
+    /// Waits until this replica's link to its primary is up and the first sync is done.
+    pub fn wait_in_sync(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let info: String = self
+                .query(redis::cmd("INFO").arg("replication"))
+                .unwrap_or_default();
+            if info.contains("master_link_status:up") && info.contains("master_sync_in_progress:0")
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the replica never synced: {info}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the server says (`ROLE`) it is a primary.
+    pub fn is_primary(&self) -> bool {
+        let role: Vec<redis::Value> = self.query(&mut redis::cmd("ROLE")).unwrap_or_default();
+        role.first() == Some(&redis::Value::BulkString(b"master".to_vec()))
+    }
+
+    /// The directory the server runs in (its files, certificates a test made).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+}
+
+impl RedisServer {
+    /// The value given to the `redis-server` argument `name` (such as `--tls-port`), if any.
+    pub fn arg(&self, name: &str) -> Option<&str> {
+        let i = self.extra.iter().position(|a| a == name)?;
+        self.extra.get(i + 1).map(String::as_str)
     }
 }

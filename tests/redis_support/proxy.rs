@@ -2,12 +2,13 @@
 //! it forwards bytes both ways until told to freeze the connections open at the time (they
 //! stay open and silent, as behind a failed-over virtual IP, a NAT that dropped its state or a
 //! stopped host), reset them, delay replies, or freeze once a number of reply bytes has passed.
-//! New connections are forwarded normally whatever happened to the old ones. Threads poll
-//! every few milliseconds and all end when the proxy is dropped.
+//! New connections are forwarded normally whatever happened to the old ones, to an upstream
+//! that can be moved (a name or virtual IP pointed at another server after a failover).
+//! Threads poll every few milliseconds and all end when the proxy is dropped.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -31,6 +32,10 @@ struct Shared {
     delay_us: AtomicU64,
     /// Reply bytes still forwarded before every open connection freezes; negative: no limit.
     budget: AtomicI64,
+    /// The port new connections are forwarded to.
+    upstream: AtomicU16,
+    /// Connections accepted so far.
+    accepted: AtomicU64,
 }
 
 /// One proxied connection. The pumps hold clones of the two streams and drop them within a
@@ -50,9 +55,10 @@ impl FaultProxy {
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared::default());
         shared.budget.store(-1, Ordering::SeqCst);
+        shared.upstream.store(upstream, Ordering::SeqCst);
         let accept = {
             let shared = shared.clone();
-            std::thread::spawn(move || accept_loop(&listener, upstream, &shared))
+            std::thread::spawn(move || accept_loop(&listener, &shared))
         };
         FaultProxy {
             port,
@@ -92,6 +98,16 @@ impl FaultProxy {
     /// After `bytes` more reply bytes, every open connection freezes.
     pub fn freeze_after_reply_bytes(&self, bytes: i64) {
         self.shared.budget.store(bytes, Ordering::SeqCst);
+    }
+
+    /// New connections go to `127.0.0.1:upstream`; open ones stay where they are.
+    pub fn retarget(&self, upstream: u16) {
+        self.shared.upstream.store(upstream, Ordering::SeqCst);
+    }
+
+    /// How many connections the proxy has accepted so far.
+    pub fn accepted_connections(&self) -> u64 {
+        self.shared.accepted.load(Ordering::SeqCst)
     }
 
     /// How many proxied connections are open.
@@ -140,7 +156,7 @@ impl Link {
     }
 }
 
-fn accept_loop(listener: &TcpListener, upstream: u16, shared: &Arc<Shared>) {
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     while !shared.stop.load(Ordering::SeqCst) {
         let client = match listener.accept() {
             Ok((client, _)) => client,
@@ -150,6 +166,8 @@ fn accept_loop(listener: &TcpListener, upstream: u16, shared: &Arc<Shared>) {
             }
             Err(_) => return,
         };
+        shared.accepted.fetch_add(1, Ordering::SeqCst);
+        let upstream = shared.upstream.load(Ordering::SeqCst);
         let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
             reset(&client);
             continue;
