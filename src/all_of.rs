@@ -121,13 +121,14 @@ impl<'a> AllOf<'a> {
     /// `max_wait` of zero makes it an all-or-nothing check that can be taken back.
     ///
     /// ```
-    /// use cellrate::{all_of, Limiter, ManualClock, Quota};
+    /// use cellrate::{all_of, Limit, Limiter, ManualClock, Quota};
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
     /// let user = Limiter::with_clock(Quota::per_second(10), clock.clone());
     /// let global = Limiter::with_clock(Quota::per_second(100), clock.clone());
-    /// let booked = all_of(&[&user, &global]).reserve_n(3, Duration::ZERO).unwrap();
+    /// let both: [&dyn Limit; 2] = [&user, &global];
+    /// let booked = all_of(&both).reserve_n(3, Duration::ZERO).unwrap();
     /// for reservation in booked {
     ///     reservation.cancel(); // the request was not carried out after all
     /// }
