@@ -75,6 +75,24 @@ pub fn governor_limiter<K: Hash + Eq + Clone>(keys: &[K]) -> governor::DefaultKe
     limiter
 }
 
+/// [`governor_limiter`] with governor's snapshot middleware, whose allowed checks return the
+/// state that tower_governor's headers read (`remaining_burst_capacity`).
+pub fn governor_read_limiter<K: Hash + Eq + Clone>(
+    keys: &[K],
+) -> governor::RateLimiter<
+    K,
+    governor::state::keyed::DefaultKeyedStateStore<K>,
+    governor::clock::DefaultClock,
+    governor::middleware::StateInformationMiddleware,
+> {
+    let quota = governor::Quota::per_second(NonZeroU32::new(RATE).expect("RATE > 0"));
+    let limiter = governor::RateLimiter::keyed(quota).with_middleware();
+    for k in keys {
+        limiter.check_key(k).expect("a fresh key is allowed");
+    }
+    limiter
+}
+
 /// How often the `_cached` clocks are refreshed.
 pub const CACHED_RESOLUTION: Duration = Duration::from_millis(1);
 
