@@ -9,7 +9,7 @@
 
 use criterion::Criterion;
 
-mod cached;
+mod clocks;
 mod direct;
 pub mod read;
 pub mod subjects;

@@ -22,7 +22,9 @@
 //! keys `cellrate_huge_pages` the same with the table in 2 MiB pages; `cellrate_siphash_at_now`
 //! is `cellrate_at_now` with SipHash-1-3 fingerprints instead of AES-CMAC. `_cached` subjects
 //! run on a clock refreshed every millisecond by a background thread: cellrate's `CachedClock`
-//! and governor's `QuantaUpkeepClock`, the same design.
+//! and governor's `QuantaUpkeepClock`, the same design; `cellrate_instant` runs on
+//! `MonotonicClock` (an `Instant` read per check). Threads sharing one table are measured by
+//! `paired`, whose chunks prove that the threads overlapped.
 //!
 //! Run: `cargo bench -p cellrate-benches --features quanta -- keyed_` (about 2 minutes with
 //! `-- --warm-up-time 1 --measurement-time 2`). Other work shares the machine, so compare the
@@ -134,6 +136,12 @@ fn u64_keys(c: &mut Criterion) {
                 walk(b, &order, |k| ours.check_key(k).is_ok())
             });
         }
+
+        let ours: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, MonotonicClock::new());
+        group.bench_function(id("cellrate_instant"), |b| {
+            walk(b, &order, |k| ours.check_key(k).is_ok())
+        });
+        drop(ours);
 
         let ours: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, cached_clock());
         group.bench_function(id("cellrate_cached"), |b| {

@@ -25,6 +25,8 @@ mod core;
 mod hot_cas;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+mod http_threads;
 mod keyed;
 mod keyed_memory;
 mod keyed_paired;

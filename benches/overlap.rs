@@ -15,6 +15,14 @@
 //! time off a core inside the shared interval is at most its time off a core over its own: the
 //! test can drop a chunk that did overlap, never keep one that did not. A single-thread chunk
 //! passes the same test (on a core for [`MIN_SHARE`] of its interval).
+//!
+//! A subject that sleeps by design (the mutex bucket: a thread that finds the lock taken waits
+//! in the kernel) is off a core in every chunk where its design costs it, so the CPU-time test
+//! would keep only its lucky chunks. Its chunks are judged by [`Run::runnable`] instead: the
+//! time each thread waited for a core while ready to run (`run_delay` in
+//! `/proc/thread-self/schedstat`, read around the thread's interval), which a sleep on a lock
+//! does not count and time-slicing with another thread does. Where that file is missing, the
+//! CPU-time test applies to them too.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -32,6 +40,9 @@ pub struct ThreadRun {
     pub cpu: Duration,
     /// Operations the thread completed.
     pub ops: u64,
+    /// The time the thread waited for a core while ready to run, over a little more than its
+    /// interval; `None` where the kernel does not say.
+    pub run_delay: Option<Duration>,
 }
 
 /// One chunk on all its threads.
@@ -108,6 +119,26 @@ impl Run {
     pub fn overlapped(&self) -> bool {
         self.shared_share() >= MIN_SHARE && self.on_core() >= MIN_SHARE
     }
+
+    /// The least share of the shared interval that any thread spent not waiting for a core:
+    /// running, or asleep by its own choice. `None` where the kernel does not report waits.
+    pub fn runnable(&self) -> Option<f64> {
+        let shared = self.shared().as_nanos() as f64;
+        self.threads.iter().try_fold(1.0f64, |least, t| {
+            let waited = t.run_delay?.as_nanos() as f64;
+            Some(least.min((1.0 - waited / shared.max(1.0)).max(0.0)))
+        })
+    }
+
+    /// [`Run::overlapped`] for a subject that sleeps by design: every thread spent at least
+    /// [`MIN_SHARE`] of the shared interval running or asleep by its own choice, never waiting
+    /// for a core (the CPU-time test where the kernel does not report waits).
+    pub fn overlapped_or_asleep(&self) -> bool {
+        match self.runnable() {
+            Some(share) => self.shared_share() >= MIN_SHARE && share >= MIN_SHARE,
+            None => self.overlapped(),
+        }
+    }
 }
 
 /// Runs a chunk of `length` on `threads` threads (one of them the caller's): each thread gets
@@ -125,6 +156,7 @@ pub fn run<S: Send>(
     let barrier = SpinBarrier::new(threads);
     let body = |t: usize| {
         let mut state = setup(t);
+        let delay_start = run_delay();
         let release = barrier.wait();
         let deadline = release + length;
         let start = Instant::now();
@@ -139,16 +171,18 @@ pub fn run<S: Send>(
         }
         let cpu = thread_cpu().saturating_sub(cpu_start);
         let end = Instant::now();
+        let run_delay = run_delay()
+            .zip(delay_start)
+            .map(|(end, start)| end.saturating_sub(start));
         let ops = batches * per_batch;
-        (
-            ThreadRun {
-                start,
-                end,
-                cpu,
-                ops,
-            },
-            state,
-        )
+        let run = ThreadRun {
+            start,
+            end,
+            cpu,
+            ops,
+            run_delay,
+        };
+        (run, state)
     };
     let results: Vec<(ThreadRun, S)> = std::thread::scope(|scope| {
         let others: Vec<_> = (1..threads)
@@ -217,6 +251,14 @@ impl SpinBarrier {
             std::hint::spin_loop();
         }
     }
+}
+
+/// How long this thread has waited for a core while ready to run, from the second field of
+/// `/proc/thread-self/schedstat` (Linux); `None` elsewhere.
+fn run_delay() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns = stat.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 /// This thread's CPU time.

@@ -1,10 +1,10 @@
 //! `profile`: one subject's checks in a loop, for instruction counts and profiles (which
-//! depend on no load), not for timing. The loop is the function `profiled_loop`, so that
+//! depend on no load), not for timing. The loop is the function `profiled_count`, so that
 //! callgrind can count it alone (`benches/report.sh` does, for the tables of BENCHMARKS.md):
 //!
 //! ```text
 //! cargo bench -p cellrate-benches --no-run
-//! valgrind --tool=callgrind --toggle-collect='*profiled_loop*' \
+//! valgrind --tool=callgrind --toggle-collect='*profiled_count*' \
 //!     target/release/deps/compare-* profile new 1000 1000000
 //! ```
 //!
@@ -29,28 +29,34 @@ use cellrate::{Clock, KeyedLimiter, Limiter, ManualClock, QuotaChange, TickClock
 use std::hint::black_box;
 use std::time::Instant;
 
-/// `checks` calls of `check(i)`, kept out of line so that a profiler can count it alone;
-/// returns how many were allowed, and prints its time to stderr (a rough figure: time with the
-/// paired suites).
-#[inline(never)]
-fn profiled_loop(checks: usize, mut check: impl FnMut(usize) -> bool) -> usize {
+/// `checks` calls of `check(i)`, timed (to stderr: a rough figure; time with the paired
+/// suites); returns how many were allowed.
+fn timed(checks: usize, check: impl FnMut(usize) -> bool) -> usize {
     let start = Instant::now();
-    let mut allowed = 0;
-    for i in 0..checks {
-        allowed += usize::from(check(i));
-    }
+    let allowed = profiled_count(checks, check);
     eprintln!("loop took {:?}", start.elapsed());
     allowed
 }
 
-/// [`profiled_loop`] over `order`, visited in turn.
-fn walk(order: &[u64], checks: usize, check: impl Fn(&u64) -> bool) -> usize {
-    profiled_loop(checks, |i| check(black_box(&order[i & (order.len() - 1)])))
+/// The loop itself, kept out of line so that a profiler can count it alone (callgrind's
+/// `--toggle-collect='*profiled_count*'`).
+#[inline(never)]
+fn profiled_count(checks: usize, mut check: impl FnMut(usize) -> bool) -> usize {
+    let mut allowed = 0;
+    for i in 0..checks {
+        allowed += usize::from(check(i));
+    }
+    allowed
 }
 
-/// [`profiled_loop`] of `subject`'s spends.
+/// [`timed`] over `order`, visited in turn.
+fn walk(order: &[u64], checks: usize, check: impl Fn(&u64) -> bool) -> usize {
+    timed(checks, |i| check(black_box(&order[i & (order.len() - 1)])))
+}
+
+/// [`timed`] of `subject`'s spends.
 fn spends(subject: &impl Spend, checks: usize) -> usize {
-    profiled_loop(checks, |_| black_box(subject).spend())
+    timed(checks, |_| black_box(subject).spend())
 }
 
 /// A limiter on the time passed in, for the `limiter_at*` subjects.
@@ -70,13 +76,13 @@ fn at_limiter(path: Path, changed: bool) -> Limiter<ManualClock> {
 fn single(subject: &str, checks: usize) -> Option<(usize, usize)> {
     let (allowed, denied) = (Path::Allowed, Path::Denied);
     let at = |limiter: &Limiter<ManualClock>| {
-        profiled_loop(checks, |_| black_box(limiter).check_n_at(1, NOW).is_ok())
+        timed(checks, |_| black_box(limiter).check_n_at(1, NOW).is_ok())
     };
     Some(match subject {
         "limiter_at" => (at(&at_limiter(allowed, false)), checks),
         "limiter_at_read" => {
             let limiter = at_limiter(allowed, false);
-            let n = profiled_loop(checks, |_| read(black_box(&limiter).check_n_at(1, NOW)));
+            let n = timed(checks, |_| read(black_box(&limiter).check_n_at(1, NOW)));
             (n, checks)
         }
         "limiter_at_changed" => (at(&at_limiter(allowed, true)), checks),
@@ -84,7 +90,7 @@ fn single(subject: &str, checks: usize) -> Option<(usize, usize)> {
         "limiter_at_denied_changed" => (at(&at_limiter(denied, true)), 0),
         "limiter_at_named" => {
             let limiter = Limiter::with_clock(allowed.quota(), ManualClock::new()).named("api");
-            let n = profiled_loop(checks, |_| black_box(&limiter).check_n_at(1, NOW).is_ok());
+            let n = timed(checks, |_| black_box(&limiter).check_n_at(1, NOW).is_ok());
             (n, checks)
         }
         "limiter_check" => (spends(&CellrateClock::new(allowed), checks), checks),

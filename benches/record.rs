@@ -74,7 +74,7 @@ impl Record {
         }
     }
 
-    /// A list of numbers.
+    /// A list of numbers (`null` for any that is not finite).
     pub fn nums(self, key: &str, values: &[f64]) -> Record {
         let mut r = self.key(key);
         r.json.push('[');
@@ -82,7 +82,11 @@ impl Record {
             if i > 0 {
                 r.json.push(',');
             }
-            write!(r.json, "{}", if v.is_finite() { *v } else { 0.0 }).expect("a String");
+            if v.is_finite() {
+                write!(r.json, "{v}").expect("writing to a String");
+            } else {
+                r.json.push_str("null");
+            }
         }
         r.json.push(']');
         r

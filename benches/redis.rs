@@ -23,6 +23,7 @@
 #[path = "../tests/redis_support/mod.rs"]
 mod redis_support;
 
+use crate::record::{sized, Record};
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::Quota;
 use redis_support::RedisServer;
@@ -47,7 +48,7 @@ pub fn main() {
     let secs: f64 = std::env::var("REDIS_BENCH_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
+        .unwrap_or(sized(3.0, 0.5));
     let run = Duration::from_secs_f64(secs);
     let Some(server) = RedisServer::start("benches/redis") else {
         return;
@@ -100,6 +101,14 @@ pub fn main() {
             "{name:<32} {ours:>12.0} {ceiling:>12.0} {:>5.0}% {our_us:>10.2} {ceiling_us:>10.2}",
             100.0 * ours / ceiling
         );
+        Record::new("redis", "throughput")
+            .text("name", name)
+            .num("cellrate", ours)
+            .num("ceiling", ceiling)
+            .num("cellrate_us", our_us)
+            .num("ceiling_us", ceiling_us)
+            .num("secs", secs)
+            .write();
     }
     server_cost(&server, &sha);
 }
@@ -119,10 +128,17 @@ return {1, new - now}
 "#;
 
 /// Rounds of the server cost table.
-const ROUNDS: usize = 15;
+fn rounds() -> usize {
+    sized(15, 2)
+}
+
+/// Calls per script and round of the server cost table.
+fn calls() -> f64 {
+    sized(50_000.0, 10_000.0)
+}
 
 /// Server µs per call of the decision script, the minimal GCRA script and `return 1`, run by
-/// redis-benchmark in turn for [`ROUNDS`] rounds.
+/// redis-benchmark in turn for [`rounds`] rounds.
 fn server_cost(server: &RedisServer, sha: &str) {
     let load = |body: &str| -> String {
         server
@@ -134,7 +150,10 @@ fn server_cost(server: &RedisServer, sha: &str) {
         ("minimal GCRA", load(MINIMAL_LUA)),
         ("return 1", load("return 1")),
     ];
-    println!("\nserver us per call, 100k random keys, redis-benchmark -c 64 -P 64, 50,000 calls");
+    println!(
+        "\nserver us per call, 100k random keys, redis-benchmark -c 64 -P 64, {} calls",
+        calls()
+    );
     println!(
         "{:<20} {:>10} {:>10} {:>12} {:>10} {:>36}",
         "script",
@@ -146,13 +165,13 @@ fn server_cost(server: &RedisServer, sha: &str) {
     );
     // Per script: (µs per call in commandstats, server CPU µs per call) for each round.
     let mut table = vec![Vec::new(); scripts.len()];
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         // Each round starts with another script, so that none always runs first.
         for i in (0..scripts.len()).map(|k| (k + round) % scripts.len()) {
             let sha = &scripts[i].1;
             reset_stats(server);
             let cpu = server_cpu_secs(server);
-            redis_benchmark(server, sha, KEYS, true, 50_000.0 / 1.3, 1.0);
+            redis_benchmark(server, sha, KEYS, true, calls() / 1.3, 1.0);
             let cpu = server_cpu_secs(server) - cpu;
             let calls = server.commandstat("evalsha", "calls");
             table[i].push((usec_per_evalsha(server), cpu * 1e6 / calls));
@@ -176,6 +195,15 @@ fn server_cost(server: &RedisServer, sha: &str) {
             ratio(|r| r.1),
             rounds.join(" ")
         );
+        Record::new("redis", "server_cost")
+            .text("name", name)
+            .num("us", median(&us))
+            .num("us_ratio", ratio(|r| r.0))
+            .num("cpu_us", median(&cpu))
+            .num("cpu_ratio", ratio(|r| r.1))
+            .nums("rounds", &us)
+            .num("calls", calls())
+            .write();
     }
 }
 

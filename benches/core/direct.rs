@@ -6,7 +6,8 @@
 //!
 //! `_at` groups pass the time in (cellrate and the mutex bucket at [`NOW`](super::subjects::NOW),
 //! governor on its standing-still test clock); `_clock` groups read each limiter's default clock,
-//! and with `--features quanta` also cellrate on its TSC clock. `_cached` subjects run on a
+//! and with `--features quanta` also cellrate on its TSC clock; `cellrate_instant` is cellrate
+//! on `MonotonicClock` (an `Instant` read per check). `_cached` subjects run on a
 //! clock refreshed every millisecond by a background thread (cellrate's `CachedClock`,
 //! governor's `QuantaUpkeepClock`).
 
@@ -90,11 +91,15 @@ pub fn denied_clock(c: &mut Criterion) {
     group.finish();
 }
 
-/// cellrate and governor on their clocks refreshed by a background thread.
+/// cellrate and governor on their clocks refreshed by a background thread, and cellrate on
+/// the exact clock.
 fn bench_cached(group: &mut BenchmarkGroup<'_, WallTime>, path: Path) {
-    use super::cached::{CellrateCached, GovernorCached};
+    use super::clocks::{CellrateCached, CellrateInstant, GovernorCached};
     bench_spends(group, "cellrate_cached", path, || CellrateCached::new(path));
     bench_spends(group, "governor_cached", path, || GovernorCached::new(path));
+    bench_spends(group, "cellrate_instant", path, || {
+        CellrateInstant::new(path)
+    });
 }
 
 /// Times single checks of a fresh subject per sample, then asserts (untimed) that every check

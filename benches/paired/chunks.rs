@@ -29,6 +29,7 @@ pub(crate) fn spends<'a, S: Spend>(
         name,
         threads,
         chunk,
+        sleeps: false,
     }
 }
 
@@ -78,5 +79,6 @@ pub(crate) fn walks<'a>(
         name,
         threads,
         chunk,
+        sleeps: false,
     }
 }

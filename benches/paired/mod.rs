@@ -177,7 +177,7 @@ pub fn main() {
         Row::rate(
             "one hot limiter, 2 threads / mutex bucket, 2 threads",
             spends("cellrate", &ours_2, allowed, 2),
-            spends("mutex", &mutex_2, allowed, 2),
+            spends("mutex", &mutex_2, allowed, 2).sleeping(),
         )
         .bound(3.0)
         .floor(spends("bare CAS", &cas_2, allowed, 2)),

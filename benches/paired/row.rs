@@ -20,6 +20,19 @@ pub(crate) struct Subject<'a> {
     pub name: &'static str,
     pub threads: usize,
     pub chunk: Chunk<'a>,
+    /// Whether its threads sleep by design (a lock): its chunks are then judged by
+    /// [`Run::overlapped_or_asleep`].
+    pub sleeps: bool,
+}
+
+impl Subject<'_> {
+    /// This subject, marked as one whose threads sleep on a lock by design.
+    pub fn sleeping(self) -> Self {
+        Subject {
+            sleeps: true,
+            ..self
+        }
+    }
 }
 
 /// What a row's ratios are of.
@@ -101,7 +114,11 @@ impl<'a> Row<'a> {
         for k in 0..n {
             let s = (first + k) % n;
             let run = (self.subjects[s].chunk)();
-            kept &= run.overlapped();
+            kept &= if self.subjects[s].sleeps {
+                run.overlapped_or_asleep()
+            } else {
+                run.overlapped()
+            };
             on_core = on_core.min(run.on_core());
             ns[s] = run.ns_per_op();
             slower[s] = run.slower_share();
@@ -141,7 +158,11 @@ impl<'a> Row<'a> {
         median(self.slower.iter().map(|v| v[s]))
     }
 
+    /// Whether the median `ratio` meets `bound`; `None` without a bound or a kept turn.
     fn met(&self, ratio: f64, bound: Option<f64>) -> Option<bool> {
+        if self.turns.is_empty() {
+            return None;
+        }
         bound.map(|b| match self.unit {
             Unit::Time => ratio <= b,
             Unit::Rate => ratio >= b,
