@@ -60,38 +60,37 @@ impl Spend for HeldKey {
     }
 }
 
+/// A row of a changed subject against one never changed, both on `path`.
+fn row<'a, S: Spend>(name: &str, [changed, never]: &'a [S; 2], path: Path) -> Row<'a> {
+    Row::time(
+        name,
+        spends("changed", changed, path, 1),
+        spends("never", never, path, 1),
+    )
+}
+
 pub fn main() {
     println!(
         "changed once / never changed, paired: median with p25 and p75 of the turns' ratios of \
          time per check; each subject's median ns per check"
     );
     let (allowed, denied) = (Path::Allowed, Path::Denied);
-    let single = |path| (Single::new(path, true), Single::new(path, false));
-    let keyed = |path| (HeldKey::new(path, true), HeldKey::new(path, false));
-    let (a, a0) = single(allowed);
-    let (d, d0) = single(denied);
-    let (ka, ka0) = keyed(allowed);
-    let (kd, kd0) = keyed(denied);
+    let single = |path| [Single::new(path, true), Single::new(path, false)];
+    let keyed = |path| [HeldKey::new(path, true), HeldKey::new(path, false)];
+    let (a, d) = (single(allowed), single(denied));
+    let (ka, kd) = (keyed(allowed), keyed(denied));
     let mut rows = vec![
-        Row::time(
-            "Limiter, allowed, changed once / never",
-            spends("changed", &a, allowed, 1),
-            spends("never", &a0, allowed, 1),
-        ),
-        Row::time(
-            "Limiter, denied, changed once / never",
-            spends("changed", &d, denied, 1),
-            spends("never", &d0, denied, 1),
-        ),
-        Row::time(
+        row("Limiter, allowed, changed once / never", &a, allowed),
+        row("Limiter, denied, changed once / never", &d, denied),
+        row(
             "KeyedLimiter, held key, allowed, default changed / never",
-            spends("changed", &ka, allowed, 1),
-            spends("never", &ka0, allowed, 1),
+            &ka,
+            allowed,
         ),
-        Row::time(
+        row(
             "KeyedLimiter, held key, denied, default changed / never",
-            spends("changed", &kd, denied, 1),
-            spends("never", &kd0, denied, 1),
+            &kd,
+            denied,
         ),
     ];
     measure("changed_paired", &mut rows, Duration::from_secs(12));

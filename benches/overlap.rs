@@ -64,16 +64,20 @@ impl Run {
         least as f64 / self.ops().max(1) as f64
     }
 
+    /// The earliest and the latest of the threads' starts, and of their ends.
+    fn bounds(&self) -> ((Instant, Instant), (Instant, Instant)) {
+        let extremes = |at: fn(&ThreadRun) -> Instant| {
+            let times = self.threads.iter().map(at);
+            let first = times.clone().min().expect("a thread");
+            (first, times.max().expect("a thread"))
+        };
+        (extremes(|t| t.start), extremes(|t| t.end))
+    }
+
     /// From the first start to the last end.
     pub fn span(&self) -> Duration {
-        let first = self
-            .threads
-            .iter()
-            .map(|t| t.start)
-            .min()
-            .expect("a thread");
-        let last = self.threads.iter().map(|t| t.end).max().expect("a thread");
-        last - first
+        let ((first_start, _), (_, last_end)) = self.bounds();
+        last_end - first_start
     }
 
     /// Wall ns per operation over all threads: the span over every thread's operations.
@@ -83,13 +87,7 @@ impl Run {
 
     /// The interval every thread was running: from the last start to the first end.
     pub fn shared(&self) -> Duration {
-        let last_start = self
-            .threads
-            .iter()
-            .map(|t| t.start)
-            .max()
-            .expect("a thread");
-        let first_end = self.threads.iter().map(|t| t.end).min().expect("a thread");
+        let ((_, last_start), (first_end, _)) = self.bounds();
         first_end.saturating_duration_since(last_start)
     }
 
