@@ -12,7 +12,9 @@
 //! - Multi-thread rows: threads released together on one limiter (or one keyed table), each
 //!   chunk at least 10 ms per thread and kept only if its threads provably overlapped
 //!   (`overlap.rs`); their floor is the bare CAS loop (or load, or SipHash + CAS) on as many
-//!   threads.
+//!   threads, and each 2-thread subject also reports the share of its checks that its slower
+//!   thread made: a loop that backs off after a failed CAS lets one core keep the line, which
+//!   raises the rate and starves the other thread (`hot_cas` measures how).
 //!
 //! Rows: two subjects and the floor take turns (`row.rs`); ratios are of time per check (below
 //! 1: cellrate faster), or for `rate` rows of checks per second over all threads (above 1:
@@ -24,8 +26,9 @@
 pub(crate) mod chunks;
 pub(crate) mod row;
 
-use crate::core::read::GovernorRead;
-use crate::core::read::{read, read_governor, CellrateAtRead, CellrateRead, GovernorFakeRead};
+use crate::core::read::{
+    read, read_governor, CellrateAtRead, CellrateRead, GovernorFakeRead, GovernorRead,
+};
 use crate::core::subjects::{
     CellrateAt, CellrateClock, FloorCas, FloorCasBackoff, FloorLoad, GovernorClock, GovernorFake,
     MutexClock, Path,
