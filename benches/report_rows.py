@@ -11,6 +11,10 @@ from report_chart import sig3
 
 COMPETITORS = {"governor", "tower_governor", "mutex"}
 
+# The fewest kept turns a verdict is drawn from (report.py sets 2 for a reduced-size run), as
+# benches/paired/row.rs's `min_kept`.
+MIN_KEPT = 10
+
 
 def fmt(v, digits=2):
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
@@ -23,11 +27,17 @@ def spread(q):
     return f"{q[1]:.2f} ({fmt(q[0])}-{fmt(q[2])})"
 
 
-def bound_cell(unit, bound, met):
+def verdict(r, met):
+    """The row's `met` flag, or None where too few turns were kept to judge."""
+    return None if r["kept"] < MIN_KEPT else met
+
+
+def bound_cell(unit, bound, met, kept=MIN_KEPT):
     if bound is None:
         return ""
     sign = "<=" if unit == "time" else ">="
-    verdict = "no turn kept" if met is None else "met" if met else "**missed**"
+    verdict = f"too few turns kept ({int(kept)})" if kept < MIN_KEPT or met is None \
+        else "met" if met else "**missed**"
     return f"{sign} {bound:.2f}: {verdict}"
 
 
@@ -62,8 +72,8 @@ def rows_table(records, unit_note=True):
         floor = spread(r["floor_ratio"]) if has_floor else ""
         lines.append(
             f"| {r['name']} | {r['unit']} {spread(r['ratio'])} | "
-            f"{bound_cell(r['unit'], r['bound'], r['met'])} | {floor} | "
-            f"{bound_cell(r['unit'], r['floor_bound'], r['floor_met']) if has_floor else ''} | "
+            f"{bound_cell(r['unit'], r['bound'], r['met'], r['kept'])} | {floor} | "
+            f"{bound_cell(r['unit'], r['floor_bound'], r['floor_met'], r['kept']) if has_floor else ''} | "
             f"{subjects_cell(r)} | {int(r['kept'])} ({int(r['dropped'])}) |")
     return lines
 
@@ -74,6 +84,9 @@ def cas_table(records, control):
              "kept (dropped) |",
              "|---|---|---|---|---|---|---|"]
     for r in records:
+        if not r["kept"]:
+            lines.append(f"| {r['name']} | no chunk kept | | | | | 0 ({int(r['dropped'])}) |")
+            continue
         handoffs = r["handoffs"]
         per = sig3(1 / handoffs) if handoffs else "all"
         failures = None if r["failures"] is None else 1e3 * r["failures"]
@@ -168,19 +181,24 @@ def http_profile_table(counts, subjects):
 
 
 def losses(records):
-    """(label, text) of the paired rows that miss a bound or where cellrate's side loses."""
+    """(label, text) of the paired rows that miss a bound or where cellrate's side loses, and
+    of those with too few kept turns to judge."""
     out = []
     for r in records:
         label = f"{r['suite']}: {r['name']}"
         for what, bound, met, q in (("", r["bound"], r["met"], r["ratio"]),
                                     (" / floor", r["floor_bound"], r["floor_met"],
                                      r["floor_ratio"])):
-            if bound is not None and met == 0:
+            if bound is not None and verdict(r, met) == 0:
                 out.append((label, f"{r['unit']}{what} {spread(q)} misses its bound "
                             f"{bound_cell(r['unit'], bound, met).split(':')[0]}"))
         theirs = r["subjects"][1]
-        if r["subjects"][0] == "cellrate" and theirs in COMPETITORS and r["ratio"][1]:
+        judged = r["kept"] >= MIN_KEPT
+        if judged and r["subjects"][0] == "cellrate" and theirs in COMPETITORS and r["ratio"][1]:
             slower = r["ratio"][1] > 1 if r["unit"] == "time" else r["ratio"][1] < 1
             if slower:
                 out.append((label, f"{r['unit']} {spread(r['ratio'])} against {theirs}"))
+        if not judged:
+            out.append((label, f"not judged: {int(r['kept'])} turns kept, {int(r['dropped'])} "
+                        "dropped (chunks that failed the overlap test)"))
     return out

@@ -158,9 +158,10 @@ impl<'a> Row<'a> {
         median(self.slower.iter().map(|v| v[s]))
     }
 
-    /// Whether the median `ratio` meets `bound`; `None` without a bound or a kept turn.
+    /// Whether the median `ratio` meets `bound`; `None` without a bound or with fewer than
+    /// [`min_kept`] kept turns (a median of a few turns is no measurement).
     fn met(&self, ratio: f64, bound: Option<f64>) -> Option<bool> {
-        if self.turns.is_empty() {
+        if self.turns.len() < min_kept() {
             return None;
         }
         bound.map(|b| match self.unit {
@@ -188,6 +189,7 @@ impl<'a> Row<'a> {
         let verdict = |met: Option<bool>| match met {
             Some(true) => " met",
             Some(false) => " MISSED",
+            None if self.bound.is_some() && kept < min_kept() => " (too few turns kept)",
             None => "",
         };
         let met = self.met(ratio[1], self.bound);
@@ -244,6 +246,11 @@ impl<'a> Row<'a> {
     }
 }
 
+/// The fewest kept turns whose median a row's verdict is drawn from.
+pub(crate) fn min_kept() -> usize {
+    sized(10, 2)
+}
+
 /// How long a chunk of `threads` threads runs: a few ms on one thread, at least 10 ms on
 /// several (far longer than waking a thread, so that the threads really run together).
 pub(crate) fn chunk_length(threads: usize) -> Duration {
@@ -277,8 +284,8 @@ pub(crate) fn wanted_by(var: &str, name: &str) -> bool {
 }
 
 /// Warms every subject with two chunks, then has the rows take turns for `budget` (longer, up
-/// to twice as long, while some row has fewer than 10 kept turns), then prints and records
-/// every row for `suite`.
+/// to twice as long, while some row has fewer than [`min_kept`] kept turns), then prints and
+/// records every row for `suite`.
 pub(crate) fn measure(suite: &str, rows: &mut [Row], budget: Duration) {
     for row in rows.iter_mut() {
         for subject in row.subjects.iter_mut() {
@@ -288,7 +295,7 @@ pub(crate) fn measure(suite: &str, rows: &mut [Row], budget: Duration) {
         }
     }
     let budget = sized(budget, budget / 8);
-    let enough = sized(10, 2);
+    let enough = min_kept();
     let started = Instant::now();
     let mut turn = 0;
     loop {
