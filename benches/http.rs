@@ -19,10 +19,17 @@
 //! cellrate's median to tower_governor's. (A median of per-round ratios would be unstable: on
 //! a loaded machine a round's difference can be near zero or negative.)
 //!
-//! Run: `cargo bench -p cellrate-benches --features http -- http` (about 40 s).
-//! `HTTP_BENCH_ONLY=<subject>` serves one subject alone, for a profiler.
+//! Then the same apps on two threads at once (`http_threads.rs`): each thread serves requests
+//! through one shared app (one limiter), chunks kept only where the threads overlapped, as
+//! the other multi-thread rows (`overlap.rs`).
+//!
+//! Run: `cargo bench -p cellrate-benches --features http -- http` (about a minute).
+//! `HTTP_BENCH_ONLY=<subject>` serves one subject alone, for a profiler: one chunk to warm up,
+//! then `HTTP_BENCH_REQUESTS` requests (default 400,000) in `profiled_requests`.
 
-use crate::keyed_paired::quantile;
+use crate::overlap::thread_cpu;
+use crate::paired::row::quantile;
+use crate::record::{sized, Record};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::response::Response;
@@ -33,27 +40,31 @@ use http::Request;
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-#[cfg(not(unix))]
-use std::time::Instant;
 use tower::{Layer, Service, ServiceExt};
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::GovernorLayer;
 
 const CLIENTS: u32 = 1_000;
 const CHUNK: u32 = 2_000;
-const ROUNDS: usize = 201;
 
-fn app() -> Router {
+/// Rounds of the single-thread part.
+fn rounds() -> usize {
+    sized(201, 21)
+}
+
+pub(crate) fn app() -> Router {
     Router::new().route("/", get(|| async { "ok" }))
 }
 
 /// The router as `axum::serve` runs it: `into_make_service` calls `with_state(())`, which
 /// builds each route's layered service once instead of on every request.
-fn served(router: Router) -> Router {
+pub(crate) fn served(router: Router) -> Router {
     router.with_state(())
 }
 
-fn cellrate_layer(headers: bool) -> RateLimitLayer<Keyed<ClientIp, cellrate::TickClock>> {
+pub(crate) fn cellrate_layer(
+    headers: bool,
+) -> RateLimitLayer<Keyed<ClientIp, cellrate::TickClock>> {
     let quota = Quota::per_second(1_000_000).with_burst(1_000_000);
     let limiter = KeyedLimiter::<IpAddr>::builder(quota)
         .max_keys(10_000)
@@ -64,7 +75,7 @@ fn cellrate_layer(headers: bool) -> RateLimitLayer<Keyed<ClientIp, cellrate::Tic
 }
 
 /// tower_governor as it comes: no headers on admitted responses.
-fn governor_layer() -> GovernorLayer<
+pub(crate) fn governor_layer() -> GovernorLayer<
     tower_governor::key_extractor::PeerIpKeyExtractor,
     governor::middleware::NoOpMiddleware<governor::clock::QuantaInstant>,
     Body,
@@ -76,7 +87,7 @@ fn governor_layer() -> GovernorLayer<
 
 /// tower_governor with its `x-ratelimit-*` headers on every response (`use_headers` changes
 /// the layer's type).
-fn governor_headers_router() -> Router {
+pub(crate) fn governor_headers_router() -> Router {
     let mut builder = GovernorConfigBuilder::default();
     builder.per_nanosecond(1_000).burst_size(1_000_000);
     let config = builder.use_headers().finish().expect("a valid config");
@@ -84,7 +95,7 @@ fn governor_headers_router() -> Router {
 }
 
 /// A request from client `i`, with its address as axum's `ConnectInfo` sets it.
-fn request(i: u32) -> Request<Body> {
+pub(crate) fn request(i: u32) -> Request<Body> {
     let ip = Ipv4Addr::from(0x0a00_0000 + i % CLIENTS);
     Request::get("/")
         .extension(ConnectInfo(SocketAddr::from((ip, 40_000))))
@@ -97,38 +108,32 @@ fn chunk<S>(runtime: &tokio::runtime::Runtime, service: &S, start: u32) -> f64
 where
     S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone,
 {
-    let began = cpu_ns();
+    let began = thread_cpu();
+    serve(runtime, service, start, CHUNK);
+    (thread_cpu() - began).as_nanos() as f64 / f64::from(CHUNK)
+}
+
+/// Serves `count` requests to `service`, from clients `start..`, each asserted a success.
+pub(crate) fn serve<S>(runtime: &tokio::runtime::Runtime, service: &S, start: u32, count: u32)
+where
+    S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone,
+{
     runtime.block_on(async {
-        for i in start..start + CHUNK {
+        for i in start..start + count {
             let response = service.clone().oneshot(request(i)).await.unwrap();
             assert!(response.status().is_success());
         }
     });
-    (cpu_ns() - began) as f64 / f64::from(CHUNK)
 }
 
-/// This thread's CPU time in nanoseconds.
-#[cfg(unix)]
-fn cpu_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY:
-    // - `t` is a valid, writable timespec for the call's duration.
-    // - CLOCK_THREAD_CPUTIME_ID is supported by every Unix this suite runs on; a failure is
-    //   checked below rather than assumed away.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// Wall time where there is no thread CPU clock.
-#[cfg(not(unix))]
-fn cpu_ns() -> u64 {
-    use std::sync::OnceLock;
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+/// [`serve`] kept out of line, so that callgrind can count it alone
+/// (`--toggle-collect='*profiled_requests*'`).
+#[inline(never)]
+fn profiled_requests<S>(runtime: &tokio::runtime::Runtime, service: &S, count: u32)
+where
+    S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone,
+{
+    serve(runtime, service, CHUNK, count);
 }
 
 /// The median, p25 and p75 of `v`.
@@ -138,14 +143,24 @@ fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     (at(0.5), at(0.25), at(0.75))
 }
 
-/// A subject: its name and a chunk of requests to it, from a start index.
-type Subject<'a> = (&'static str, Box<dyn Fn(u32) -> f64 + 'a>);
+/// A subject: its name, a chunk of requests to it from a start index, and its profiled loop.
+struct Subject<'a> {
+    name: &'static str,
+    chunk: Box<dyn Fn(u32) -> f64 + 'a>,
+    profiled: Box<dyn Fn(u32) + 'a>,
+}
 
 fn subject<'a, S>(name: &'static str, rt: &'a tokio::runtime::Runtime, service: S) -> Subject<'a>
 where
     S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone + 'a,
 {
-    (name, Box::new(move |start| chunk(rt, &service, start)))
+    let service = std::rc::Rc::new(service);
+    let other = service.clone();
+    Subject {
+        name,
+        chunk: Box::new(move |start| chunk(rt, &*service, start)),
+        profiled: Box::new(move |count| profiled_requests(rt, &*other, count)),
+    }
 }
 
 pub fn main() {
@@ -185,39 +200,45 @@ pub fn main() {
             governor_layer().layer(served(app())),
         ),
     ];
-    let index = |name: &str| subjects.iter().position(|(n, _)| *n == name).expect(name);
+    let index = |name: &str| subjects.iter().position(|s| s.name == name).expect(name);
     if let Ok(only) = std::env::var("HTTP_BENCH_ONLY") {
-        let chunk = &subjects[index(&only)].1;
-        for round in 0..ROUNDS {
-            chunk(round as u32 * CHUNK);
-        }
+        let subject = &subjects[index(&only)];
+        let requests = std::env::var("HTTP_BENCH_REQUESTS").map_or(400_000, |n| {
+            n.parse().expect("HTTP_BENCH_REQUESTS: a count")
+        });
+        (subject.chunk)(0); // every client seen, the caches warm
+        (subject.profiled)(requests);
         return;
     }
-    let mut times = vec![Vec::with_capacity(ROUNDS); subjects.len()];
-    for round in 0..ROUNDS {
+    let rounds = rounds();
+    let mut times = vec![Vec::with_capacity(rounds); subjects.len()];
+    for round in 0..rounds {
         for k in 0..subjects.len() {
             let s = (round + k) % subjects.len();
-            times[s].push((subjects[s].1)(round as u32 * CHUNK));
+            times[s].push((subjects[s].chunk)(round as u32 * CHUNK));
         }
     }
-    let warm = ROUNDS / 10; // the first rounds fill the tables and warm the caches
-    let rounds = |s: usize| times[s][warm..].to_vec();
+    let warm = rounds / 10; // the first rounds fill the tables and warm the caches
+    let kept = |s: usize| times[s][warm..].to_vec();
     println!(
         "CPU ns per request (median, p25-p75 over {} rounds of {CHUNK})",
-        ROUNDS - warm
+        rounds - warm
     );
-    for (s, (name, _)) in subjects.iter().enumerate() {
-        let (m, lo, hi) = median(rounds(s));
-        println!("{name:<28} {m:>7.0} ns  ({lo:.0}-{hi:.0})");
+    for (s, subject) in subjects.iter().enumerate() {
+        let (m, lo, hi) = median(kept(s));
+        println!("{:<28} {m:>7.0} ns  ({lo:.0}-{hi:.0})", subject.name);
+        Record::new("http", "cpu")
+            .text("name", subject.name)
+            .nums("ns", &[lo, m, hi])
+            .num("rounds", (rounds - warm) as f64)
+            .num("chunk", f64::from(CHUNK))
+            .write();
     }
     let added = |s: usize, base: usize| -> Vec<f64> {
-        rounds(s)
-            .iter()
-            .zip(rounds(base))
-            .map(|(t, b)| t - b)
-            .collect()
+        kept(s).iter().zip(kept(base)).map(|(t, b)| t - b).collect()
     };
-    let row = |label: &str, ours: &str, theirs: &str, base: &str| {
+    println!("added time: median (p25-p75) of per-round differences");
+    for (label, ours, theirs, base) in ADDED {
         let (ac, clo, chi) = median(added(index(ours), index(base)));
         let (ag, glo, ghi) = median(added(index(theirs), index(base)));
         println!(
@@ -225,42 +246,53 @@ pub fn main() {
              tower_governor {ag:>5.0} ns ({glo:.0}-{ghi:.0}): {:.2}x",
             ac / ag
         );
-    };
-    println!("added time: median (p25-p75) of per-round differences");
-    row(
+        Record::new("http", "added")
+            .text("name", label)
+            .texts("subjects", &[ours, theirs, base])
+            .nums("cellrate", &[clo, ac, chi])
+            .nums("governor", &[glo, ag, ghi])
+            .num("ratio", ac / ag)
+            .write();
+    }
+    crate::http_threads::main();
+}
+
+/// The added-time rows: label, cellrate's subject, tower_governor's, and the baseline.
+const ADDED: [(&str, &str, &str, &str); 6] = [
+    (
         "Router::layer, as they come, over bare",
         "cellrate",
         "tower_governor",
         "bare",
-    );
-    row(
+    ),
+    (
         "Router::layer, no headers, over bare",
         "cellrate_no_headers",
         "tower_governor",
         "bare",
-    );
-    row(
+    ),
+    (
         "Router::layer, headers, over bare",
         "cellrate",
         "tower_governor_headers",
         "bare",
-    );
-    row(
+    ),
+    (
         "Router::layer, no headers, over no-op",
         "cellrate_no_headers",
         "tower_governor",
         "noop_layer",
-    );
-    row(
+    ),
+    (
         "around the router, as they come",
         "around_cellrate",
         "around_tower_governor",
         "bare",
-    );
-    row(
+    ),
+    (
         "around the router, no headers",
         "around_cellrate_no_headers",
         "around_tower_governor",
         "bare",
-    );
-}
+    ),
+];

@@ -4,8 +4,6 @@
 //! SipHash, quanta clock), all on their real clocks, keys visited in random order:
 //! - `keyed_check_{1000,1000000}_keys`: u64 keys, one thread;
 //! - `keyed_check_100000_string_keys`: 16-character `String` keys (cellrate looks up by `&str`);
-//! - `keyed_throughput_1000000_keys`: 1 and 2 threads on 1,000,000 u64 keys, in decisions per
-//!   second (`Throughput::Elements`: one per thread per iteration);
 //! - `keyed_parts`: the fingerprint hash and the clock reads a check is made of;
 //! - `keyed_batch`: cellrate's `check_many_n` (one clock read per batch of 64 keys, and the
 //!   slots of the next keys fetched while one is decided) against one `check_key` per key for
@@ -24,7 +22,9 @@
 //! keys `cellrate_huge_pages` the same with the table in 2 MiB pages; `cellrate_siphash_at_now`
 //! is `cellrate_at_now` with SipHash-1-3 fingerprints instead of AES-CMAC. `_cached` subjects
 //! run on a clock refreshed every millisecond by a background thread: cellrate's `CachedClock`
-//! and governor's `QuantaUpkeepClock`, the same design.
+//! and governor's `QuantaUpkeepClock`, the same design; `cellrate_instant` runs on
+//! `MonotonicClock` (an `Instant` read per check). Threads sharing one table are measured by
+//! `paired`, whose chunks prove that the threads overlapped.
 //!
 //! Run: `cargo bench -p cellrate-benches --features quanta -- keyed_` (about 2 minutes with
 //! `-- --warm-up-time 1 --measurement-time 2`). Other work shares the machine, so compare the
@@ -36,14 +36,12 @@ pub mod subjects;
 
 use cellrate::baseline::MutexBucket;
 use cellrate::{Clock, KeyedLimiter, MonotonicClock, Quota, TickClock};
-use criterion::measurement::WallTime;
-use criterion::{Bencher, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
+use criterion::{Bencher, BenchmarkId, Criterion};
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::hint::black_box;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 use subjects::*;
 
 /// The naive keyed limiter: one map of mutex token buckets behind one mutex.
@@ -139,6 +137,12 @@ fn u64_keys(c: &mut Criterion) {
             });
         }
 
+        let ours: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, MonotonicClock::new());
+        group.bench_function(id("cellrate_instant"), |b| {
+            walk(b, &order, |k| ours.check_key(k).is_ok())
+        });
+        drop(ours);
+
         let ours: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, cached_clock());
         group.bench_function(id("cellrate_cached"), |b| {
             walk(b, &order, |k| ours.check_key(k).is_ok())
@@ -194,84 +198,10 @@ fn string_keys_one_thread(c: &mut Criterion) {
     group.finish();
 }
 
-/// Times `iters` checks on each of `threads` threads (a power of two), each walking its own
-/// part of `order` (whose length is a power of two).
-fn time_threads<F: Fn(&u64) -> bool + Sync>(
-    threads: usize,
-    order: &[u64],
-    iters: u64,
-    check: F,
-) -> Duration {
-    let part = order.len() / threads;
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for mine in order.chunks(part) {
-            let check = &check;
-            s.spawn(move || {
-                for i in 0..iters as usize {
-                    black_box(check(&mine[i & (part - 1)]));
-                }
-            });
-        }
-    });
-    start.elapsed()
-}
-
-/// `name` with 1 and 2 threads walking `order`; throughput is `threads` decisions per iteration.
-fn bench_threads<F: Fn(&u64) -> bool + Sync>(
-    group: &mut BenchmarkGroup<'_, WallTime>,
-    name: &str,
-    order: &[u64],
-    check: F,
-) {
-    for threads in [1, 2] {
-        group.throughput(Throughput::Elements(threads as u64));
-        group.bench_function(BenchmarkId::new(name, threads), |b| {
-            b.iter_custom(|iters| time_threads(threads, order, iters, &check))
-        });
-    }
-}
-
-/// 1 and 2 threads on 1,000,000 u64 keys, every subject.
-fn threads_on_many_keys(c: &mut Criterion) {
-    let (keys, order) = u64_workload(1_000_000, 0x2545_F491_4F6C_DD1D);
-    let key_refs: Vec<&u64> = keys.iter().collect();
-    let mut group = c.benchmark_group("keyed_throughput_1000000_keys");
-
-    let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, TickClock::new());
-    bench_threads(&mut group, "cellrate", &order, |k| {
-        ours.check_key(k).is_ok()
-    });
-    drop(ours);
-
-    let ours: KeyedLimiter<u64, _> = cellrate_limiter(&key_refs, cached_clock());
-    bench_threads(&mut group, "cellrate_cached", &order, |k| {
-        ours.check_key(k).is_ok()
-    });
-    drop(ours);
-
-    let baseline = MutexMap::holding(&key_refs);
-    bench_threads(&mut group, "mutex_bucket", &order, |k| baseline.check(k));
-    drop(baseline);
-
-    let theirs = governor_limiter(&keys);
-    bench_threads(&mut group, "governor", &order, |k| {
-        theirs.check_key(k).is_ok()
-    });
-    drop(theirs);
-
-    let theirs = governor_cached_limiter(&keys);
-    bench_threads(&mut group, "governor_cached", &order, |k| {
-        theirs.check_key(k).is_ok()
-    });
-    group.finish();
-}
-
 /// Every group of this suite.
 pub fn benches(c: &mut Criterion) {
     u64_keys(c);
     string_keys_one_thread(c);
-    threads_on_many_keys(c);
     batch::batches(c);
     floor::parts(c);
     floor::slot_floors(c);

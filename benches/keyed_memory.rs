@@ -1,5 +1,5 @@
 //! Memory per key of cellrate's `KeyedLimiter` and governor 0.10's default keyed limiter, at
-//! 1,000,000 keys: u64 keys and 16-character `String` keys. Also cellrate's table in huge
+//! 1,000,000 keys (100,000 with `BENCH_QUICK=1`): u64 keys and 16-character `String` keys. Also cellrate's table in huge
 //! pages (`huge_pages(true)`), and what they cost a table that holds few keys: 1,000 keys in
 //! a table of the default capacity, with and without.
 //!
@@ -11,11 +11,15 @@
 //!
 //! Run: `cargo bench -p cellrate-benches -- keyed_memory` (about 10 s).
 
+use crate::record::{sized, Record};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-const KEYS: usize = 1_000_000;
+/// Keys per case (fewer in the reduced-size run).
+fn keys() -> usize {
+    sized(1_000_000, 100_000)
+}
 
 /// Net bytes allocated through the global allocator.
 static NET: AtomicIsize = AtomicIsize::new(0);
@@ -96,6 +100,22 @@ fn measure<L>(name: &str, keys: usize, build: impl FnOnce() -> L, check: impl Fn
         (rss_after - rss_before) as f64 / 1e6,
         (rss_built - rss_before) as f64 / 1e6,
     );
+    Record::new("keyed_memory", "memory")
+        .text("name", name)
+        .num("keys", keys as f64)
+        .num("heap_per_key", per_key(heap_after - heap_before))
+        .num("heap_mb", (heap_after - heap_before) as f64 / 1e6)
+        .num("heap_before_mb", (heap_built - heap_before) as f64 / 1e6)
+        .num(
+            "rss_per_key",
+            per_key(rss_after as isize - rss_before as isize),
+        )
+        .num("rss_mb", (rss_after as f64 - rss_before as f64) / 1e6)
+        .num(
+            "rss_before_mb",
+            (rss_built as f64 - rss_before as f64) / 1e6,
+        )
+        .write();
     std::hint::black_box(&limiter);
 }
 
@@ -108,26 +128,26 @@ fn run(case: &str) {
     match case {
         "cellrate-u64" => measure(
             "cellrate u64 keys",
-            KEYS,
+            keys(),
             || {
                 cellrate::KeyedLimiter::<u64>::builder(quota)
-                    .max_keys(KEYS)
+                    .max_keys(keys())
                     .build()
             },
             |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),
         ),
         "cellrate-u64-default" => measure(
             "cellrate u64, default cap",
-            KEYS,
+            keys(),
             || cellrate::KeyedLimiter::<u64>::new(quota),
             |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),
         ),
         "cellrate-u64-huge" => measure(
             "cellrate u64, huge pages",
-            KEYS,
+            keys(),
             || {
                 cellrate::KeyedLimiter::<u64>::builder(quota)
-                    .max_keys(KEYS)
+                    .max_keys(keys())
                     .huge_pages(true)
                     .build()
             },
@@ -152,17 +172,17 @@ fn run(case: &str) {
         ),
         "cellrate-string" => measure(
             "cellrate String16 keys",
-            KEYS,
+            keys(),
             || {
                 cellrate::KeyedLimiter::<String>::builder(quota)
-                    .max_keys(KEYS)
+                    .max_keys(keys())
                     .build()
             },
             |l, i| assert!(l.check_key(string_key(i).as_str()).is_ok()),
         ),
         "cellrate-sweep-only" => measure(
             "cellrate, sweeps only",
-            KEYS,
+            keys(),
             || cellrate::KeyedLimiter::<u64>::new(quota),
             // No key at all: does a sweep of the untouched table make it resident?
             |l, i| {
@@ -173,13 +193,13 @@ fn run(case: &str) {
         ),
         "governor-u64" => measure(
             "governor u64 keys",
-            KEYS,
+            keys(),
             || governor::RateLimiter::<u64, _, _>::keyed(governor_quota()),
             |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),
         ),
         "governor-string" => measure(
             "governor String16 keys",
-            KEYS,
+            keys(),
             || governor::RateLimiter::<String, _, _>::keyed(governor_quota()),
             |l, i| assert!(l.check_key(&string_key(i)).is_ok()),
         ),
@@ -196,7 +216,7 @@ pub fn main() {
     if let Some(case) = args.get(1) {
         return run(case);
     }
-    println!("{KEYS} keys per case, each case in its own process");
+    println!("{} keys per case, each case in its own process", keys());
     let cases = [
         "cellrate-u64",
         "cellrate-u64-default",

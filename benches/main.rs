@@ -2,29 +2,39 @@
 //!
 //! ```text
 //! cargo bench -p cellrate-benches                       # every criterion group (core, keyed)
-//! cargo bench -p cellrate-benches -- contention/        # criterion groups matching a regex
+//! cargo bench -p cellrate-benches -- direct/            # criterion groups matching a regex
 //! cargo bench -p cellrate-benches -- paired             # the headline rows, defaults paired
 //! PAIRED_ROWS="1,000,000|hot" cargo bench -p cellrate-benches -- paired   # some rows only
+//! cargo bench -p cellrate-benches -- hot_cas            # where a hot limiter's CASes fail
 //! cargo bench -p cellrate-benches -- keyed_paired       # keyed ratios, paired
 //! cargo bench -p cellrate-benches -- keyed_memory       # bytes per key
-//! cargo bench -p cellrate-benches -- keyed_profile default 1000 1000000   # for callgrind
+//! cargo bench -p cellrate-benches -- profile new 1000 1000000   # one loop, for callgrind
 //! cargo bench -p cellrate-benches -- named_paired       # what naming a limiter costs
+//! cargo bench -p cellrate-benches -- changed_paired     # what a quota change costs
 //! cargo bench -p cellrate-benches --features redis -- redis
 //! cargo bench -p cellrate-benches --features http -- http    # the HTTP layer, paired
 //! ```
 //!
 //! Add `--features quanta` for cellrate on QuantaClock beside governor. A first argument that
 //! names a plain suite runs it; anything else goes to criterion (flags and a filter).
+//! `BENCH_QUICK=1` runs any plain suite in a reduced size (a smoke test, not figures), and
+//! `BENCH_RECORDS=<file>` has it append its results to a file for `benches/report.py`.
 
+mod changed_paired;
 mod core;
+mod hot_cas;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+mod http_threads;
 mod keyed;
 mod keyed_memory;
 mod keyed_paired;
-mod keyed_profile;
 mod named_paired;
+mod overlap;
 mod paired;
+mod profile;
+mod record;
 #[cfg(feature = "redis")]
 mod redis;
 
@@ -38,8 +48,10 @@ fn main() {
         Some("paired") => paired::main(),
         Some("keyed_paired") => keyed_paired::main(),
         Some("keyed_memory") => keyed_memory::main(),
-        Some("keyed_profile") => keyed_profile::main(),
+        Some("profile") => profile::main(),
         Some("named_paired") => named_paired::main(),
+        Some("changed_paired") => changed_paired::main(),
+        Some("hot_cas") => hot_cas::main(),
         #[cfg(feature = "redis")]
         Some("redis") => redis::main(),
         #[cfg(feature = "http")]

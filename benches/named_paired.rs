@@ -2,16 +2,18 @@
 //! its decisions) against the same limiter unnamed, on one thread and on one hot limiter or
 //! key shared by two threads; and the striped counters against one shared atomic counter, the
 //! design they replace. Paired as in `paired` (two subjects taking turns, median of the
-//! pairs' ratios). The bounds: one uncontended locked add per check may cost up to half a
-//! default check on one thread and a quarter of the rate on a hot limiter; the stripes must
-//! not lose to one shared counter.
+//! turns' ratios, a turn kept only if its threads overlapped). The bounds: one uncontended
+//! locked add per check may cost up to half a default check on one thread and a quarter of
+//! the rate on a hot limiter; the stripes must not lose to one shared counter.
 //!
 //! Run: `cargo bench -p cellrate-benches -- named_paired` (about 30 s).
 
 use crate::core::subjects::{Path, Spend};
-use crate::paired::{measure, spends, Bound, Row};
+use crate::paired::chunks::spends;
+use crate::paired::row::{measure, Row};
 use cellrate::{KeyedLimiter, Limiter};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// A default limiter (TickClock), named or not, on the always-allowed path.
 struct Checks(Limiter);
@@ -75,38 +77,37 @@ pub fn main() {
     let (key_named, key_unnamed) = (HotKey::new(true), HotKey::new(false));
     let (key_named_2, key_unnamed_2) = (HotKey::new(true), HotKey::new(false));
 
-    use Bound::{RateAtLeast, TimeAtMost};
     let mut rows = vec![
-        Row::new(
+        Row::time(
             "check(), 1 thread, named / unnamed",
-            TimeAtMost(1.5),
-            ("named", spends(&named, allowed, 1)),
-            ("unnamed", spends(&unnamed, allowed, 1)),
-        ),
-        Row::new(
+            spends("named", &named, allowed, 1),
+            spends("unnamed", &unnamed, allowed, 1),
+        )
+        .bound(1.5),
+        Row::rate(
             "one hot limiter, 2 threads, named / unnamed",
-            RateAtLeast(0.75),
-            ("named", spends(&named_2, allowed, 2)),
-            ("unnamed", spends(&unnamed_2, allowed, 2)),
-        ),
-        Row::new(
+            spends("named", &named_2, allowed, 2),
+            spends("unnamed", &unnamed_2, allowed, 2),
+        )
+        .bound(0.75),
+        Row::rate(
             "one hot limiter, 2 threads, named / 1 atomic",
-            RateAtLeast(1.0),
-            ("named", spends(&named_2, allowed, 2)),
-            ("1 atomic", spends(&shared_2, allowed, 2)),
-        ),
-        Row::new(
+            spends("named", &named_2, allowed, 2),
+            spends("1 atomic", &shared_2, allowed, 2),
+        )
+        .bound(1.0),
+        Row::time(
             "check_key, one hot key, 1 thread, named / unnamed",
-            TimeAtMost(1.5),
-            ("named", spends(&key_named, allowed, 1)),
-            ("unnamed", spends(&key_unnamed, allowed, 1)),
-        ),
-        Row::new(
+            spends("named", &key_named, allowed, 1),
+            spends("unnamed", &key_unnamed, allowed, 1),
+        )
+        .bound(1.5),
+        Row::rate(
             "check_key, one hot key, 2 threads, named / unnamed",
-            RateAtLeast(0.75),
-            ("named", spends(&key_named_2, allowed, 2)),
-            ("unnamed", spends(&key_unnamed_2, allowed, 2)),
-        ),
+            spends("named", &key_named_2, allowed, 2),
+            spends("unnamed", &key_unnamed_2, allowed, 2),
+        )
+        .bound(0.75),
     ];
-    measure(&mut rows);
+    measure("named_paired", &mut rows, Duration::from_secs(24));
 }

@@ -31,6 +31,7 @@
 #[path = "../tests/redis_support/mod.rs"]
 mod redis_support;
 
+use crate::record::{sized, Record};
 use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::Quota;
 use redis_support::RedisServer;
@@ -67,7 +68,7 @@ pub fn main() {
     let secs: f64 = std::env::var("REDIS_BENCH_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
+        .unwrap_or(sized(3.0, 0.5));
     let run = Duration::from_secs_f64(secs);
     let Some(server) = RedisServer::start("benches/redis") else {
         return;
@@ -123,6 +124,14 @@ pub fn main() {
             "{name:<32} {ours:>12.0} {ceiling:>12.0} {:>5.0}% {our_us:>10.2} {ceiling_us:>10.2}",
             100.0 * ours / ceiling
         );
+        Record::new("redis", "throughput")
+            .text("name", name)
+            .num("cellrate", ours)
+            .num("ceiling", ceiling)
+            .num("cellrate_us", our_us)
+            .num("ceiling_us", ceiling_us)
+            .num("secs", secs)
+            .write();
     };
     for &(name, keys, pipelined) in rows {
         reset_stats(&server);

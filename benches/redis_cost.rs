@@ -3,6 +3,7 @@
 
 use super::{evalsha, median, prefill, redis_benchmark_n, reset_stats, server_cpu_secs};
 use super::{usec_per_evalsha, RedisServer, ALLOWING, DENYING, KEYS};
+use crate::record::{sized, Record};
 use cellrate::redis::RedisLimiter;
 use cellrate::Quota;
 
@@ -43,10 +44,17 @@ return {1, news[1] - now, news[2] - now}
 "#;
 
 /// Rounds of the server cost table.
-const ROUNDS: usize = 15;
+fn rounds() -> usize {
+    sized(15, 2)
+}
+
+/// Calls per script and round of the server cost table.
+fn calls() -> u64 {
+    sized(50_000, 10_000)
+}
 
 /// Server µs per call of cellrate's scripts beside minimal ones, allowing and denying, run by
-/// redis-benchmark in turn for [`ROUNDS`] rounds.
+/// redis-benchmark in turn for [`rounds`] rounds.
 pub(super) fn server_cost(server: &RedisServer, sha: &str, all_of: &str) {
     let load = |body: &str| -> String {
         server
@@ -122,8 +130,9 @@ pub(super) fn server_cost(server: &RedisServer, sha: &str, all_of: &str) {
         }
     }
     println!(
-        "\nserver us per call, 100k random keys, redis-benchmark -c 32 -P 32, 50,000 calls, \
-         {ROUNDS} rounds"
+        "\nserver us per call, 100k random keys, redis-benchmark -c 32 -P 32, {} calls, {} rounds",
+        calls(),
+        rounds()
     );
     println!(
         "{:<26} {:>10} {:>10} {:>12} {:>10} {:>9}  rounds (us in commandstats)",
@@ -132,12 +141,12 @@ pub(super) fn server_cost(server: &RedisServer, sha: &str, all_of: &str) {
     // Per script: (µs per call in commandstats, server CPU µs per call, allowed share) for
     // each round.
     let mut table = vec![Vec::new(); scripts.len()];
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         // Each round starts with another script, so that none always runs first.
         for i in (0..scripts.len()).map(|k| (k + round) % scripts.len()) {
             reset_stats(server);
             let cpu = server_cpu_secs(server);
-            redis_benchmark_n(server, &scripts[i].1, KEYS, true, 50_000);
+            redis_benchmark_n(server, &scripts[i].1, KEYS, true, calls());
             let cpu = server_cpu_secs(server) - cpu;
             let calls = server.commandstat("evalsha", "calls");
             let writes = server.commandstat("set", "calls");
@@ -170,6 +179,16 @@ pub(super) fn server_cost(server: &RedisServer, sha: &str, all_of: &str) {
             100.0 * median(&allowed),
             rounds.join(" ")
         );
+        Record::new("redis", "server_cost")
+            .text("name", name)
+            .num("us", median(&us))
+            .num("us_ratio", ratio(|r| r.0))
+            .num("cpu_us", median(&cpu))
+            .num("cpu_ratio", ratio(|r| r.1))
+            .num("allowed", median(&allowed))
+            .nums("rounds", &us)
+            .num("calls", calls() as f64)
+            .write();
     }
 }
 
@@ -200,11 +219,18 @@ pub(super) async fn memory_per_key(server: &RedisServer, limiter: &RedisLimiter,
             .query(redis::cmd("MEMORY").arg("USAGE").arg(sample))
             .unwrap();
         let value: String = server.query(redis::cmd("GET").arg(sample)).unwrap();
+        let per_key = (used_memory(server) - before) / keys;
         println!(
-            "{name:<34} {keys:>8.0} keys {:>7.1} B/key  MEMORY USAGE {usage} B  value {} B",
-            (used_memory(server) - before) / keys,
+            "{name:<34} {keys:>8.0} keys {per_key:>7.1} B/key  MEMORY USAGE {usage} B  value {} B",
             value.len()
         );
+        Record::new("redis", "memory")
+            .text("name", name)
+            .num("keys", keys)
+            .num("bytes_per_key", per_key)
+            .num("memory_usage", usage as f64)
+            .num("value_bytes", value.len() as f64)
+            .write();
     };
     // The TAT alone: one hour ahead, so that nothing expires while the row runs.
     let before = flush();

@@ -1,265 +1,66 @@
 #!/usr/bin/env python3
-"""Turns one run of benches/report.sh into BENCHMARKS.md tables, benches/chart.svg and a summary.
+"""Turns one run of benches/report.sh into every table of BENCHMARKS.md and benches/chart.svg.
 
-Standard library only. Reads the criterion results (median, ns) that report.sh copied after
-each bench run into <manifest dir>/rounds/<round>/**/new/{benchmark,estimates}.json (a benchmark
-measured in several rounds counts as the median of its rounds' medians), the output of plain
-harness = false bench binaries, and the machine's description; rewrites only the part of
-BENCHMARKS.md between the generated markers, and prints three summary lines.
-
-A criterion id is split into a subject (cellrate[_variant], mutex_bucket, governor, floor_*, or
-any other name, which gets its own column) and a row (the group and the id's other parts).
+Standard library only. Reads the run's manifest (<report dir>/runs.tsv: one line per suite,
+with its command, status, times, output and records file), its load samples (load.tsv), the
+suites' records (records/*.jsonl), callgrind's output files, and the criterion results written
+during the run; rewrites each section of BENCHMARKS.md between `<!-- generated:NAME -->` and
+`<!-- /generated:NAME -->`, and leaves everything else as it is.
 """
 
 import argparse
 import datetime
 import json
-import math
 import re
-import statistics
 import subprocess
 import sys
 from collections import namedtuple
 from pathlib import Path
 
-from report_chart import COLORS, chart_svg, sig3
+import report_criterion as crit
+import report_rows as rows_md
+from report_chart import chart_svg
 
-BEGIN, END = "<!-- generated:begin -->", "<!-- generated:end -->"
-COLUMNS = ("cellrate", "mutex_bucket", "governor", "floor")
-HEAD = {column: column.replace("_", " ") for column in COLUMNS}
-REPEATED = " †"  # marks a figure that is the median of several rounds
-SCENARIO = {"direct/allowed_at": "allowed, time passed in",
-            "direct/denied_at": "denied, time passed in",
-            "direct/allowed_clock": "allowed, real clock",
-            "direct/denied_clock": "denied, real clock"}
-TABLE_TITLE = {"direct": "direct: one limiter, one thread",
-               "contention": "contention: threads sharing one limiter",
-               "keyed": "keyed: one thread, every key known, visited in random order",
-               "keyed_batch": "keyed batches: 64 keys per iteration, one thread, real clocks",
-               "keyed_floor": "keyed floor: per check a clock read, then a load and a CAS of a "
-                              "random slot of a 1,250,000-slot array (20 MB), no hash, no search; "
-                              "siphash then cas64: the keys of the keyed rows, the slot picked "
-                              "by the key's SipHash in an array of keys x 5/4 slots (cellrate's "
-                              "table for that many keys), then a load and a CAS, time passed in"}
-UNIT = {"contention|keyed_throughput_.*": "thread",
-        r"keyed_check_\d+_keys|keyed_batch|keyed_floor": "u64 key",
-        r"keyed_check_\d+_string_keys": "String key"}  # what a number counts, by group regex
-FLOOR = {"cas": "bare CAS", "load": "bare load", "clock_read": "Instant::now",
-         "quanta_read": "quanta read"}
-VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed in",
-           "huge_pages": "cellrate, time passed in, table in 2 MiB pages (huge_pages(true))",
-           "siphash_at_now": "cellrate, time passed in, SipHash-1-3 fingerprints",
-           "cached": "both on a clock refreshed every 1 ms (CachedClock, QuantaUpkeepClock)",
-           "batch": "cellrate check_keys_n (one call per 64 keys)"}
-
-Run = namedtuple("Run", "name kind status begin end command out round")
-# ns: the median of the criterion medians in `rounds`, ((round, ns), ...) in round order.
-Result = namedtuple("Result", "group parts name column variant ns elements run rounds")
-
-
-def read_runs(manifest):
-    """The suite runs of the last report, as report.sh recorded them (tab-separated)."""
-    rows = [line.split("\t") for line in Path(manifest).read_text().splitlines()]
-    if any(len(row) != len(Run._fields) for row in rows):
-        sys.exit(f"report.py: {manifest} was written by an older report.sh (no rounds); "
-                 "rerun benches/report.sh without --no-run")
-    return [Run(n, k, s, int(b), int(e), c, o, int(r)) for n, k, s, b, e, c, o, r in rows]
+Run = namedtuple("Run", "name kind status begin end command out records")
+LIMITER_PROFILE = [
+    ("limiter_at", "`check_n_at`, allowed (time passed in)"),
+    ("limiter_at_read", "`check_n_at`, allowed, outcome read"),
+    ("limiter_at_denied", "`check_n_at`, denied"),
+    ("limiter_check", "`check()` on `TickClock`, allowed"),
+    ("limiter_check_read", "`check()` on `TickClock`, allowed, outcome read"),
+    ("governor_check", "governor's `check()` on its default clock"),
+    ("governor_check_read", "governor's `check()`, snapshot middleware, outcome read"),
+    ("floor_cas", "the bare CAS loop"),
+]
+COUNTING_PROFILE = [("limiter_at", "`check_n_at`, unnamed"),
+                    ("limiter_at_named", "`check_n_at`, named (counted)")]
+CHANGE_PROFILE = [("limiter_at", "allowed, never changed"),
+                  ("limiter_at_changed", "allowed, changed once"),
+                  ("limiter_at_denied", "denied, never changed"),
+                  ("limiter_at_denied_changed", "denied, changed once")]
+KEYED_PROFILE = [
+    ("new", "`check_key` of `KeyedLimiter::new` (the default table)"),
+    ("default", "`check_key`, the table sized for the keys (80% full)"),
+    ("at", "`check_key_n_at` (time passed in), the sized table"),
+    ("siphash_at", "the same, SipHash-1-3 fingerprints"),
+    ("floor", "floor: SipHash-1-3, then one load and CAS"),
+    ("governor", "governor's `check_key` (its TSC read included)"),
+]
+HTTP_PROFILE = ["bare", "noop_layer", "cellrate", "cellrate_no_headers", "tower_governor",
+                "tower_governor_headers", "around_cellrate", "around_cellrate_no_headers",
+                "around_tower_governor"]
+KEYED_COLUMNS = [(1000, "1,000 keys"), (1000000, "1,000,000 keys")]
 
 
-def classify(name):
-    """(column, variant) of a subject name; column None for subjects outside COLUMNS."""
-    for column in ("cellrate", "mutex_bucket", "governor"):
-        if name == column or name.startswith(column + "_"):
-            return column, name[len(column) + 1:]
-    return ("floor", name[len("floor_"):]) if name.startswith("floor_") else (None, "")
+def utc(ts):
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc)
 
 
-def load_results(snapshots, runs):
-    """Every criterion result of the runs, from report.sh's per-round snapshots; a benchmark
-    measured in several rounds is one result, the median of its rounds' medians."""
-    measured = {}
-    for meta_path in sorted(snapshots.glob("*/**/new/benchmark.json")):
-        round_no = int(meta_path.relative_to(snapshots).parts[0])
-        estimates = meta_path.with_name("estimates.json")
-        mtime = estimates.stat().st_mtime if estimates.exists() else -1
-        run = next((r for r in runs if r.kind == "criterion" and r.round == round_no
-                    and r.status == "ok" and r.begin <= mtime <= r.end), None)
-        if run is None:
-            continue  # incomplete, or not from the recorded run
-        meta = json.loads(meta_path.read_text())
-        ns = json.loads(estimates.read_text())["median"]["point_estimate"]
-        key = (meta["group_id"], meta.get("function_id"), meta.get("value_str"))
-        measured.setdefault(key, (meta, []))[1].append((round_no, ns, run))
-    results = []
-    for (group, function_id, value_str), (meta, rounds) in measured.items():
-        rounds.sort(key=lambda r: r[0])
-        parts = (function_id or "value").split("/")
-        known = [i for i, p in enumerate(parts) if classify(p)[0]]
-        name = parts.pop(known[0] if known else -1)  # unknown subjects: the function's last part
-        parts += [value_str] if value_str else []
-        results.append(Result(group, tuple(parts), name, *classify(name),
-                              statistics.median(ns for _, ns, _ in rounds),
-                              (meta.get("throughput") or {}).get("Elements"), rounds[0][2],
-                              tuple((r, ns) for r, ns, _ in rounds)))
-    return results
-
-
-def collect_rows(results):
-    """{(group, parts, variant): {column or subject name: Result}}; a cellrate variant gets its
-    own row, which shows the same mutex bucket and governor measurements as the plain row."""
-    variants = {}
-    for r in results:
-        if r.column in ("cellrate", "mutex_bucket", "governor") and r.variant:
-            variants.setdefault((r.group, r.parts), set()).add(r.variant)
-    rows = {}
-    for r in results:
-        variant = r.variant
-        if r.column == "floor":  # floor_quanta_read belongs to the quanta row
-            own = variants.get((r.group, r.parts), ())
-            variant = next((v for v in sorted(own) if r.variant.startswith(v)), "")
-        rows.setdefault((r.group, r.parts, variant), {})[r.column or r.name] = r
-    for (group, parts, variant), row in rows.items():
-        base = rows.get((group, parts, ""), {}) if variant else {}
-        row.update({c: base[c] for c in ("mutex_bucket", "governor") if c in base.keys() - row})
-    return rows
-
-
-def table_of(group):
-    """The table a group's rows go in: its part before any '/'; keyed_check_* share one."""
-    return "keyed" if group.startswith("keyed_check_") else group.split("/")[0]
-
-
-def row_order(key):
-    """Known scenarios first in SCENARIO's order, then by table; numbers sort numerically."""
-    group, parts, variant = key
-    rank = list(SCENARIO).index(group) if group in SCENARIO else len(SCENARIO)
-    natural = [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts]
-    return (rank, table_of(group), natural, group, variant)
-
-
-def row_label(group, parts, variant):
-    words = [SCENARIO.get(group, group.split("/", 1)[1].replace("_", " "))] if "/" in group else []
-    unit = next((u for g, u in UNIT.items() if re.fullmatch(g, group)), "")
-    for part in parts:
-        if part.isdigit():
-            words.append(f"{int(part):,} {unit}{'s' if unit and int(part) != 1 else ''}".strip())
-        else:
-            words.append(part.replace("_", " "))
-    if variant:
-        words.append(VARIANT.get(variant, "cellrate_" + variant))
-    return ", ".join(words) or group
-
-
-def per_second(r):
-    return (r.elements or 1) / r.ns * 1e9
-
-
-def amount(r, rate):
-    """A result in M decisions/s (`rate`) or in ns, to 3 significant digits; n/a if missing."""
-    return "n/a" if r is None else sig3(per_second(r) / 1e6 if rate else r.ns)
-
-
-def ratio(mine, other, rate):
-    """`mine` over `other`: throughput ratio if `rate`, else time ratio; n/a if missing. For
-    two results measured in the same rounds, the median of the rounds' ratios: the two were
-    measured seconds apart within a round, but minutes apart across rounds."""
-    if mine is None or other is None:
-        return "n/a"
-    pairs = same_rounds(mine, other)
-    if len(pairs) > 1:
-        return f"{statistics.median(t / m if rate else m / t for m, t in pairs):.2f}"
-    return f"{per_second(mine) / per_second(other) if rate else mine.ns / other.ns:.2f}"
-
-
-def same_rounds(mine, other):
-    """[(mine ns, other ns)] of the rounds that measured both, paired by round number."""
-    theirs = dict(other.rounds)
-    return [(ns, theirs[r]) for r, ns in mine.rounds if r in theirs]
-
-
-def floor_name(r):
-    return FLOOR.get(r.variant, r.variant.replace("_", " "))
-
-
-def table_md(prefix, keyed):
-    """One markdown table for the rows `keyed` [(key, row)] whose groups start with `prefix`."""
-    results = [r for _, row in keyed for r in row.values()]
-    rate = any(r.elements for r in results)
-    extra = sorted({k for _, row in keyed for k in row if k not in COLUMNS})
-    note = ("Decisions (criterion throughput elements) per second from the median time, all "
-            "threads together; ratios are cellrate's throughput over the other's: above 1 = "
-            "cellrate faster." if rate else "Median ns per check; ratios are cellrate's time "
-            "over the other's: below 1 = cellrate faster.")
-    head = ["scenario", *(HEAD[c] for c in COLUMNS), *extra, "cellrate/governor", "cellrate/mutex"]
-    lines = [f"### {TABLE_TITLE.get(prefix, prefix.replace('_', ' '))}", "",
-             *(f"Command: `{c}`" for c in sorted({r.run.command for r in results})), "",
-             note, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for key, row in keyed:
-        cells = [row_label(*key)]
-        for column in (*COLUMNS, *extra):
-            r = row.get(column)
-            text = f"{amount(r, rate)} {'M/s' if rate else 'ns'}{REPEATED * (len(r.rounds) > 1)}" \
-                if r else ""
-            cells.append(f"{text} ({floor_name(r)})" if column == "floor" and r else text)
-        mine = row.get("cellrate")
-        cells += [ratio(mine, row.get(c), rate) for c in ("governor", "mutex_bucket")]
-        lines.append("| " + " | ".join(cells) + " |")
-    if any(len(r.rounds) > 1 for r in results):
-        lines += ["", f"{REPEATED} the median of the rounds' medians; a ratio of two such figures "
-                  "is the median of the rounds' ratios (see *Rounds*)."]
-    return "\n".join(lines)
-
-
-def rounds_md(rows, keys):
-    """The rows measured in more than one round: each round's figures and ratio against
-    governor on its default clock, so that the spread of a ratio shows next to the median the
-    tables use."""
-    lines = []
-    for key in keys:
-        group, parts, _ = key
-        mine = rows[key].get("cellrate")
-        theirs = rows.get((group, parts, ""), {}).get("governor")
-        if not mine or not theirs or len(mine.rounds) < 2:
-            continue
-        rate = bool(mine.elements)
-
-        def each(r):
-            return ", ".join(f"{sig3(((r.elements or 1) / ns * 1e3) if rate else ns)} (#{n})"
-                             for n, ns in r.rounds)
-
-        pairs = same_rounds(mine, theirs)
-        ratios = ", ".join(f"{(t / m if rate else m / t):.2f}" for m, t in pairs)
-        unit = "M/s" if rate else "ns"
-        of_medians = mine.ns / theirs.ns if not rate else theirs.ns / mine.ns
-        # Here governor is always on its default clock, the cached row included.
-        label = row_label(*key).replace(VARIANT["cached"], "cellrate on CachedClock")
-        lines.append(f"| {label} | {each(mine)} {unit} | {each(theirs)} {unit} | "
-                     f"{ratios} | {ratio(mine, theirs, rate)} | {of_medians:.2f} |")
-    if not lines:
-        return []
-    return ["### Rounds", "",
-            "The headline rows were measured in every round (`REPORT_ROUNDS`); "
-            "round 1 is the full run, later rounds rerun only these rows, minutes apart. The "
-            "tables above show the median of the rounds' medians for each figure and, for the "
-            "ratio of two repeated figures, the median of the rounds' ratios (the two were "
-            "measured seconds apart in each round). cellrate/governor: time ratio for ns (below "
-            "1 = cellrate faster), throughput ratio for M/s (above 1).", "",
-            "| row | cellrate, per round | governor (default clock), per round | "
-            "cellrate/governor, per round | median of the ratios | ratio of the medians |",
-            "|---|---|---|---|---|---|", *lines, ""]
-
-
-def chart_rows(rows):
-    """(label, {column: ns}, floor ns or None) per row; throughput rows in ns per decision
-    (the wall time of all threads over their decisions)."""
-    out = []
-    for key in sorted(rows, key=row_order):
-        ns = {c: r.ns / (r.elements or 1) for c, r in rows[key].items() if c in COLUMNS}
-        prefix = table_of(key[0]).replace("_", " ")
-        label = row_label(*key) if prefix == "direct" else f"{prefix}: {row_label(*key)}"
-        if any(c in ns for c in COLORS):
-            out.append((label, ns, ns.get("floor")))
-    return out
+def cpu():
+    """'model x count' from /proc/cpuinfo."""
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    models = re.findall(r"^model name\s*:\s*(.+)$", info, re.M)
+    return f"`{models[0] if models else 'unknown CPU'}` x {len(models)}"
 
 
 def command_output(args, cwd):
@@ -270,111 +71,214 @@ def command_output(args, cwd):
         return "unknown"
 
 
-def cpu():
-    """'model x count' from /proc/cpuinfo."""
-    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    models = re.findall(r"^model name\s*:\s*(.+)$", info, re.M)
-    return f"{models[0] if models else 'unknown CPU'} x {len(models)}"
+class Report:
+    """One recorded run: its suites, load samples, records and counts."""
+
+    def __init__(self, report_dir, criterion_dir):
+        lines = (report_dir / "runs.tsv").read_text().splitlines()
+        self.runs = [Run(*line.split("\t")[:8]) for line in lines if line.count("\t") >= 7]
+        self.runs = [r._replace(begin=int(r.begin), end=int(r.end)) for r in self.runs]
+        if not self.runs:
+            sys.exit("report.py: the manifest records no run; rerun benches/report.sh")
+        self.quick = any(r.kind == "meta" and r.status == "1" for r in self.runs)
+        load = report_dir / "load.tsv"
+        self.samples = [line.split("\t") for line in load.read_text().splitlines()] \
+            if load.exists() else []
+        self.records = {}
+        for run in self.runs:
+            if run.kind == "plain" and run.status == "ok" and Path(run.records).exists():
+                self.records[run.name] = [json.loads(line) for line in
+                                          Path(run.records).read_text().splitlines() if line]
+        criterion_runs = [r for r in self.runs if r.kind == "criterion" and r.status == "ok"]
+        self.criterion = crit.collect_rows(crit.load_results(criterion_dir, criterion_runs))
+        self.counts = self.callgrind_counts()
+
+    def run(self, name):
+        return next((r for r in self.runs if r.name == name and r.status == "ok"), None)
+
+    def load_range(self, begin, end):
+        """'a-b', the 1-minute load average sampled from `begin` to `end`."""
+        loads = [float(s[1].split()[0]) for s in self.samples if begin <= int(s[0]) <= end + 5]
+        if not loads:
+            return "not sampled"
+        return f"{min(loads):.2f}-{max(loads):.2f}"
+
+    def context(self, run):
+        """The lines above a table: how it was made, on what, under what load."""
+        quick = "BENCH_QUICK=1 " if self.quick else ""
+        return [f"Command: `{quick}{run.command}`; {cpu()}; load average "
+                f"{self.load_range(run.begin, run.end)} during it "
+                f"({utc(run.begin):%Y-%m-%d %H:%M}-{utc(run.end):%H:%M} UTC)."]
+
+    def callgrind_counts(self):
+        """{(subject, keys or 'http'): (instructions per call, I1 misses per call or None)}."""
+        counts = {}
+        for run in self.runs:
+            found = re.search(r"--callgrind-out-file=(\S+)", run.command)
+            if run.kind != "profile" or run.status != "ok" or not found:
+                continue
+            path = Path(found.group(1))
+            if not path.exists():
+                continue
+            text = path.read_text(errors="replace")
+            events = re.search(r"^events: (.+)$", text, re.M).group(1).split()
+            totals = [int(v) for v in re.search(r"^totals: (.+)$", text, re.M).group(1).split()]
+            totals += [0] * (len(events) - len(totals))
+            got = dict(zip(events, totals))
+            parts = path.name.split(".")
+            if parts[0] == "http":
+                calls = int(parts[2])
+                counts[(parts[1], "http")] = (got["Ir"] / calls, got.get("I1mr", 0) / calls)
+            else:
+                counts[(parts[0], int(parts[1]))] = (got["Ir"] / int(parts[2]), None)
+        return counts
+
+    def profile_context(self, kind_filter):
+        runs = [r for r in self.runs if r.kind == "profile" and kind_filter(r.name)]
+        if not runs:
+            return None
+        example = re.sub(r"--callgrind-out-file=\S+ ", "", runs[0].command)
+        example = re.sub(r"\S*/deps/compare-[0-9a-f]+", "target/release/deps/compare-*", example)
+        return [f"Counted by callgrind (`{example}` and the like, {len(runs)} runs; {cpu()}): "
+                "instruction counts do not depend on the load. Per call of the counted loop, "
+                "the loop's own instructions included."]
+
+    def missing(self, *suites):
+        names = ", ".join(f"`{s}`" for s in suites)
+        return [f"_Not measured in this run: {names} failed or did not run (see the output "
+                "of `benches/report.sh`)._"]
+
+    def rows_section(self, suite, keep=lambda r: True, note=True):
+        run, recs = self.run(suite), self.records.get(suite)
+        if not run or recs is None:
+            return self.missing(suite)
+        recs = [r for r in recs if r["kind"] == "row" and keep(r)]
+        return [*self.context(run), "", *rows_md.rows_table(recs, note)]
+
+    def profile_rows(self, subjects, columns=((1, "instructions per check"),), context=True):
+        """A table of instruction counts, after a blank line (and the context lines)."""
+        table = rows_md.profile_table(self.counts, subjects, list(columns))
+        lines = self.profile_context(lambda n: not n.startswith("profile http"))
+        if not lines or len(table) <= 2:
+            return []
+        return ["", *(lines + [""] if context else []), *table]
 
 
-def machine(repo, when):
-    """Markdown lines describing the machine, the toolchain and the compared versions."""
+def machine(report, repo):
     lock = (repo / "Cargo.lock").read_text() if (repo / "Cargo.lock").exists() else ""
     versions = ", ".join(
-        f"{crate} {m.group(1) if m else '?'}" for crate in ("criterion", "governor", "quanta")
+        f"{crate} {m.group(1) if m else '?'}"
+        for crate in ("criterion", "governor", "quanta", "tower_governor", "axum", "redis")
         for m in [re.search(rf'name = "{crate}"\nversion = "([^"]+)"', lock)])
-    return [f"- CPU: {cpu()} (`nproc`: {command_output(['nproc'], repo)})",
-            f"- Toolchain: {command_output(['rustc', '--version'], repo)}; {versions}",
-            f"- Run: {when:%Y-%m-%d %H:%M} UTC"]
-
-
-def summary(rows):
-    """Three lines for the README: time passed in, real clock, 2 threads; cellrate/other in
-    brackets (time ratios for ns, throughput ratios for M decisions/s)."""
-    def get(group, column, parts=(), variant=""):
-        return rows.get((group, parts, variant), {}).get(column)
-
-    def vs(group, parts=(), columns=("governor", "mutex_bucket"), rate=False):
-        mine = get(group, "cellrate", parts)
-        others = [(get(group, c, parts), c) for c in columns]
-        return f"cellrate {amount(mine, rate)} vs " + ", ".join(
-            f"{floor_name(o) if c == 'floor' and o else HEAD[c].split()[0]} "
-            f"{amount(o, rate)} ({ratio(mine, o, rate)})" for o, c in others)
-
-    def clock(group):
-        std, tsc = get(group, "cellrate"), get(group, "cellrate", (), "quanta")
-        gov = get(group, "governor")
-        cached, gov_cached = (get(group, c, (), "cached") for c in ("cellrate", "governor"))
-        return (f"cellrate {amount(std, False)} on Instant, {amount(tsc, False)} on QuantaClock "
-                f"vs governor {amount(gov, False)} ({ratio(std, gov, False)}, "
-                f"{ratio(tsc, gov, False)}); on clocks refreshed every 1 ms cellrate "
-                f"{amount(cached, False)} vs governor {amount(gov_cached, False)} "
-                f"({ratio(cached, gov_cached, False)})")
-
-    floor = ("governor", "mutex_bucket", "floor")
-    one = get("contention", "cellrate", ("allowed", "1"))
-    return [f"Time passed in (ns/check): allowed {vs('direct/allowed_at', columns=floor)}; "
-            f"denied {vs('direct/denied_at', columns=floor)}.",
-            f"Real clock (ns/check): allowed {clock('direct/allowed_clock')}; denied "
-            f"{clock('direct/denied_clock')}.",
-            f"2 threads on one limiter (M decisions/s): allowed "
-            f"{vs('contention', ('allowed', '2'), rate=True)}, 1 thread {amount(one, True)}; "
-            f"denied {vs('contention', ('denied', '2'), rate=True)}."]
-
-
-def generated(rows, runs, lines, repo, when):
-    """The text between the markers."""
-    out = ["_Generated by `benches/report.sh`; edits here are overwritten._", "",
-           "### Machine", "", *machine(repo, when), "", "### Summary", "",
-           "cellrate/other in brackets: below 1 = cellrate faster for ns, above 1 for M/s.", "",
-           *(f"- {line}" for line in lines), "", "![ns per check](benches/chart.svg)", ""]
-    keys = sorted(rows, key=row_order)
-    prefixes = sorted({table_of(k[0]) for k in keys}, key=lambda p: (p != "direct", p))
-    for prefix in prefixes:
-        out += [table_md(prefix, [(k, rows[k]) for k in keys if table_of(k[0]) == prefix]), ""]
-    out += rounds_md(rows, keys)
-    for run in runs:
-        if run.kind == "plain" and run.status == "ok":
-            text = Path(run.out).read_text().strip() if Path(run.out).exists() else ""
-            out += [f"### {run.name}", "", f"Command: `{run.command}`", "", "```",
-                    text or "(no output)", "```", ""]
-    failed = sorted({f"`{r.name}` (round {r.round})" for r in runs if r.status != "ok"})
+    begin, end = report.runs[0].begin, max(r.end for r in report.runs)
+    build = report.run("build")
+    lines = []
+    if report.quick:
+        lines += ["**A reduced-size smoke test (`BENCH_QUICK=1`): these figures are not "
+                  "measurements. Rerun `bash benches/report.sh` without it.**", ""]
+    lines += [f"- CPU: {cpu()} (`nproc`: {command_output(['nproc'], repo)})",
+              f"- Toolchain: {command_output(['rustc', '--version'], repo)}; {versions}",
+              f"- Run: {utc(begin):%Y-%m-%d %H:%M}-{utc(end):%H:%M} UTC, "
+              f"{(end - begin) / 60:.1f} min"
+              + (f" (the build {build.end - build.begin} s)" if build else ""),
+              f"- Load average (1 min) during the run: {report.load_range(begin, end)}; the "
+              "benchmarks themselves keep one or two cores busy"]
+    if len(report.samples) >= 2:
+        first, last = (list(map(int, s[2].split()[1:])) for s in (report.samples[0],
+                                                                   report.samples[-1]))
+        delta = [b - a for a, b in zip(first, last)]
+        total = sum(delta) or 1
+        steal = delta[7] if len(delta) > 7 else 0
+        lines.append(f"- CPU time of the whole machine (`/proc/stat`): {100 * (1 - delta[3] / total):.0f}% "
+                     f"busy, {100 * steal / total:.1f}% stolen by the hypervisor")
+    failed = sorted(r.name for r in report.runs if r.status == "failed")
     if failed:
-        out += [f"Not in this run (failed or could not run here): {', '.join(failed)}.", ""]
-    return "\n".join(out)
+        lines.append("- Failed, left out: " + ", ".join(f"`{n}`" for n in failed))
+    return lines
 
 
-def rewrite(doc, body):
-    """Replaces the text between the markers of `doc`, keeping everything else."""
-    text = doc.read_text() if doc.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
-    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
-        sys.exit(f"report.py: {doc} must contain {BEGIN} then {END}, once each")
-    head, rest = text.split(BEGIN)
-    doc.write_text(f"{head}{BEGIN}\n{body}\n{END}{rest.split(END)[1]}")
+def sections(report, repo):
+    """{section name: markdown lines}."""
+    r, counts = report, report.counts
+    direct = crit.tables(r.criterion, ["direct"], r.context)
+    keyed = crit.tables(r.criterion, ["keyed", "keyed_batch", "keyed_floor", "keyed_parts"],
+                        r.context)
+    hot = r.records.get("hot_cas")
+    http = r.records.get("http")
+    redis = r.records.get("redis")
+    memory = r.records.get("keyed_memory")
+    http_profile = rows_md.http_profile_table(counts, HTTP_PROFILE)
+    http_context = r.profile_context(lambda n: n.startswith("profile http"))
+    every_row = [rec for recs in r.records.values() for rec in recs if rec["kind"] == "row"]
+    losses = crit.losses(r.criterion) + rows_md.losses(every_row)
+    losses += [(f"http: {a['name']}", f"adds {a['ratio']:.2f}x tower_governor's time")
+               for a in (http or []) if a["kind"] == "added" and a["ratio"] > 1]
+    return {
+        "machine": machine(report, repo),
+        "headline": r.rows_section("paired"),
+        "hot_cas": [*r.context(r.run("hot_cas")), "",
+                    *rows_md.cas_table([x for x in hot if x["kind"] == "cas"],
+                                       [x for x in hot if x["kind"] == "control"])]
+        if hot is not None and r.run("hot_cas") else r.missing("hot_cas"),
+        "direct": [*direct, "![ns per check](benches/chart.svg)"] if direct
+        else r.missing("criterion"),
+        "keyed": keyed or r.missing("criterion"),
+        "keyed_paired": r.rows_section("keyed_paired", note=False),
+        "fingerprints": r.rows_section("keyed_paired", lambda x: "AES-CMAC" in x["name"],
+                                       note=False)
+        + r.profile_rows([("at", "AES-128-CMAC fingerprints"),
+                          ("siphash_at", "SipHash-1-3 fingerprints")], KEYED_COLUMNS),
+        "profile": r.profile_rows(LIMITER_PROFILE)
+        + r.profile_rows(KEYED_PROFILE, KEYED_COLUMNS, context=False) or r.missing("profile"),
+        "memory": [*r.context(r.run("keyed_memory")), "", *rows_md.memory_table(memory)]
+        if memory is not None and r.run("keyed_memory") else r.missing("keyed_memory"),
+        "counting": r.rows_section("named_paired", note=False)
+        + r.profile_rows(COUNTING_PROFILE),
+        "quota_changes": r.rows_section("changed_paired", note=False)
+        + r.profile_rows(CHANGE_PROFILE),
+        "http": [*r.context(r.run("http")), "", *rows_md.http_tables(http), "",
+                 "Two threads on one app:", "",
+                 *rows_md.rows_table([x for x in http if x["kind"] == "row"], False)]
+        + (["", *http_context, "", *http_profile] if http_context else [])
+        if http is not None and r.run("http") else r.missing("http"),
+        "redis": [*r.context(r.run("redis")), "", *rows_md.redis_tables(redis)]
+        if redis else r.missing("redis"),
+        "losses": [f"- **{label}**: {text}" for label, text in losses]
+        or ["- none in this run"],
+    }
+
+
+def rewrite(doc, generated):
+    """Replaces the text between each section's markers, keeping everything else."""
+    text = doc.read_text()
+    for name in re.findall(r"<!-- generated:(\w+) -->", text):
+        if name not in generated:
+            sys.exit(f"report.py: {doc} has a section '{name}' that no table fills")
+    for name, lines in generated.items():
+        begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+        if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+            sys.exit(f"report.py: {doc} must contain {begin} then {end}, once each")
+        head, rest = text.split(begin)
+        text = f"{head}{begin}\n" + "\n".join(lines) + f"\n{end}{rest.split(end, 1)[1]}"
+    doc.write_text(text)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("--repo", "--manifest"):
+    for flag in ("--repo", "--report-dir", "--criterion"):
         parser.add_argument(flag, type=Path, required=True)
     args = parser.parse_args()
-    runs = read_runs(args.manifest)
-    results = load_results(args.manifest.parent / "rounds", runs)
-    if not results:
-        sys.exit("report.py: no criterion results from the recorded run were found")
-    rows = collect_rows(results)
-    lines = summary(rows)
-    when = datetime.datetime.fromtimestamp(min(r.begin for r in runs), datetime.timezone.utc)
-    rewrite(args.repo / "BENCHMARKS.md", generated(rows, runs, lines, args.repo, when))
-    bars = chart_rows(rows)
+    report = Report(args.report_dir, args.criterion)
+    if report.quick:
+        rows_md.MIN_KEPT = 2
+    rewrite(args.repo / "BENCHMARKS.md", sections(report, args.repo))
+    bars = crit.chart_rows(report.criterion)
     if bars:
-        subtitle = f"{cpu()}, {when:%Y-%m-%d}; throughput rows (contention, keyed): " \
-            "wall-clock ns per decision, all threads together"
+        subtitle = f"{cpu().replace('`', '')}, {utc(report.runs[0].begin):%Y-%m-%d}; " \
+            "one thread, criterion medians"
         (args.repo / "benches" / "chart.svg").write_text(chart_svg(bars, subtitle))
     print(f"report.py: wrote {args.repo / 'BENCHMARKS.md'}"
-          f"{' and benches/chart.svg' if bars else ' (nothing to chart)'} from "
-          f"{len(results)} results", file=sys.stderr)
-    print("\n".join(lines))
+          f"{' and benches/chart.svg' if bars else ''}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,17 @@
 //! `direct/*`: one limiter on one thread, each check on one path, against its physical floor.
 //!
+//! The allowed groups time each limiter twice: its verdict alone (`is_ok()`), and with its
+//! outcome read (`_read`: cellrate's `remaining()` and `reset_after()`, governor's snapshot;
+//! `read.rs`).
+//!
 //! `_at` groups pass the time in (cellrate and the mutex bucket at [`NOW`](super::subjects::NOW),
 //! governor on its standing-still test clock); `_clock` groups read each limiter's default clock,
-//! and with `--features quanta` also cellrate on its TSC clock. `_cached` subjects run on a
+//! and with `--features quanta` also cellrate on its TSC clock; `cellrate_instant` is cellrate
+//! on `MonotonicClock` (an `Instant` read per check). `_cached` subjects run on a
 //! clock refreshed every millisecond by a background thread (cellrate's `CachedClock`,
 //! governor's `QuantaUpkeepClock`).
 
+use super::read::{CellrateAtRead, CellrateRead, GovernorFakeRead, GovernorRead};
 use super::subjects::{
     time_spends, CellrateAt, CellrateClock, FloorCas, FloorClockRead, FloorLoad, GovernorClock,
     GovernorFake, MutexAt, MutexClock, Path, Spend,
@@ -21,6 +27,12 @@ pub fn allowed_at(c: &mut Criterion) {
     bench_spends(&mut group, "mutex_bucket", path, || MutexAt::new(path));
     bench_spends(&mut group, "governor", path, || GovernorFake::new(path));
     bench_spends(&mut group, "floor_cas", path, FloorCas::new);
+    bench_spends(&mut group, "cellrate_read", path, || {
+        CellrateAtRead::new(path)
+    });
+    bench_spends(&mut group, "governor_read", path, || {
+        GovernorFakeRead::new(path)
+    });
     group.finish();
 }
 
@@ -43,6 +55,12 @@ pub fn allowed_clock(c: &mut Criterion) {
     bench_spends(&mut group, "mutex_bucket", path, || MutexClock::new(path));
     bench_spends(&mut group, "governor", path, || GovernorClock::new(path));
     bench_spends(&mut group, "floor_clock_read", path, FloorClockRead::new);
+    bench_spends(&mut group, "cellrate_read", path, || {
+        CellrateRead::new(path)
+    });
+    bench_spends(&mut group, "governor_read", path, || {
+        GovernorRead::new(path)
+    });
     bench_cached(&mut group, path);
     #[cfg(feature = "quanta")]
     {
@@ -73,11 +91,15 @@ pub fn denied_clock(c: &mut Criterion) {
     group.finish();
 }
 
-/// cellrate and governor on their clocks refreshed by a background thread.
+/// cellrate and governor on their clocks refreshed by a background thread, and cellrate on
+/// the exact clock.
 fn bench_cached(group: &mut BenchmarkGroup<'_, WallTime>, path: Path) {
-    use super::cached::{CellrateCached, GovernorCached};
+    use super::clocks::{CellrateCached, CellrateInstant, GovernorCached};
     bench_spends(group, "cellrate_cached", path, || CellrateCached::new(path));
     bench_spends(group, "governor_cached", path, || GovernorCached::new(path));
+    bench_spends(group, "cellrate_instant", path, || {
+        CellrateInstant::new(path)
+    });
 }
 
 /// Times single checks of a fresh subject per sample, then asserts (untimed) that every check

@@ -33,14 +33,6 @@ pub enum Path {
 }
 
 impl Path {
-    /// The name used in benchmark ids.
-    pub fn name(self) -> &'static str {
-        match self {
-            Path::Allowed => "allowed",
-            Path::Denied => "denied",
-        }
-    }
-
     /// Panics unless `allowed` of `spends` checks is what this path promises.
     pub fn assert_outcomes(self, allowed: u64, spends: u64) {
         let expected = match self {
@@ -253,6 +245,34 @@ impl Spend for FloorCas {
                 Err(actual) => current = actual,
             }
         }
+    }
+}
+
+/// [`FloorCas`] with crossbeam's backoff after a failed CAS, as cellrate's loop has: the floor
+/// of a loop that lets one core keep the word while the other waits.
+pub struct FloorCasBackoff(AtomicU64);
+
+impl FloorCasBackoff {
+    pub fn new() -> FloorCasBackoff {
+        FloorCasBackoff(AtomicU64::new(0))
+    }
+}
+
+impl Spend for FloorCasBackoff {
+    #[inline(always)]
+    fn spend(&self) -> bool {
+        // Relaxed: as in FloorCas.
+        let mut current = self.0.load(Ordering::Relaxed);
+        let backoff = crossbeam_utils::Backoff::new();
+        // Relaxed on both arms: as the load.
+        while let Err(actual) =
+            self.0
+                .compare_exchange_weak(current, current + 1, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            backoff.spin();
+            current = actual;
+        }
+        true
     }
 }
 

@@ -75,6 +75,24 @@ pub fn governor_limiter<K: Hash + Eq + Clone>(keys: &[K]) -> governor::DefaultKe
     limiter
 }
 
+/// [`governor_limiter`] with governor's snapshot middleware, whose allowed checks return the
+/// state that tower_governor's headers read (`remaining_burst_capacity`).
+pub fn governor_read_limiter<K: Hash + Eq + Clone>(
+    keys: &[K],
+) -> governor::RateLimiter<
+    K,
+    governor::state::keyed::DefaultKeyedStateStore<K>,
+    governor::clock::DefaultClock,
+    governor::middleware::StateInformationMiddleware,
+> {
+    let quota = governor::Quota::per_second(NonZeroU32::new(RATE).expect("RATE > 0"));
+    let limiter = governor::RateLimiter::keyed(quota).with_middleware();
+    for k in keys {
+        limiter.check_key(k).expect("a fresh key is allowed");
+    }
+    limiter
+}
+
 /// How often the `_cached` clocks are refreshed.
 pub const CACHED_RESOLUTION: Duration = Duration::from_millis(1);
 
@@ -83,8 +101,20 @@ pub fn cached_clock() -> CachedClock {
     CachedClock::new(CACHED_RESOLUTION).expect("a refresh thread starts")
 }
 
+/// governor's upkeep clock, refreshed every [`CACHED_RESOLUTION`]. quanta runs one upkeep
+/// thread per process (a second start fails), so every limiter on it shares this one.
+pub fn governor_upkeep_clock() -> governor::clock::QuantaUpkeepClock {
+    static CLOCK: std::sync::OnceLock<governor::clock::QuantaUpkeepClock> =
+        std::sync::OnceLock::new();
+    let clock = CLOCK.get_or_init(|| {
+        governor::clock::QuantaUpkeepClock::from_interval(CACHED_RESOLUTION)
+            .expect("quanta's upkeep thread starts")
+    });
+    clock.clone()
+}
+
 /// governor's keyed limiter (DashMap, SipHash) on its upkeep clock, holding every one of
-/// `keys`. quanta runs one upkeep thread per process, so every such limiter shares one clock.
+/// `keys`.
 pub fn governor_cached_limiter<K: Hash + Eq + Clone>(
     keys: &[K],
 ) -> governor::RateLimiter<
@@ -92,14 +122,8 @@ pub fn governor_cached_limiter<K: Hash + Eq + Clone>(
     governor::state::keyed::DashMapStateStore<K>,
     governor::clock::QuantaUpkeepClock,
 > {
-    static CLOCK: std::sync::OnceLock<governor::clock::QuantaUpkeepClock> =
-        std::sync::OnceLock::new();
-    let clock = CLOCK.get_or_init(|| {
-        governor::clock::QuantaUpkeepClock::from_interval(CACHED_RESOLUTION)
-            .expect("quanta's upkeep thread starts")
-    });
     let quota = governor::Quota::per_second(NonZeroU32::new(RATE).expect("RATE > 0"));
-    let limiter = governor::RateLimiter::dashmap_with_clock(quota, clock.clone());
+    let limiter = governor::RateLimiter::dashmap_with_clock(quota, governor_upkeep_clock());
     for k in keys {
         limiter.check_key(k).expect("a fresh key is allowed");
     }
