@@ -22,8 +22,8 @@
 //! The loom models in `loom-tests/tests/all_of.rs` check this: no bucket admits more than its
 //! burst, and a refused check leaves every bucket as the admitted checks alone would.
 
-use crate::bucket_ref::BucketRef;
 use crate::clock::Clock;
+use crate::engine::bucket_ref::BucketRef;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
@@ -32,8 +32,8 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 pub(crate) mod sealed {
-    use crate::bucket_ref::BucketRef;
     use crate::clock::Clock;
+    use crate::engine::bucket_ref::BucketRef;
     use crate::named::Named;
 
     /// What [`Limit`](super::Limit) hides: the bucket an all-or-nothing check acts on, and

@@ -191,7 +191,8 @@ impl<C: Clock> MutexBucket<C> {
             return Err(Denied::new(unusable, None));
         }
         // A reservation waits at most the limiter's bound (`gcra::max_wait_ns`).
-        let max_wait = i128::from(max_wait_ns.min(crate::gcra::MAX_AHEAD - quota.depth_ns()));
+        let max_wait =
+            i128::from(max_wait_ns.min(crate::engine::gcra::MAX_AHEAD - quota.depth_ns()));
         if credit + max_wait < cost_ns {
             return Err(Denied::new(
                 level(credit, &quota),
@@ -271,7 +272,7 @@ impl<C: Clock> MutexBucket<C> {
         let mut state = self.lock();
         let quota = state.quota;
         let full = full_again(refill(&state, now), now, &quota);
-        let forced = crate::gcra::force(full, now, tokens, &quota).min(LAST_FULL);
+        let forced = crate::engine::gcra::force(full, now, tokens, &quota).min(LAST_FULL);
         state.credit_ns = i128::from(quota.depth_ns()) - (i128::from(forced) - i128::from(now));
         state.at = now;
     }

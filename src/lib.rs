@@ -63,15 +63,10 @@
 extern crate alloc;
 
 mod all_of;
-mod bucket;
-mod bucket_ref;
-#[cfg(feature = "std")]
-mod cached_clock;
 mod clock;
+mod engine;
 #[cfg(feature = "metrics")]
 mod export;
-mod gcra;
-mod give_back;
 #[cfg(feature = "std")]
 mod keyed;
 mod limiter;
@@ -79,19 +74,11 @@ mod limiter;
 mod named;
 mod nanos;
 mod outcome;
-#[cfg(feature = "quanta")]
-mod quanta_clock;
 mod quota;
-mod quota_cells;
 mod quota_change;
 mod reservation;
 mod set_quota;
 mod stats;
-mod sync;
-#[cfg(feature = "std")]
-mod tally;
-#[cfg(feature = "std")]
-mod tick_clock;
 #[cfg(feature = "redis")]
 mod top_keys;
 #[cfg(feature = "std")]
@@ -108,7 +95,13 @@ pub mod redis;
 
 pub use all_of::{all_of, AllOf, Limit};
 #[cfg(feature = "std")]
-pub use cached_clock::{CachedClock, CachedClockError};
+pub use clock::cached_clock::{CachedClock, CachedClockError};
+#[cfg(feature = "quanta")]
+pub use clock::quanta_clock::QuantaClock;
+#[cfg(feature = "std")]
+pub use clock::tick_clock::TickClock;
+#[cfg(all(feature = "std", loom))]
+pub use clock::tick_clock::Ticker;
 #[cfg(feature = "std")]
 pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};
@@ -122,16 +115,10 @@ pub use keyed::{
 pub use limiter::Limiter;
 pub use nanos::Nanos;
 pub use outcome::{Allowed, Denied};
-#[cfg(feature = "quanta")]
-pub use quanta_clock::QuantaClock;
 pub use quota::{Quota, QuotaError};
 pub use quota_change::QuotaChange;
 pub use reservation::{Reservation, Ticket};
 pub use stats::Stats;
-#[cfg(feature = "std")]
-pub use tick_clock::TickClock;
-#[cfg(all(feature = "std", loom))]
-pub use tick_clock::Ticker;
 
 /// The README's examples, compiled and run as doc tests so that they cannot drift from the API.
 #[cfg(all(doctest, feature = "std"))]

@@ -1,17 +1,17 @@
 //! `Limiter`: one bucket, one quota, one clock.
 
-use crate::bucket_ref::BucketRef;
 use crate::clock::{lagged, now_for, Clock};
-use crate::gcra;
+use crate::engine::bucket_ref::BucketRef;
+use crate::engine::gcra;
+use crate::engine::quota_cells::Cells;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-use crate::quota_cells::Cells;
 
 #[cfg(feature = "std")]
-use crate::named::{self, Named};
+use crate::clock::tick_clock::TickClock;
 #[cfg(feature = "std")]
-use crate::tick_clock::TickClock;
+use crate::named::{self, Named};
 
 /// The clock a `Limiter` uses when none is named: [`TickClock`] with `std`; without `std`
 /// there is no default clock to construct, so this only fills the type slot.

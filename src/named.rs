@@ -12,10 +12,10 @@
 //! add up (`export.rs`). Naming a limiter again renames it: its counts go on.
 
 use crate::clock::Clock;
+use crate::engine::tally::Tally;
 use crate::limiter::Limiter;
 use crate::outcome::{Allowed, Denied};
 use crate::stats::Stats;
-use crate::tally::Tally;
 use alloc::borrow::Cow;
 use alloc::boxed::Box;
 

@@ -15,7 +15,7 @@
 //!   over as tokens of the new quota, so a reservation made before the change keeps its place
 //!   and nobody can book a slot that overlaps it.
 
-use crate::gcra;
+use crate::engine::gcra;
 use crate::quota::Quota;
 
 /// How a bucket's state is carried over when its quota changes: by

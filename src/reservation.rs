@@ -5,10 +5,10 @@
 //! each reserver gets its own slot in arrival order: waiters wake one at a time, spaced by the
 //! emission interval, with no retry loop and no thundering herd.
 
-use crate::bucket_ref::{BucketRef, TatStore};
 use crate::clock::Clock;
-use crate::gcra;
-use crate::give_back::Receipt;
+use crate::engine::bucket_ref::{BucketRef, TatStore};
+use crate::engine::gcra;
+use crate::engine::give_back::Receipt;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
@@ -121,7 +121,7 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
                 clock,
                 start_empty: ticket.start_empty,
             };
-            let level = crate::gcra::level(
+            let level = crate::engine::gcra::level(
                 ticket.receipt.after.saturating_sub(bucket.now().as_u64()),
                 &ticket.quota,
             );

@@ -25,8 +25,8 @@
 //! the tokens were booked at their place in line, so using them later can never admit more than
 //! the limit.
 
-use crate::bucket_ref::BucketRef;
 use crate::clock::{tolerance_for, Clock};
+use crate::engine::bucket_ref::BucketRef;
 use crate::limiter::Limiter;
 use crate::named::{count_wait, Named};
 use crate::nanos::Nanos;

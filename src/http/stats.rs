@@ -1,6 +1,6 @@
 //! `LayerStats`: what a layer decided, counted.
 
-use crate::tally::Stripes;
+use crate::engine::tally::Stripes;
 
 /// Counts of a layer's answers since it was built (shared by its clones), per request: a
 /// request checked against several policies counts once. `allowed` and `denied` mean what they

@@ -7,9 +7,9 @@ use super::table::loom_hooks::Faults;
 use super::table::memory::{self, AllocError};
 use super::table::{huge_pages, Overflow, Table};
 use super::{KeyedLimiter, OverflowPolicy};
+use crate::clock::tick_clock::TickClock;
 use crate::clock::Clock;
 use crate::quota::Quota;
-use crate::tick_clock::TickClock;
 use core::fmt;
 use core::marker::PhantomData;
 

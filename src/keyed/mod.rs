@@ -21,12 +21,12 @@ pub use key_bucket::KeyedBucket;
 #[cfg(loom)]
 pub use table::loom_hooks::Broken;
 
+use crate::clock::tick_clock::TickClock;
 use crate::clock::{lagged, now_for, Clock};
 use crate::named::{self, Named};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-use crate::tick_clock::TickClock;
 use core::borrow::Borrow;
 use core::fmt;
 use core::hash::Hash;

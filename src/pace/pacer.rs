@@ -1,9 +1,9 @@
 //! `Pacer`: the bookings and the timer that every paced adapter shares.
 
 use crate::all_of::{sealed::Sealed as _, Limit};
-use crate::bucket_ref::BucketRef;
 use crate::clock::Clock;
-use crate::give_back::Receipt;
+use crate::engine::bucket_ref::BucketRef;
+use crate::engine::give_back::Receipt;
 use crate::named::count_wait;
 use crate::nanos::Nanos;
 use crate::quota::Quota;

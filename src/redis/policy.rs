@@ -4,9 +4,9 @@
 use super::error::Error;
 use super::local::{Ask, Local};
 use super::options::RedisOptions;
+use crate::engine::sync::counter::{AtomicU64, Ordering};
 use crate::outcome::{Allowed, Denied, Level};
 use crate::stats::Stats;
-use crate::sync::counter::{AtomicU64, Ordering};
 
 /// What [`check_key_n`](super::RedisLimiter::check_key_n) answers when Redis gives no decision
 /// (unreachable, known to be down, or no reply within the deadline).

@@ -26,7 +26,7 @@ use super::slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
 use super::test_hooks;
 use super::upkeep;
 use super::window::Slots;
-use crate::gcra::level;
+use crate::engine::gcra::level;
 use crate::outcome::Denied;
 
 /// What a new key does when its window has no room: the table's own copy of

@@ -53,8 +53,8 @@ pub(crate) use claim::Overflow;
 pub(crate) use request::{Outcome, Request};
 
 use super::stats::Counters;
-use crate::gcra::{Booking, IMPOSSIBLE_AHEAD};
-use crate::give_back::{self, Ledger, Receipt, TenureWord};
+use crate::engine::gcra::{Booking, IMPOSSIBLE_AHEAD};
+use crate::engine::give_back::{self, Ledger, Receipt, TenureWord};
 use crate::outcome::Denied;
 use crate::quota::Quota;
 use alloc::boxed::Box;
@@ -109,7 +109,7 @@ impl Table {
             ledgers: (0..LEDGERS)
                 .map(|_| CachePadded::new(Ledger::new()))
                 .collect(),
-            origin: crate::sync::next_id(),
+            origin: crate::engine::sync::next_id(),
         }
     }
 
@@ -191,7 +191,7 @@ impl Table {
         }
     }
 
-    /// The CAS loop of one bucket, as in [`Bucket::spend`](crate::bucket), on W masked by K.
+    /// The CAS loop of one bucket, as in [`Bucket::spend`](crate::engine::bucket), on W masked by K.
     /// An UNPUBLISHED bucket is published with this request applied to a new bucket's TAT.
     /// `None` if the slot no longer holds the key's bucket: look it up again. Inlined into
     /// [`spend`](Self::spend): out of line, the request went to it through memory and its

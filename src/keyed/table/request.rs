@@ -3,8 +3,8 @@
 
 use super::seen::Seen;
 use super::slot::{tag_of, KeyWord, FROZEN};
-use crate::bucket::Change;
-use crate::gcra::{self, Booking};
+use crate::engine::bucket::Change;
+use crate::engine::gcra::{self, Booking};
 use crate::outcome::Denied;
 use crate::quota::Quota;
 

@@ -5,10 +5,17 @@
 //! to. Every check also has an `_at(now)` form that takes the time from the caller, which is the
 //! cheapest clock of all when one reading serves many checks.
 
+#[cfg(feature = "std")]
+pub(crate) mod cached_clock;
+#[cfg(feature = "quanta")]
+pub(crate) mod quanta_clock;
+#[cfg(feature = "std")]
+pub(crate) mod tick_clock;
+
+use crate::engine::sync::{AtomicU64, Ordering};
 use crate::nanos::Nanos;
 use crate::outcome::Denied;
 use crate::quota::Quota;
-use crate::sync::{AtomicU64, Ordering};
 use alloc::sync::Arc;
 use core::time::Duration;
 

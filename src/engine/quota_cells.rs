@@ -29,13 +29,13 @@
 //!
 //! [`QuotaChange`]: crate::QuotaChange
 
-use crate::bucket::{Bucket, Change, Tenure, LAST_TAT, MOVED};
-use crate::bucket_ref::TatStore;
-use crate::gcra::{self, Booking};
-use crate::give_back::{self, Ledger, Receipt};
+use crate::engine::bucket::{Bucket, Change, Tenure, LAST_TAT, MOVED};
+use crate::engine::bucket_ref::TatStore;
+use crate::engine::gcra::{self, Booking};
+use crate::engine::give_back::{self, Ledger, Receipt};
+use crate::engine::sync::{spin_wait, AtomicU64, Ordering};
 use crate::outcome::{Allowed, Denied};
 use crate::quota::{AtomicQuota, Quota};
-use crate::sync::{spin_wait, AtomicU64, Ordering};
 
 /// The id of the head cell (index 0, version 0). A spare's id is `version << 2 | index`, with
 /// index 1 or 2.
@@ -181,7 +181,7 @@ impl Cells {
             spares: [Spare::new(quota), Spare::new(quota)],
             live: AtomicU64::new(HEAD),
             changing: AtomicU64::new(0),
-            origin: crate::sync::next_id(),
+            origin: crate::engine::sync::next_id(),
         }
     }
 

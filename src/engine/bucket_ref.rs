@@ -8,8 +8,8 @@
 //! themselves call their bucket directly.
 
 use crate::clock::{lagged, now_for, Clock};
-use crate::gcra::{self, Booking};
-use crate::give_back::Receipt;
+use crate::engine::gcra::{self, Booking};
+use crate::engine::give_back::Receipt;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;

@@ -14,9 +14,9 @@
 //! give-back made when the booking is still the last thing in the bucket (`TAT == top`) moves
 //! no other booking and is not entered in it.
 
-use crate::gcra;
+use crate::engine::gcra;
+use crate::engine::sync::{AtomicU64, Ordering};
 use crate::quota::Quota;
-use crate::sync::{AtomicU64, Ordering};
 
 /// What a give-back needs to know of the booking it undoes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -27,11 +27,11 @@
 //! None of this orders anything for users: an `Allowed` is not a signal that another thread's
 //! writes are visible.
 
-use crate::gcra;
-use crate::give_back::TenureWord;
+use crate::engine::gcra;
+use crate::engine::give_back::TenureWord;
+use crate::engine::sync::{AtomicU64, Ordering};
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::Backoff;
 
 /// The TAT of a bucket that a quota change has moved elsewhere (module docs). No operation
@@ -255,7 +255,7 @@ impl Bucket {
     }
 }
 
-/// A bucket in one tenure, as [`give_back`](crate::give_back::give_back) acts on it.
+/// A bucket in one tenure, as [`give_back`](crate::engine::give_back::give_back) acts on it.
 pub(crate) struct InTenure<'a> {
     bucket: &'a Bucket,
     tenure: Tenure<'a>,
