@@ -112,6 +112,8 @@ pub use cached_clock::{CachedClock, CachedClockError};
 #[cfg(feature = "std")]
 pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};
+#[cfg(loom)]
+pub use give_back::GiveBackFault;
 #[cfg(all(feature = "std", loom))]
 pub use keyed::Broken;
 #[cfg(feature = "std")]

@@ -62,4 +62,15 @@ impl<C: Clock> Limiter<C> {
         self.cells()
             .change_racy(quota, |tat, old| how.rebase(tat, now, old, &quota))
     }
+
+    /// Deliberately broken [`Limiter::set_quota_at`]: makes the change without the change
+    /// lock, so that two changes can write the same spare at once and publish `live` out of
+    /// order. Only for the loom models.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn set_quota_at_unlocked(&self, quota: Quota, how: QuotaChange, now: Nanos) {
+        let now = now.as_u64();
+        self.cells()
+            .change_unlocked(quota, |tat, old| how.rebase(tat, now, old, &quota))
+    }
 }
