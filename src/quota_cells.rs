@@ -35,7 +35,7 @@ use crate::gcra::{self, Booking};
 use crate::give_back::{self, Ledger, Receipt};
 use crate::outcome::{Allowed, Denied};
 use crate::quota::{AtomicQuota, Quota};
-use crate::sync::{spin_wait, AtomicU64, Ordering};
+use crate::sync::{fence, spin_wait, AtomicU64, Ordering};
 
 #[cfg(loom)]
 mod loom_twins;
@@ -225,7 +225,8 @@ impl Cells {
     /// its tenure ended (look at `live` again) or it did not move.
     fn next_of(&self, id: u64) -> Option<u64> {
         if id == HEAD {
-            // Acquire: pairs with the change's Release store; the head's word was seen MOVED.
+            // Acquire: read after the head's word was seen MOVED, whose fence (`on_live_then`)
+            // made the change's store of `next`, made before the move, visible.
             return Some(self.head.next.load(Ordering::Acquire));
         }
         let spare = &self.spares[index(id) - 1];
@@ -305,6 +306,10 @@ impl Cells {
             return done;
         }
         moved_head();
+        // Acquire: the head's word was seen MOVED by a Relaxed load (a head's loads order
+        // nothing); this fence makes the writes of the change before its move visible here:
+        // the head's `next`, and the quota and TAT of the cell it names.
+        fence(Ordering::Acquire);
         let mut id = self.live_id();
         loop {
             if id == HEAD {
