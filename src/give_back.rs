@@ -13,10 +13,14 @@
 //! it. Each bucket has a [`Ledger`] of the credit given back, which bounds the shift; a
 //! give-back made when the booking is still the last thing in the bucket (`TAT == top`) moves
 //! no other booking and is not entered in it.
+//!
+//! Give-backs of one ledger's buckets are made one at a time ([`Ledger::hold`]): checks and
+//! bookings never wait for them, and a give-back's compare-and-swap then also proves that the
+//! ledger it decided on is still current.
 
 use crate::gcra;
 use crate::quota::Quota;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{spin_wait, AtomicU64, Ordering};
 
 /// What a give-back needs to know of the booking it undoes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +47,12 @@ pub struct Receipt {
 pub(crate) struct Ledger {
     announced: AtomicU64,
     completed: AtomicU64,
+    /// 1 while a give-back (or a keyed rewrite) of one of the ledger's buckets is made.
+    held: AtomicU64,
 }
+
+/// While it lives, no other give-back of the ledger's buckets is made ([`Ledger::hold`]).
+pub(crate) struct Hold<'a>(&'a AtomicU64);
 
 impl Ledger {
     /// A ledger of nothing given back.
@@ -51,7 +60,29 @@ impl Ledger {
         Ledger {
             announced: AtomicU64::new(0),
             completed: AtomicU64::new(0),
+            held: AtomicU64::new(0),
         }
+    }
+
+    /// Waits until no other give-back of the ledger's buckets is being made, and keeps the
+    /// others waiting until the hold is dropped. A give-back decides on the TAT and the ledger
+    /// as it read them, and its compare-and-swap checks only the TAT: without the hold, the
+    /// give-back of another booking (lowering the TAT and entered in the ledger) and then a
+    /// spend (raising it by as much) could both come between its load and its
+    /// compare-and-swap, which would find the TAT it loaded over bookings that have moved
+    /// (ABA). Held, only spends write the TAT in between, and a spend always raises it: a
+    /// compare-and-swap that finds the TAT it loaded proves that nothing was written since.
+    /// Checks and bookings never take it.
+    pub(crate) fn hold(&self) -> Hold<'_> {
+        // Acquire: this give-back reads the ledger and the TAT as the one before it left them.
+        while self
+            .held
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            spin_wait();
+        }
+        Hold(&self.held)
     }
 
     /// What a booking records before its spend.
@@ -101,6 +132,13 @@ impl Ledger {
     }
 }
 
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire in `hold`.
+        self.0.store(0, Ordering::Release);
+    }
+}
+
 /// One tenure of a bucket's word, as a give-back acts on it.
 pub(crate) trait TenureWord {
     /// The TAT, if the tenure still holds, loaded with `Acquire` (see [`Ledger`]).
@@ -134,6 +172,7 @@ pub(crate) fn give_back(
     quota: &Quota,
     now: &dyn Fn() -> u64,
 ) -> u64 {
+    let _hold = ledger.hold();
     let Some(mut tat) = word.load() else {
         return 0;
     };
