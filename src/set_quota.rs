@@ -53,7 +53,7 @@ impl<C: Clock> Limiter<C> {
     }
 
     /// Deliberately broken [`Limiter::set_quota_at`]: rebases the TAT it loaded and stores the
-    /// move without a compare-and-swap, so a check or refund that lands in between is lost.
+    /// move without a compare-and-swap, so a check or a settle that lands in between is lost.
     /// Only for the loom models.
     #[cfg(loom)]
     #[doc(hidden)]
