@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every loom model of cellrate with fixed settings. Usage: ./loom-tests/run.sh [test filter]
 #
-# Most two-thread models run exhaustively. The keyed insert and reuse models (long runs of
-# two threads) and the three-thread models set a preemption bound in their own code (5 for the
-# former, 2 or 3 for the latter). The keyed models take most of the run; a cold build of the
-# loom configuration comes on top (CONTRIBUTING.md says how long both take).
+# Most two-thread models run exhaustively. The others set a preemption bound in their own code,
+# stated in each model's doc comment: the keyed insert, reuse and eviction models 5, the keyed
+# re-insert model 4, the keyed duplicate-insert models 3, and the three-thread models 2 to 4.
+# The keyed models take most of the run; a cold build of the loom configuration comes on top
+# (BENCHMARKS.md says how long both take).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}"

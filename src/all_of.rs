@@ -223,25 +223,28 @@ impl AllOf<'_> {
         Ok(answer)
     }
 
-    /// Deliberately broken `check_n_at`: rolls back by value, putting the TAT from before the
-    /// spend back whenever the TAT is found equal to the one the spend left, which a give-back
-    /// and a spend in between can bring about (ABA). Only for the loom models, which must
-    /// catch it.
+    /// Deliberately broken `check_n` (`check_n_at` with `at`): each rollback a give-back with
+    /// the step `fault` broken, such as one by value, which puts the TAT from before the
+    /// spend back whenever the TAT is found equal to the one the spend left, as a give-back and
+    /// a spend in between can bring about (ABA). Only for the loom models, which must catch
+    /// it.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn check_n_at_rolling_back_by_value(
+    pub fn check_n_rolling_back_faulty(
         &self,
         cost: u32,
-        now: Nanos,
+        at: Option<Nanos>,
+        fault: crate::engine::give_back::GiveBackFault,
     ) -> Result<Allowed, Denied> {
         let mut spent = alloc::vec::Vec::new();
         for limit in self.limits {
             let bucket = limit.bucket_ref();
+            let now = at.unwrap_or_else(|| bucket.now());
             match bucket.book(cost, now.as_u64(), 0) {
                 Ok((receipt, _)) => spent.push((bucket, receipt)),
                 Err(denied) => {
-                    for (bucket, receipt) in spent {
-                        bucket.restore_by_value(&receipt, cost);
+                    for (bucket, receipt) in spent.iter().rev() {
+                        bucket.give_back_faulty(receipt, cost, at, fault);
                     }
                     return Err(denied);
                 }

@@ -105,6 +105,8 @@ pub use clock::tick_clock::Ticker;
 #[cfg(feature = "std")]
 pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};
+#[cfg(loom)]
+pub use engine::give_back::GiveBackFault;
 #[cfg(all(feature = "std", loom))]
 pub use keyed::Broken;
 #[cfg(feature = "std")]

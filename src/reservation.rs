@@ -209,6 +209,16 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
             .give_back(&self.ticket.receipt, self.ticket.cost, Some(now));
     }
 
+    /// Deliberately broken [`cancel_at`](Self::cancel_at) (at the bucket's time without
+    /// `at`): the give-back with the step `fault` broken. Only for the loom models.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn cancel_faulty(self, at: Option<Nanos>, fault: crate::engine::give_back::GiveBackFault) {
+        let receipt = &self.ticket.receipt;
+        self.bucket()
+            .give_back_faulty(receipt, self.ticket.cost, at, fault);
+    }
+
     /// Settles the reservation at its actual cost (two-phase use: reserve an estimate, settle
     /// the real figure, e.g. the tokens of an LLM reply). See [`Reservation::settle_at`].
     pub fn settle(self, actual: u32) {

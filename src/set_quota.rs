@@ -53,7 +53,7 @@ impl<C: Clock> Limiter<C> {
     }
 
     /// Deliberately broken [`Limiter::set_quota_at`]: rebases the TAT it loaded and stores the
-    /// move without a compare-and-swap, so a check or refund that lands in between is lost.
+    /// move without a compare-and-swap, so a check or a settle that lands in between is lost.
     /// Only for the loom models.
     #[cfg(loom)]
     #[doc(hidden)]
@@ -61,5 +61,16 @@ impl<C: Clock> Limiter<C> {
         let now = now.as_u64();
         self.cells()
             .change_racy(quota, |tat, old| how.rebase(tat, now, old, &quota))
+    }
+
+    /// Deliberately broken [`Limiter::set_quota_at`]: makes the change without the change
+    /// lock, so that two changes can write the same spare at once and publish `live` out of
+    /// order. Only for the loom models.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn set_quota_at_unlocked(&self, quota: Quota, how: QuotaChange, now: Nanos) {
+        let now = now.as_u64();
+        self.cells()
+            .change_unlocked(quota, |tat, old| how.rebase(tat, now, old, &quota))
     }
 }

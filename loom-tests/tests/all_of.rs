@@ -6,7 +6,8 @@
 //! without rollback must fail.
 #![cfg(loom)]
 
-use cellrate::{all_of, Limit, Limiter, ManualClock, Nanos, Quota};
+use cellrate::{all_of, GiveBackFault, Limit, Limiter, ManualClock, Nanos, Quota};
+use cellrate_loom_tests::{bounded, spawn};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -99,7 +100,8 @@ fn two_overlapping_checks_without_rollback_leak_a_spend() {
     loom::model(|| model(&[1, 1], TWO, false));
 }
 
-// Three threads over three buckets in different orders; A has room for two.
+// Three threads over three buckets in different orders; A has room for two. Preemption bound
+// 2: exhaustive search of three threads takes long.
 const THREE: &[&[usize]] = &[&[0, 1], &[1, 2], &[2, 0]];
 
 #[test]
@@ -111,12 +113,6 @@ fn three_overlapping_checks_never_over_admit() {
 #[should_panic(expected = "TAT is not what the admitted checks alone would leave")]
 fn three_overlapping_checks_without_rollback_leak_a_spend() {
     bounded(2).check(|| model(&[2, 1, 1], THREE, false));
-}
-
-fn bounded(preemptions: usize) -> loom::model::Builder {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(preemptions);
-    builder
 }
 
 /// One thread checks {key x of a keyed limiter, global}, another {global}, each bucket holding
@@ -135,7 +131,7 @@ fn keyed_model(rollback: bool) {
     let global = Arc::new(Limiter::with_clock(quota, ManualClock::new()));
     let both = {
         let (keyed, global) = (keyed.clone(), global.clone());
-        thread::spawn(move || {
+        spawn(move || {
             let x = keyed.key(&7);
             let limits: [&dyn Limit; 2] = [&x, &*global];
             let check = all_of(&limits);
@@ -167,4 +163,70 @@ fn a_keyed_bucket_in_a_refused_check_is_rolled_back_exactly() {
 #[should_panic(expected = "TAT is not what the admitted checks alone would leave")]
 fn a_keyed_bucket_without_rollback_leaks_a_spend() {
     loom::model(|| keyed_model(false));
+}
+
+/// An `all_of` rollback that a give-back and a spend came between (ABA on the TAT). `L` has
+/// T = 3 ns and burst 2, `G` is drained (one token a second); one `ManualClock` at 0 for
+/// every operation. `X` books a token of `L` to be taken back. One thread runs
+/// `all_of([L, G]).check_n(1)`: it spends in `L`, is refused by `G`, and rolls `L` back, each
+/// step at the clock's time. Another cancels `X`, sets the clock to 3 and checks `L` (kept).
+/// Only that check is carried out, so at 3 `L` may admit at most one more token.
+///
+/// With the spend in `L` first and the other thread next, `X`'s cancel gives 3 ns from beneath
+/// the spend and the check brings the TAT back to the spend's end: the rollback then finds
+/// the TAT its spend left, and by the rule gives nothing (the spend has moved down and is
+/// refilled). The twin rolls back by value, restoring the TAT from before the spend, and
+/// admits two more.
+fn aba_model(fault: Option<GiveBackFault>) {
+    let clock = ManualClock::new();
+    let l = Arc::new(Limiter::with_clock(
+        Quota::try_new(Duration::from_nanos(3), 2).unwrap(),
+        clock.clone(),
+    ));
+    let g = Arc::new(Limiter::with_clock(
+        Quota::try_new(Duration::from_secs(1), 1).unwrap(),
+        clock.clone(),
+    ));
+    assert!(g.check().is_ok());
+    let x = l.reserve_n(1, Duration::ZERO).unwrap().detach();
+    let rolled_back = {
+        let (l, g) = (l.clone(), g.clone());
+        thread::spawn(move || {
+            let limits: [&dyn Limit; 2] = [&*l, &*g];
+            let check = all_of(&limits);
+            let outcome = match fault {
+                None => check.check_n(1),
+                Some(fault) => check.check_n_rolling_back_faulty(1, None, fault),
+            };
+            assert!(outcome.is_err(), "G is drained");
+        })
+    };
+    let kept = {
+        let l = l.clone();
+        thread::spawn(move || {
+            l.attach(x).unwrap().cancel();
+            clock.set(Nanos::new(3));
+            assert!(l.check().is_ok(), "a token was there for the check");
+        })
+    };
+    rolled_back.join().unwrap();
+    kept.join().unwrap();
+    let more = (0..)
+        .take_while(|_| l.check_n_at(1, Nanos::new(3)).is_ok())
+        .count();
+    assert!(
+        more <= 1,
+        "L admitted {more} more beside the check at 3, burst 2"
+    );
+}
+
+#[test]
+fn an_all_of_rollback_that_a_give_back_and_a_spend_came_between_returns_no_more_than_it_holds() {
+    loom::model(|| aba_model(None));
+}
+
+#[test]
+#[should_panic(expected = "more beside the check at 3, burst 2")]
+fn an_all_of_rolling_back_by_value_over_admits_after_a_give_back_and_a_spend() {
+    loom::model(|| aba_model(Some(GiveBackFault::ByValue)));
 }

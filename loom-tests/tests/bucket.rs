@@ -1,10 +1,11 @@
-//! Models of one bucket: concurrent spends, and spends racing refunds.
+//! Models of one bucket: concurrent spends, and spends racing give-backs.
 //!
 //! Every model drives the `_at(now)` forms (loom cannot model time) and has a twin on a
 //! deliberately broken step (load + store instead of compare-and-swap) that must fail.
 #![cfg(loom)]
 
-use cellrate::{Limiter, ManualClock, Nanos, Quota};
+use cellrate::{GiveBackFault, Limiter, ManualClock, Nanos, Quota};
+use cellrate_loom_tests::{bounded, spawn};
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -19,7 +20,8 @@ fn limiter(burst: u32) -> Arc<Limiter<ManualClock>> {
 
 /// `threads` threads each spend one token at `now = 0` from a bucket of `burst < threads`.
 /// Admitted must be at most the burst, and the TAT must be exactly `admitted * T`: every
-/// admission is recorded (no lost update) and no denial wrote anything.
+/// admission is recorded (no lost update) and no denial wrote anything. Two threads run
+/// exhaustively; three with a preemption bound of 3 (exhaustive search of three takes long).
 fn spend_model(threads: usize, burst: u32, racy: bool) {
     let limiter = limiter(burst);
     let admitted = Arc::new(AtomicU32::new(0));
@@ -77,15 +79,19 @@ fn three_spenders_with_load_store_over_admit() {
     bounded(3).check(|| spend_model(3, 2, true));
 }
 
-/// The bucket (burst 2) holds one token; one thread spends one while another refunds one.
-/// Whatever the order, the result is one token spent net: TAT = T, and the level never rises
-/// above the capacity (TAT never below `now`).
-fn spend_refund_model(racy_spend: bool, racy_refund: bool) {
+/// The bucket (burst 2) holds one token and a booking `X` of the other, made to be taken back
+/// (`reserve_n_at(1, ZERO)`). One thread spends a token while another cancels `X`. Whatever the
+/// order, the result is one token spent net: TAT = T (cancelled first, `X` is undone exactly
+/// and the spend takes its place; spent first, the cancel gives back `X`'s token from
+/// beneath the spend), and the level never rises above the capacity (TAT never below `now`).
+fn spend_give_back_model(racy_spend: bool, racy_give_back: bool) {
     let limiter = limiter(2);
-    limiter.check_n_at(1, Nanos::ZERO).unwrap();
+    let x = limiter
+        .reserve_n_at(1, Duration::ZERO, Nanos::ZERO)
+        .unwrap();
     let spender = {
         let limiter = limiter.clone();
-        thread::spawn(move || {
+        spawn(move || {
             let outcome = if racy_spend {
                 limiter.check_n_at_racy(1, Nanos::ZERO)
             } else {
@@ -94,40 +100,33 @@ fn spend_refund_model(racy_spend: bool, racy_refund: bool) {
             assert!(outcome.is_ok(), "one token was there for the spender");
         })
     };
-    if racy_refund {
-        limiter.refund_n_at_racy(1, Nanos::ZERO);
+    if racy_give_back {
+        x.cancel_faulty(Some(Nanos::ZERO), GiveBackFault::LoadStore);
     } else {
-        limiter.refund_n_at(1, Nanos::ZERO);
+        x.cancel_at(Nanos::ZERO);
     }
     spender.join().unwrap();
     assert_eq!(
         limiter.theoretical_arrival(),
         Nanos::new(T),
-        "lost spend or refund"
+        "lost spend or give-back"
     );
     assert_eq!(limiter.available_at(Nanos::ZERO), 1);
 }
 
 #[test]
-fn spend_racing_refund_loses_nothing() {
-    loom::model(|| spend_refund_model(false, false));
+fn spend_racing_give_back_loses_nothing() {
+    loom::model(|| spend_give_back_model(false, false));
 }
 
 #[test]
-#[should_panic(expected = "lost spend or refund")]
-fn spend_racing_load_store_refund_loses_the_spend() {
-    loom::model(|| spend_refund_model(false, true));
+#[should_panic(expected = "lost spend or give-back")]
+fn spend_racing_load_store_give_back_loses_the_spend() {
+    loom::model(|| spend_give_back_model(false, true));
 }
 
 #[test]
-#[should_panic(expected = "lost spend or refund")]
-fn load_store_spend_racing_refund_loses_the_refund() {
-    loom::model(|| spend_refund_model(true, false));
-}
-
-/// A model runner with a preemption bound, for models of three threads.
-fn bounded(preemptions: usize) -> loom::model::Builder {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(preemptions);
-    builder
+#[should_panic(expected = "lost spend or give-back")]
+fn load_store_spend_racing_give_back_loses_the_give_back() {
+    loom::model(|| spend_give_back_model(true, false));
 }

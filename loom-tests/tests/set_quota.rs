@@ -1,13 +1,17 @@
-//! Models of a quota change racing checks, refunds and cancellations: every operation must see
-//! the bucket either entirely before the change (old quota, old TAT) or entirely after it (new
-//! quota, rebased TAT), no write may be lost, and every quota read must be whole. The twins:
-//! a change that rebases the TAT it loaded and stores the move without a compare-and-swap, and
-//! a keyed default quota published without ordering its write first.
+//! Models of a quota change racing checks, give-backs, settles, `all_of` and another change:
+//! every operation must see the bucket either entirely before the change (old quota, old TAT)
+//! or entirely after it (new quota, rebased TAT), no write may be lost, a give-back never
+//! reaches the cell the change made, and every quota read must be whole. The twins: a change
+//! that rebases the TAT it loaded and stores the move without a compare-and-swap, a change
+//! made without the change lock, give-backs that write by a load and a store or act on the
+//! live cell, and a keyed default quota published without ordering its write first.
 #![cfg(loom)]
 
-use cellrate::{all_of, Broken, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, QuotaChange};
+use cellrate::{
+    all_of, Broken, GiveBackFault, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, QuotaChange,
+};
+use cellrate_loom_tests::{bounded, spawn};
 use loom::sync::Arc;
-use loom::thread;
 use std::time::Duration;
 
 const T: u64 = 10; // emission interval of every model, in ns
@@ -31,12 +35,11 @@ fn check_races_change(racy: bool) {
     let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
     let changer = {
         let limiter = limiter.clone();
-        thread::spawn(move || change(&limiter, quota(1), QuotaChange::KeepSpent, racy))
+        spawn(move || change(&limiter, quota(1), QuotaChange::KeepSpent, racy))
     };
     let admitted = limiter.check_n_at(2, Nanos::ZERO).is_ok();
     changer.join().unwrap();
     let tat = limiter.theoretical_arrival().as_u64();
-    assert_eq!(limiter.quota(), &quota(1));
     if admitted {
         assert_eq!(
             tat, 10,
@@ -45,23 +48,28 @@ fn check_races_change(racy: bool) {
     } else {
         assert_eq!(tat, 0, "denied after the change: nothing spent");
     }
+    assert_eq!(limiter.quota(), quota(1));
 }
 
-/// A refund of one token races a change from burst 2 to burst 4 (available tokens kept), on a
-/// bucket with both tokens spent. Refund first: 1 of 2 left, then 1 of 4 (TAT 30). Change
-/// first: 0 of 4 (TAT 40), then the refund gives 1 back (TAT 30). Either way TAT 30.
-fn refund_races_change(racy: bool) {
+/// A settle above its booking (1 token booked, 2 used) races a change from burst 2 to burst 4
+/// (available tokens kept): the extra token is spent in the bucket as it is then. Settled
+/// first: 0 of 2 left, then 0 of 4 (TAT 40). Changed first: 1 of 2 left becomes 1 of 4 (TAT
+/// 30), then the extra token is spent under the new quota (TAT 40). Either way TAT 40.
+fn settle_races_change(racy: bool) {
     let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
-    limiter.check_n_at(2, Nanos::ZERO).unwrap();
+    let booked = limiter
+        .reserve_n_at(1, Duration::ZERO, Nanos::ZERO)
+        .unwrap()
+        .detach();
     let changer = {
         let limiter = limiter.clone();
-        thread::spawn(move || change(&limiter, quota(4), QuotaChange::KeepAvailable, racy))
+        spawn(move || change(&limiter, quota(4), QuotaChange::KeepAvailable, racy))
     };
-    limiter.refund_n_at(1, Nanos::ZERO);
+    limiter.attach(booked).unwrap().settle_at(2, Nanos::ZERO);
     changer.join().unwrap();
     assert_eq!(
         limiter.theoretical_arrival(),
-        Nanos::new(30),
+        Nanos::new(40),
         "a lost write"
     );
 }
@@ -74,11 +82,11 @@ fn check_races_second_change(racy: bool) {
     limiter.set_quota_at(quota(4), QuotaChange::Full, Nanos::ZERO);
     let changer = {
         let limiter = limiter.clone();
-        thread::spawn(move || change(&limiter, quota(3), QuotaChange::KeepTime, racy))
+        spawn(move || change(&limiter, quota(3), QuotaChange::KeepTime, racy))
     };
     assert!(limiter.check_n_at(1, Nanos::ZERO).is_ok());
     changer.join().unwrap();
-    assert_eq!(limiter.quota(), &quota(3));
+    assert_eq!(limiter.quota(), quota(3));
     assert_eq!(
         limiter.theoretical_arrival(),
         Nanos::new(10),
@@ -86,25 +94,35 @@ fn check_races_second_change(racy: bool) {
     );
 }
 
-/// A reservation booked before a change is cancelled while the change runs: cancelled first,
-/// the bucket is back to full and stays full (Full-rate KeepSpent of nothing: TAT 0); changed
-/// first, the cancellation gives nothing back (TAT 10: one spent token kept). Never below.
-fn cancel_races_change() {
-    // std's Arc: the one `into_owned` takes; its count is no part of the model.
-    let limiter = std::sync::Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
+/// A booking of 2 tokens, made to be taken back, is cancelled while a change from burst 4 to
+/// burst 2 (spent tokens kept, capped at the new burst) runs, on a bucket with 2 more tokens
+/// spent. Cancelled first: 2 of 4 spent become 2 of 2 (TAT 20). Changed first: the 4 spent
+/// are capped at 2 (TAT 20), and the cancel, whose tenure ended, gives nothing: the change has
+/// already forgiven the booking's tokens. Either way the bucket is empty at 0. The twin gives
+/// back on the live cell, by the rule, and hands the forgiven tokens out a second time.
+fn cancel_races_change(fault: Option<GiveBackFault>) {
+    let limiter = Arc::new(Limiter::with_clock(quota(4), ManualClock::new()));
+    limiter.check_n_at(2, Nanos::ZERO).unwrap();
     let booked = limiter
-        .reserve_n_at(1, Duration::ZERO, Nanos::ZERO)
+        .reserve_n_at(2, Duration::ZERO, Nanos::ZERO)
         .unwrap()
-        .into_owned(limiter.clone())
-        .unwrap();
+        .detach();
     let changer = {
         let limiter = limiter.clone();
-        thread::spawn(move || change(&limiter, quota(3), QuotaChange::KeepSpent, false))
+        spawn(move || change(&limiter, quota(2), QuotaChange::KeepSpent, false))
     };
-    booked.cancel_at(Nanos::ZERO);
+    let booked = limiter.attach(booked).unwrap();
+    match fault {
+        None => booked.cancel_at(Nanos::ZERO),
+        Some(fault) => booked.cancel_faulty(Some(Nanos::ZERO), fault),
+    }
     changer.join().unwrap();
-    let tat = limiter.theoretical_arrival().as_u64();
-    assert!(tat == 0 || tat == 10, "TAT {tat}");
+    assert_eq!(
+        limiter.available_at(Nanos::ZERO),
+        0,
+        "a give-back returned tokens the change had carried over"
+    );
+    assert_eq!(limiter.theoretical_arrival(), Nanos::new(20));
 }
 
 /// An `all_of` over a limiter and a drained one races a change of the first (burst 2 to 3,
@@ -113,17 +131,17 @@ fn cancel_races_change() {
 /// the spend and the rollback: the spent token is carried over and the rollback, meant for the
 /// old bucket, gives nothing back (TAT 10; a check of 3 must wait one token). Never a check
 /// decided under the old quota again.
-fn all_of_races_change(blind: bool) {
+fn all_of_races_change(load_store: bool) {
     let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
     let drained = Limiter::with_clock(quota(1), ManualClock::new());
     drained.check_n_at(1, Nanos::ZERO).unwrap();
     let changer = {
         let limiter = limiter.clone();
-        thread::spawn(move || change(&limiter, quota(3), QuotaChange::KeepSpent, false))
+        spawn(move || change(&limiter, quota(3), QuotaChange::KeepSpent, false))
     };
     let both = [&*limiter as &dyn cellrate::Limit, &drained];
-    let refused = if blind {
-        all_of(&both).check_n_at_with_blind_rollback(1, Nanos::ZERO)
+    let refused = if load_store {
+        all_of(&both).check_n_rolling_back_faulty(1, Some(Nanos::ZERO), GiveBackFault::LoadStore)
     } else {
         all_of(&both).check_n_at(1, Nanos::ZERO)
     };
@@ -144,9 +162,61 @@ fn all_of_races_change(blind: bool) {
     );
 }
 
+/// Two changes race each other and a check, on a bucket of burst 2 with one token spent: one
+/// to burst 3 keeping the tokens available, one to burst 4 keeping the tokens spent. In every
+/// order of the three the check is admitted, and the change made last decides the end: after
+/// the burst-3 change, 1 token spent of 3 (TAT 10); after the burst-4 change, 3 spent of 4
+/// (TAT 30). So `quota()` must be the last change's, the TAT the one its rule gave from the
+/// spends before it, and a check after both must decide under that quota.
+///
+/// Three threads: preemption bound 4 (`TWO_CHANGES`); exhaustive search takes minutes.
+fn two_changes_race(locked: bool) {
+    let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
+    limiter.check_n_at(1, Nanos::ZERO).unwrap();
+    let changers: Vec<_> = [
+        (quota(3), QuotaChange::KeepAvailable),
+        (quota(4), QuotaChange::KeepSpent),
+    ]
+    .into_iter()
+    .map(|(to, how)| {
+        let limiter = limiter.clone();
+        spawn(move || {
+            if locked {
+                limiter.set_quota_at(to, how, Nanos::ZERO);
+            } else {
+                limiter.set_quota_at_unlocked(to, how, Nanos::ZERO);
+            }
+        })
+    })
+    .collect();
+    let admitted = limiter.check_n_at(1, Nanos::ZERO).is_ok();
+    for changer in changers {
+        changer.join().unwrap();
+    }
+    let last = limiter.quota();
+    let end = (
+        admitted,
+        last.burst(),
+        limiter.theoretical_arrival().as_u64(),
+    );
+    assert!(
+        end == (true, 3, 10) || end == (true, 4, 30),
+        "not the end of the three in any order: (admitted, burst, TAT) {end:?}"
+    );
+    let left = last.burst() - u32::try_from(end.2 / T).unwrap();
+    assert!(limiter.check_n_at(left, Nanos::ZERO).is_ok());
+    assert!(
+        limiter.check_n_at(1, Nanos::ZERO).is_err(),
+        "a check decided under another quota"
+    );
+}
+
+/// The preemption bound of [`two_changes_race`].
+const TWO_CHANGES: usize = 4;
+
 /// A keyed check reads the default quota while a second change sets it: the quota it decides
-/// with is the old one or the new one, whole. (The twin rewrites the quota of the first change
-/// in place.)
+/// with is the old one or the new one, whole (the two differ in both interval and burst, so a
+/// read of half of each shows). The twin rewrites the quota of the first change in place.
 fn keyed_default_read(racy: bool) {
     let limiter = Arc::new(KeyedLimiter::<u64, _>::loom_tiny(
         quota(1),
@@ -155,24 +225,25 @@ fn keyed_default_read(racy: bool) {
         2,
         Broken::Nothing,
     ));
-    limiter.set_default_quota(quota(2));
+    let (old, new) = (
+        quota(2),
+        Quota::try_new(Duration::from_nanos(2 * T), 5).unwrap(),
+    );
+    limiter.set_default_quota(old);
     let changer = {
         let limiter = limiter.clone();
-        thread::spawn(move || {
+        spawn(move || {
             if racy {
-                limiter.set_default_quota_racy(quota(5));
+                limiter.set_default_quota_racy(new);
             } else {
-                limiter.set_default_quota(quota(5));
+                limiter.set_default_quota(new);
             }
         })
     };
-    let read = *limiter.quota();
-    assert!(
-        read == quota(2) || read == quota(5),
-        "a torn quota {read:?}"
-    );
+    let read = limiter.quota();
+    assert!(read == old || read == new, "a torn quota {read:?}");
     changer.join().unwrap();
-    assert_eq!(limiter.quota(), &quota(5));
+    assert_eq!(limiter.quota(), new);
 }
 
 #[test]
@@ -187,14 +258,14 @@ fn a_check_racing_a_racy_quota_change_is_lost() {
 }
 
 #[test]
-fn a_refund_racing_a_quota_change_is_kept() {
-    loom::model(|| refund_races_change(false));
+fn a_settle_above_racing_a_quota_change_is_kept() {
+    loom::model(|| settle_races_change(false));
 }
 
 #[test]
 #[should_panic(expected = "a lost write")]
-fn a_refund_racing_a_racy_quota_change_is_lost() {
-    loom::model(|| refund_races_change(true));
+fn a_settle_above_racing_a_racy_quota_change_is_lost() {
+    loom::model(|| settle_races_change(true));
 }
 
 #[test]
@@ -209,8 +280,14 @@ fn a_check_racing_a_racy_second_change_is_lost() {
 }
 
 #[test]
-fn a_cancellation_racing_a_change_never_gives_back_new_tokens() {
-    loom::model(cancel_races_change);
+fn a_cancellation_racing_a_change_never_gives_back_what_the_change_carried_over() {
+    loom::model(|| cancel_races_change(None));
+}
+
+#[test]
+#[should_panic(expected = "a give-back returned tokens the change had carried over")]
+fn a_cancellation_on_the_live_cell_gives_back_what_the_change_carried_over() {
+    loom::model(|| cancel_races_change(Some(GiveBackFault::OnLiveCell)));
 }
 
 #[test]
@@ -220,7 +297,7 @@ fn an_all_of_racing_a_change_rolls_back_in_the_bucket_it_spent_in() {
 
 #[test]
 #[should_panic(expected = "decided under the quota of its TAT")]
-fn an_all_of_rolling_back_blindly_across_a_change_revives_the_old_quota() {
+fn an_all_of_rolling_back_by_load_and_store_across_a_change_revives_the_old_quota() {
     loom::model(|| all_of_races_change(true));
 }
 
@@ -230,7 +307,18 @@ fn a_keyed_check_reads_a_whole_default_quota() {
 }
 
 #[test]
-#[should_panic(expected = "Causality violation")]
+#[should_panic(expected = "a torn quota")]
 fn a_keyed_check_can_read_a_default_quota_rewritten_in_place() {
     loom::model(|| keyed_default_read(true));
+}
+
+#[test]
+fn two_changes_racing_a_check_end_with_the_last_one() {
+    bounded(TWO_CHANGES).check(|| two_changes_race(true));
+}
+
+#[test]
+#[should_panic(expected = "not the end of the three in any order")]
+fn two_changes_without_the_lock_end_between_them() {
+    bounded(TWO_CHANGES).check(|| two_changes_race(false));
 }

@@ -9,6 +9,7 @@
 #![cfg(loom)]
 
 use cellrate::{Nanos, Ticker};
+use cellrate_loom_tests::spawn;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread::{self, JoinHandle};
@@ -31,7 +32,7 @@ impl World {
     /// Starts a refresher thread (what `start_refresher` does in the crate).
     fn start(world: &Arc<World>) -> bool {
         let w = world.clone();
-        let handle = thread::spawn(move || {
+        let handle = spawn(move || {
             while w.ticker.tick(w.exact()) {
                 thread::yield_now();
             }
@@ -53,7 +54,8 @@ impl World {
 
 /// A refresher started by a first clock's read; that clock is dropped (so the refresher
 /// stops) while a second clock, on another thread, reads twice (finding the time cached,
-/// cleared, or missing, and restarting the refresher as it must).
+/// cleared, or missing, and restarting the refresher as it must). Up to three threads:
+/// preemption bound 2.
 fn stop_and_restart_model(waits: bool) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(2);
@@ -67,7 +69,7 @@ fn stop_and_restart_model(waits: bool) {
         assert!(World::read(&world, true).as_u64() > 0, "a reading of 0");
         let reader = {
             let world = world.clone();
-            thread::spawn(move || {
+            spawn(move || {
                 world.ticker.add_handle();
                 let first = World::read(&world, waits);
                 let second = World::read(&world, waits);

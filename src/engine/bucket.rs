@@ -251,7 +251,9 @@ impl Bucket {
     /// written since. Only for loom.
     #[cfg(loom)]
     pub(crate) fn store_racy(&self, value: u64) {
-        self.word.store(value, Ordering::Relaxed);
+        // Release: publishes as the compare-and-swap it replaces would; only the check of what
+        // was written since is missing.
+        self.word.store(value, Ordering::Release);
     }
 }
 
@@ -282,6 +284,29 @@ impl TenureWord for InTenure<'_> {
                 let found = raw ^ mask;
                 Err((found != MOVED && self.tenure.holds()).then_some(found))
             }
+        }
+    }
+}
+
+/// Deliberately broken [`InTenure`]: its compare-and-swap is a load, a comparison and a
+/// store, so a write that lands between them is lost. Only for the loom models.
+#[cfg(loom)]
+pub(crate) struct RacyInTenure<'a>(pub(crate) InTenure<'a>);
+
+#[cfg(loom)]
+impl TenureWord for RacyInTenure<'_> {
+    fn load(&self) -> Option<u64> {
+        self.0.load()
+    }
+
+    fn swap(&self, current: u64, new: u64) -> Result<(), Option<u64>> {
+        match self.0.load() {
+            Some(found) if found == current => {
+                let InTenure { bucket, tenure } = &self.0;
+                bucket.store_racy(new.min(LAST_TAT) ^ tenure.mask);
+                Ok(())
+            }
+            found => Err(found),
         }
     }
 }

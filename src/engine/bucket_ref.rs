@@ -9,6 +9,8 @@
 
 use crate::clock::{lagged, now_for, Clock};
 use crate::engine::gcra::{self, Booking};
+#[cfg(loom)]
+use crate::engine::give_back::GiveBackFault;
 use crate::engine::give_back::Receipt;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
@@ -53,11 +55,16 @@ pub trait TatStore: Sync {
     /// the one a new bucket starts from. Creates nothing.
     fn tat(&self, id: u64, now: u64, quota: &Quota, start_empty: bool) -> u64;
 
-    /// Deliberately broken give-back: `tokens` back whenever the TAT equals the one the
-    /// booking left, a value comparison that an intervening give-back and spend can fool.
-    /// Only the loom models' broken twins call it.
+    /// [`give_back`](Self::give_back) with the step `fault` broken. Only the loom models'
+    /// broken twins call it, on a [`Limiter`](crate::Limiter).
     #[cfg(loom)]
-    fn give_back_by_value(&self, receipt: &Receipt, tokens: u32);
+    fn give_back_faulty(
+        &self,
+        receipt: &Receipt,
+        tokens: u32,
+        now: &dyn Fn() -> u64,
+        fault: GiveBackFault,
+    ) -> u64;
 }
 
 /// One bucket and everything needed to act on it: its store and id, the quota it is booked
@@ -147,10 +154,17 @@ impl<C: Clock + ?Sized> BucketRef<'_, C> {
             .give_back(self.id, receipt, tokens, &self.quota, &now)
     }
 
-    /// Deliberately broken [`give_back`](Self::give_back), by value. Only for loom.
+    /// [`give_back`](Self::give_back) with the step `fault` broken. Only for loom.
     #[cfg(loom)]
-    pub(crate) fn restore_by_value(&self, receipt: &Receipt, tokens: u32) {
-        self.store.give_back_by_value(receipt, tokens)
+    pub(crate) fn give_back_faulty(
+        &self,
+        receipt: &Receipt,
+        tokens: u32,
+        at: Option<Nanos>,
+        fault: GiveBackFault,
+    ) -> u64 {
+        let now = || at.unwrap_or_else(|| self.now()).as_u64();
+        self.store.give_back_faulty(receipt, tokens, &now, fault)
     }
 
     /// Spends `tokens` more unconditionally at `now` (a settled booking that cost more), in

@@ -13,9 +13,13 @@
 //! it. Each bucket has a [`Ledger`] of the credit given back, which bounds the shift; a
 //! give-back made when the booking is still the last thing in the bucket (`TAT == top`) moves
 //! no other booking and is not entered in it.
+//!
+//! Give-backs of one ledger's buckets are made one at a time ([`Ledger::hold`]): checks and
+//! bookings never wait for them, and a give-back's compare-and-swap then also proves that the
+//! ledger it decided on is still current.
 
 use crate::engine::gcra;
-use crate::engine::sync::{AtomicU64, Ordering};
+use crate::engine::sync::{spin_wait, AtomicU64, Ordering};
 use crate::quota::Quota;
 
 /// What a give-back needs to know of the booking it undoes.
@@ -43,7 +47,12 @@ pub struct Receipt {
 pub(crate) struct Ledger {
     announced: AtomicU64,
     completed: AtomicU64,
+    /// 1 while a give-back (or a keyed rewrite) of one of the ledger's buckets is made.
+    held: AtomicU64,
 }
+
+/// While it lives, no other give-back of the ledger's buckets is made ([`Ledger::hold`]).
+pub(crate) struct Hold<'a>(&'a AtomicU64);
 
 impl Ledger {
     /// A ledger of nothing given back.
@@ -51,7 +60,29 @@ impl Ledger {
         Ledger {
             announced: AtomicU64::new(0),
             completed: AtomicU64::new(0),
+            held: AtomicU64::new(0),
         }
+    }
+
+    /// Waits until no other give-back of the ledger's buckets is being made, and keeps the
+    /// others waiting until the hold is dropped. A give-back decides on the TAT and the ledger
+    /// as it read them, and its compare-and-swap checks only the TAT: without the hold, the
+    /// give-back of another booking (lowering the TAT and entered in the ledger) and then a
+    /// spend (raising it by as much) could both come between its load and its
+    /// compare-and-swap, which would find the TAT it loaded over bookings that have moved
+    /// (ABA). Held, only spends write the TAT in between, and a spend always raises it: a
+    /// compare-and-swap that finds the TAT it loaded proves that nothing was written since.
+    /// Checks and bookings never take it.
+    pub(crate) fn hold(&self) -> Hold<'_> {
+        // Acquire: this give-back reads the ledger and the TAT as the one before it left them.
+        while self
+            .held
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            spin_wait();
+        }
+        Hold(&self.held)
     }
 
     /// What a booking records before its spend.
@@ -91,6 +122,21 @@ impl Ledger {
         // Release: pairs with the Acquire in `snapshot`.
         self.completed.fetch_add(credit, Ordering::Release);
     }
+
+    /// Takes back a completion entered before its compare-and-swap: only a loom twin enters
+    /// one so early.
+    #[cfg(loom)]
+    pub(crate) fn withdraw(&self, credit: u64) {
+        // Relaxed: a twin's step, ordered by nothing.
+        self.completed.fetch_sub(credit, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire in `hold`.
+        self.0.store(0, Ordering::Release);
+    }
 }
 
 /// One tenure of a bucket's word, as a give-back acts on it.
@@ -126,6 +172,7 @@ pub(crate) fn give_back(
     quota: &Quota,
     now: &dyn Fn() -> u64,
 ) -> u64 {
+    let _hold = ledger.hold();
     let Some(mut tat) = word.load() else {
         return 0;
     };
@@ -168,4 +215,23 @@ pub(crate) fn give_back(
             }
         }
     }
+}
+
+/// Deliberately broken give-backs of a [`Limiter`](crate::Limiter)'s bookings, one for each
+/// loom model that must catch it (`loom-tests/`). Only under `cfg(loom)`.
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GiveBackFault {
+    /// Back to the TAT before the booking whenever the TAT equals the one it left: a value
+    /// comparison, which a give-back and a spend in between can fool (ABA).
+    ByValue,
+    /// The rule, with a compare-and-swap made of a load, a comparison and a store: a write
+    /// that lands between them is lost.
+    LoadStore,
+    /// The rule, with the credit entered in the ledger as completed before the
+    /// compare-and-swap (and taken out again after it) instead of after it.
+    CompletedFirst,
+    /// The rule, on the cell that is live now instead of the tenure the receipt names.
+    OnLiveCell,
 }

@@ -33,9 +33,12 @@ use crate::engine::bucket::{Bucket, Change, Tenure, LAST_TAT, MOVED};
 use crate::engine::bucket_ref::TatStore;
 use crate::engine::gcra::{self, Booking};
 use crate::engine::give_back::{self, Ledger, Receipt};
-use crate::engine::sync::{spin_wait, AtomicU64, Ordering};
+use crate::engine::sync::{fence, spin_wait, AtomicU64, Ordering};
 use crate::outcome::{Allowed, Denied};
 use crate::quota::{AtomicQuota, Quota};
+
+#[cfg(loom)]
+mod loom_twins;
 
 /// The id of the head cell (index 0, version 0). A spare's id is `version << 2 | index`, with
 /// index 1 or 2.
@@ -222,7 +225,8 @@ impl Cells {
     /// its tenure ended (look at `live` again) or it did not move.
     fn next_of(&self, id: u64) -> Option<u64> {
         if id == HEAD {
-            // Acquire: pairs with the change's Release store; the head's word was seen MOVED.
+            // Acquire: read after the head's word was seen MOVED, whose fence (`on_live_then`)
+            // made the change's store of `next`, made before the move, visible.
             return Some(self.head.next.load(Ordering::Acquire));
         }
         let spare = &self.spares[index(id) - 1];
@@ -302,6 +306,10 @@ impl Cells {
             return done;
         }
         moved_head();
+        // Acquire: the head's word was seen MOVED by a Relaxed load (a head's loads order
+        // nothing); this fence makes the writes of the change before its move visible here:
+        // the head's `next`, and the quota and TAT of the cell it names.
+        fence(Ordering::Acquire);
         let mut id = self.live_id();
         loop {
             if id == HEAD {
@@ -333,11 +341,12 @@ impl Cells {
     /// time; a check is never held up by one.
     pub(crate) fn change(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
         let _lock = ChangeLock::take(&self.changing);
-        self.change_locked(quota, rebase);
+        self.change_locked::<false>(quota, rebase);
     }
 
-    /// [`Cells::change`], with the change lock held (or, in a broken twin, not).
-    fn change_locked(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
+    /// [`Cells::change`], with the change lock held (or, in a broken twin, not); with `RACY`
+    /// (only a loom twin), the move is a store instead of a compare-and-swap.
+    fn change_locked<const RACY: bool>(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
         // With the lock held `live` names the live cell, which has not moved: every change
         // stores `live` before it lets go of the lock.
         let from_id = self.live_id();
@@ -357,42 +366,17 @@ impl Cells {
             // No operation of this tenure can reach `to` before `from` holds MOVED.
             to.bucket
                 .reset(rebase(tat, &from.quota).min(LAST_TAT), mask(v));
+            #[cfg(loom)]
+            if RACY {
+                from.bucket.store_racy(MOVED ^ from.tenure.mask);
+                break;
+            }
             if from.bucket.mark_moved(raw, from.tenure.mask) {
                 break;
             }
         }
         // Release: publishes the cell to operations that load `live` (module docs).
         self.live.store(to_id, Ordering::Release);
-    }
-
-    /// Deliberately broken [`Cells::change`]: no change lock, so two changes can write the same
-    /// spare at once and publish `live` out of order. Only for the loom models.
-    #[cfg(loom)]
-    pub(crate) fn change_unlocked(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
-        self.change_locked(quota, rebase);
-    }
-
-    /// Deliberately broken [`Cells::change`]: loads the TAT, rebases it and stores MOVED with
-    /// no compare-and-swap, so an operation that lands in between is lost. Only for loom, on a
-    /// limiter that never changed.
-    #[cfg(loom)]
-    pub(crate) fn change_racy(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
-        let to = &self.spares[0];
-        to.version.store(1, Ordering::Relaxed);
-        to.quota.store(quota);
-        to.version.store(2, Ordering::Release);
-        let to_id = 2 << 2 | 1;
-        self.head.next.store(to_id, Ordering::Relaxed);
-        let tat = self.head.bucket.load_raw();
-        to.bucket.reset(rebase(tat, &self.head.quota), mask(2));
-        self.head.bucket.store_racy(MOVED);
-        self.live.store(to_id, Ordering::Release);
-    }
-
-    /// The head's TAT, for the broken twins of the loom models.
-    #[cfg(loom)]
-    pub(crate) fn head_bucket(&self) -> (&Bucket, &Quota) {
-        (&self.head.bucket, &self.head.quota)
     }
 }
 
@@ -481,15 +465,13 @@ impl TatStore for Cells {
     }
 
     #[cfg(loom)]
-    fn give_back_by_value(&self, receipt: &Receipt, tokens: u32) {
-        let (bucket, quota) = self.head_bucket();
-        let give = u64::from(tokens) * quota.emission_interval_ns();
-        let _ = bucket.update(Tenure::ONLY, |tat| {
-            if tat == receipt.after {
-                Ok((tat.saturating_sub(give), ()))
-            } else {
-                Err(())
-            }
-        });
+    fn give_back_faulty(
+        &self,
+        receipt: &Receipt,
+        tokens: u32,
+        now: &dyn Fn() -> u64,
+        fault: crate::engine::give_back::GiveBackFault,
+    ) -> u64 {
+        self.give_back_with_fault(receipt, tokens, now, fault)
     }
 }

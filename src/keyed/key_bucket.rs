@@ -299,7 +299,13 @@ impl TatStore for Table {
     }
 
     #[cfg(loom)]
-    fn give_back_by_value(&self, _receipt: &Receipt, _tokens: u32) {
-        unreachable!("the loom models break only a Limiter's give-backs")
+    fn give_back_faulty(
+        &self,
+        _: &Receipt,
+        _: u32,
+        _: &dyn Fn() -> u64,
+        _: crate::engine::give_back::GiveBackFault,
+    ) -> u64 {
+        unreachable!("a keyed table's faults are its `Broken` steps")
     }
 }

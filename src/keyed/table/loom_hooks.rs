@@ -25,6 +25,9 @@ pub enum Broken {
     /// Let a look-up that meets a claim of the key take the key for absent, instead of passing
     /// over the claim to the key's bucket further on.
     ClaimHidesBucket,
+    /// Give a booking's tokens back to the key's bucket without checking that it is the
+    /// bucket the booking was made in (the tenure of its receipt).
+    GiveBackToAnyTenure,
 }
 
 /// The broken step of one table, if any: none outside loom (a zero-sized value).
@@ -79,4 +82,6 @@ questions! {
     skips_lookup_recheck => LookupWithoutRecheck,
     /// Whether a look-up takes a claim of the key for the key's absence.
     claim_hides_bucket => ClaimHidesBucket,
+    /// Whether a give-back skips the comparison of the key's tenure with its receipt's.
+    skips_tenure_check => GiveBackToAnyTenure,
 }
