@@ -109,7 +109,7 @@ fn u64_keys(c: &mut Criterion) {
         });
         drop(ours);
 
-        // The same table in 2 MiB pages (`huge_pages(true)`, off by default): only a table of
+        // The same table in 2 MiB pages (`huge_pages()`, off by default): only a table of
         // at least one huge page takes them, so only the 1,000,000-key row has this subject.
         let ours: KeyedLimiter<u64> = huge_page_limiter(&key_refs);
         if ours.huge_pages() {

@@ -33,7 +33,7 @@ FLOOR = {"cas": "bare CAS", "load": "bare load", "clock_read": "Instant::now",
          "quanta_read": "quanta read"}
 VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed in",
            "instant": "cellrate on Instant (MonotonicClock)",
-           "huge_pages": "cellrate, time passed in, table in 2 MiB pages (huge_pages(true))",
+           "huge_pages": "cellrate, time passed in, table in 2 MiB pages (huge_pages())",
            "siphash_at_now": "cellrate, time passed in, SipHash-1-3 fingerprints",
            "cached": "both on a clock refreshed every 1 ms (CachedClock, QuantaUpkeepClock)",
            "read": "outcome read (cellrate: remaining() and reset_after(); governor: its "

@@ -16,7 +16,7 @@
 //! Labels are bounded: `limiter` (the name given), `reason` of an eviction. Never a key. The
 //! label is built once, when the limiter is named.
 
-use crate::stats::Stats;
+use crate::stats::KeyedStats;
 use core::time::Duration;
 use metrics::{counter, gauge, histogram, SharedString};
 use std::sync::Mutex;
@@ -25,14 +25,14 @@ use std::sync::Mutex;
 #[derive(Debug)]
 pub(crate) struct Exported {
     label: SharedString,
-    published: Mutex<Stats>,
+    published: Mutex<KeyedStats>,
 }
 
 impl Exported {
     pub(crate) fn new(name: &str) -> Exported {
         Exported {
             label: SharedString::from(String::from(name)),
-            published: Mutex::new(Stats::default()),
+            published: Mutex::new(KeyedStats::default()),
         }
     }
 
@@ -45,21 +45,21 @@ impl Exported {
         self.leave(&published);
         Exported {
             label: SharedString::from(String::from(name)),
-            published: Mutex::new(Stats {
+            published: Mutex::new(KeyedStats {
                 keys: 0,
                 ..published
             }),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Stats> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, KeyedStats> {
         // Only counts live behind the lock: a panic while it was held leaves them usable.
         self.published.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Hands the facade what changed from what was published to `now`: the decision counters
     /// always, and the keyed figures (keys held, evictions, overflow denials) with `keyed`.
-    pub(crate) fn publish(&self, now: &Stats, keyed: bool) {
+    pub(crate) fn publish(&self, now: &KeyedStats, keyed: bool) {
         let mut published = self.lock();
         let l = &self.label;
         let up = |new: u64, old: u64| new.saturating_sub(old);
@@ -83,7 +83,7 @@ impl Exported {
     }
 
     /// Takes this limiter's keys out of the gauge: it is dropped or renamed.
-    fn leave(&self, published: &Stats) {
+    fn leave(&self, published: &KeyedStats) {
         if published.keys > 0 {
             gauge!("cellrate_keys", "limiter" => self.label.clone())
                 .decrement(published.keys as f64);
@@ -102,39 +102,4 @@ impl Drop for Exported {
         let published = *self.lock();
         self.leave(&published);
     }
-}
-
-/// The Redis limiter's decision counters, keyed figures and own counters, set to totals: the
-/// Redis backend's publishing, which keeps its counts in its own atomics.
-#[cfg(feature = "redis")]
-pub(crate) fn publish_redis_totals(name: &str, s: &Stats) {
-    let l = SharedString::from(String::from(name));
-    counter!("cellrate_allowed_total", "limiter" => l.clone()).absolute(s.allowed);
-    counter!("cellrate_denied_total", "limiter" => l.clone()).absolute(s.denied);
-    counter!("cellrate_peeks_total", "limiter" => l.clone()).absolute(s.peeks);
-    gauge!("cellrate_keys", "limiter" => l.clone()).set(s.keys as f64);
-    counter!("cellrate_evictions_total", "limiter" => l.clone(), "reason" => "idle")
-        .absolute(s.idle_evictions);
-    counter!("cellrate_evictions_total", "limiter" => l.clone(), "reason" => "overflow")
-        .absolute(s.overflow_evictions);
-    counter!("cellrate_overflow_denials_total", "limiter" => l.clone())
-        .absolute(s.overflow_denials);
-    counter!("cellrate_cached_denials_total", "limiter" => l.clone()).absolute(s.cached_denied);
-    let failures = [
-        ("fail_open", "allowed", s.failed_open),
-        ("fail_closed", "denied", s.failed_closed),
-        ("local", "allowed", s.local_allowed),
-        ("local", "denied", s.local_denied),
-    ];
-    for (policy, outcome, n) in failures {
-        counter!(
-            "cellrate_redis_failures_total",
-            "limiter" => l.clone(),
-            "policy" => policy,
-            "outcome" => outcome
-        )
-        .absolute(n);
-    }
-    counter!("cellrate_unknown_outcomes_total", "limiter" => l.clone()).absolute(s.unknown);
-    counter!("cellrate_usage_errors_total", "limiter" => l).absolute(s.errors);
 }

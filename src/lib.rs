@@ -107,6 +107,8 @@ pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};
 #[cfg(loom)]
 pub use engine::give_back::GiveBackFault;
+#[cfg(feature = "std")]
+pub use engine::tally::StripedCounts;
 #[cfg(all(feature = "std", loom))]
 pub use keyed::Broken;
 #[cfg(feature = "std")]
@@ -120,7 +122,7 @@ pub use outcome::{Allowed, Denied};
 pub use quota::{Quota, QuotaError};
 pub use quota_change::QuotaChange;
 pub use reservation::{Reservation, Ticket};
-pub use stats::Stats;
+pub use stats::{KeyedStats, Stats};
 
 /// The README's examples, compiled and run as doc tests so that they cannot drift from the API.
 #[cfg(all(doctest, feature = "std"))]

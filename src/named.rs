@@ -87,11 +87,13 @@ pub(crate) fn name_of(named: &Option<Box<Named>>) -> Option<&str> {
     named.as_deref().map(|n| &*n.name)
 }
 
-/// A limiter's counts of decisions, into `stats` (nothing if it is not named).
-pub(crate) fn fill(named: &Option<Box<Named>>, stats: &mut Stats) {
+/// A limiter's counts of decisions (all 0 if it is not named).
+pub(crate) fn decisions(named: &Option<Box<Named>>) -> Stats {
+    let mut stats = Stats::default();
     if let Some(named) = named {
-        named.fill(stats);
+        named.fill(&mut stats);
     }
+    stats
 }
 
 /// Counts `decision` if the limiter is named. The branch an unnamed limiter pays.
@@ -156,9 +158,7 @@ impl<C: Clock> Limiter<C> {
     /// The counts of this limiter's decisions since it was named (all 0 if it is not): see
     /// [`Stats`] for what is counted.
     pub fn stats(&self) -> Stats {
-        let mut stats = Stats::default();
-        fill(&self.named, &mut stats);
-        stats
+        decisions(&self.named)
     }
 
     /// Publishes this limiter's counts to the `metrics` facade, if it is named:
@@ -173,7 +173,14 @@ impl<C: Clock> Limiter<C> {
     #[cfg(feature = "metrics")]
     pub fn publish_metrics(&self) {
         if let Some(named) = &self.named {
-            named.exported.publish(&self.stats(), false);
+            let s = self.stats();
+            let decisions = crate::stats::KeyedStats {
+                allowed: s.allowed,
+                denied: s.denied,
+                peeks: s.peeks,
+                ..Default::default()
+            };
+            named.exported.publish(&decisions, false);
         }
     }
 }

@@ -3,6 +3,7 @@
 //! Both carry the bucket's state after the decision as two nanosecond figures and work out
 //! token counts only when asked, so that a check's hot path has no division in it.
 
+use crate::quota::Quota;
 use core::fmt;
 use core::time::Duration;
 
@@ -27,6 +28,16 @@ impl Level {
             reset_after_ns,
             depth_ns: reset_after_ns.saturating_add(u64::from(remaining)),
             interval_ns: 1,
+        }
+    }
+
+    /// The level of a bucket under `quota` that is `reset_after` from full (saturating at
+    /// 584 years).
+    fn of(quota: &Quota, reset_after: Duration) -> Level {
+        Level {
+            reset_after_ns: u64::try_from(reset_after.as_nanos()).unwrap_or(u64::MAX),
+            depth_ns: quota.depth_ns(),
+            interval_ns: quota.emission_interval_ns(),
         }
     }
 
@@ -77,14 +88,31 @@ impl Allowed {
         self.level.remaining()
     }
 
-    /// An answer for a request that no bucket limits: `u32::MAX` remaining, full now.
-    pub(crate) fn unlimited() -> Allowed {
+    /// The answer of a bucket under `quota` that admitted a request and is `reset_after` from
+    /// full: what a backend deciding elsewhere (a Redis script) reports as a local check
+    /// would. `remaining` is worked out as a check's is.
+    ///
+    /// ```
+    /// use cellrate::{Allowed, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let quota = Quota::per_second(10); // 100 ms a token, 10 deep
+    /// let allowed = Allowed::from_bucket(&quota, Duration::from_millis(250));
+    /// assert_eq!((allowed.remaining(), allowed.reset_after()), (7, Duration::from_millis(250)));
+    /// ```
+    pub fn from_bucket(quota: &Quota, reset_after: Duration) -> Allowed {
+        Allowed::new(Level::of(quota, reset_after))
+    }
+
+    /// An answer for a request that no bucket limits: `u32::MAX` remaining, full now (a
+    /// backend that admits while its store cannot be reached).
+    pub fn unlimited() -> Allowed {
         Allowed::new(Level::exact(0, u32::MAX))
     }
 
-    /// The answer for a request admitted by several buckets: the smallest `remaining` and the
-    /// longest `reset_after` of the two.
-    pub(crate) fn stricter(self, other: Allowed) -> Allowed {
+    /// The answer for a request admitted by two buckets: the smaller `remaining` and the
+    /// longer `reset_after` of the two.
+    pub fn stricter(self, other: Allowed) -> Allowed {
         Allowed::new(self.level.stricter(other.level))
     }
 
@@ -129,6 +157,27 @@ impl Denied {
             level,
             retry_after_ns,
         }
+    }
+
+    /// The refusal of a bucket under `quota` that is `reset_after` from full, where the same
+    /// request passes after `retry_after` (`None`: never): what a backend deciding elsewhere
+    /// reports as a local check would.
+    ///
+    /// ```
+    /// use cellrate::{Denied, Quota};
+    /// use std::time::Duration;
+    ///
+    /// let quota = Quota::per_second(10);
+    /// let denied = Denied::from_bucket(&quota, Duration::from_secs(1), Some(Duration::from_millis(100)));
+    /// assert_eq!((denied.remaining(), denied.retry_after()), (0, Some(Duration::from_millis(100))));
+    /// ```
+    pub fn from_bucket(
+        quota: &Quota,
+        reset_after: Duration,
+        retry_after: Option<Duration>,
+    ) -> Denied {
+        let retry_after_ns = retry_after.map(|r| u64::try_from(r.as_nanos()).unwrap_or(u64::MAX));
+        Denied::new(Level::of(quota, reset_after), retry_after_ns)
     }
 
     /// How long to wait before the same request would be admitted. On an exact reading (an
@@ -179,8 +228,8 @@ impl Denied {
     /// The answer for a request refused by `self`'s bucket, given what another bucket says
     /// (another refusal, or the level of a bucket that would admit it): the longest
     /// `retry_after` (`None`, never, is the longest), the smallest `remaining`, the longest
-    /// `reset_after`.
-    pub(crate) fn stricter(self, other: Result<Allowed, Denied>) -> Denied {
+    /// `reset_after`: what a request refused by one of several buckets reports.
+    pub fn stricter(self, other: Result<Allowed, Denied>) -> Denied {
         match other {
             Ok(allowed) => Denied::new(self.level.stricter(allowed.level), self.retry_after_ns),
             Err(denied) => {

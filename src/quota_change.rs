@@ -52,7 +52,7 @@ pub enum QuotaChange {
     /// a third full.
     Proportional,
     /// The TAT is kept as it is: the instant the bucket is full again does not move. What a
-    /// per-call quota ([`check_key_n_with_quota`](crate::KeyedLimiter::check_key_n_with_quota))
+    /// per-call quota ([`KeyedBucket::with_quota`](crate::KeyedBucket::with_quota))
     /// does when a key is checked under another quota than before.
     KeepTime,
     /// The bucket is full (Bucket4j's `RESET`); bookings ahead are forgotten.

@@ -73,13 +73,13 @@ impl<C: Clock> Reservation<'_, C> {
     /// The sleep is `std::thread::sleep`, so it assumes a clock that runs at real speed: on a
     /// [`ManualClock`](crate::ManualClock) it sleeps for the wait computed from its time and
     /// returns, whether or not the clock was advanced.
-    pub fn wait_blocking(self) -> Allowed {
-        self.wait_blocking_with_jitter(Duration::ZERO)
+    pub fn wait(self) -> Allowed {
+        self.wait_with_jitter(Duration::ZERO)
     }
 
-    /// [`wait_blocking`](Self::wait_blocking), then a random extra delay of at most
+    /// [`wait`](Self::wait), then a random extra delay of at most
     /// `max_jitter` (see the module's *Jitter*).
-    pub fn wait_blocking_with_jitter(self, max_jitter: Duration) -> Allowed {
+    pub fn wait_with_jitter(self, max_jitter: Duration) -> Allowed {
         let (bucket, ready_at) = (self.bucket(), self.ready_at());
         for round in 0..=MORE_SLEEPS {
             let wait = still_to_sleep(&bucket, ready_at, round == 0);
@@ -100,14 +100,14 @@ impl<C: Clock> Reservation<'_, C> {
     /// `futures_timer::Delay` (feature `async`). Dropping the future before it resolves
     /// cancels the reservation, giving its tokens back as [`Reservation::cancel`] describes.
     #[cfg(feature = "async")]
-    pub async fn ready(self) -> Allowed {
-        self.ready_with_jitter(Duration::ZERO).await
+    pub async fn until_ready(self) -> Allowed {
+        self.until_ready_with_jitter(Duration::ZERO).await
     }
 
-    /// [`ready`](Self::ready), then a random extra delay of at most `max_jitter` (see the
+    /// [`until_ready`](Self::until_ready), then a random extra delay of at most `max_jitter` (see the
     /// module's *Jitter*). Dropping the future before it resolves cancels the reservation.
     #[cfg(feature = "async")]
-    pub async fn ready_with_jitter(self, max_jitter: Duration) -> Allowed {
+    pub async fn until_ready_with_jitter(self, max_jitter: Duration) -> Allowed {
         let pending = CancelOnDrop(Some(self));
         if let Some(reservation) = &pending.0 {
             let (bucket, ready_at) = (reservation.bucket(), reservation.ready_at());
@@ -168,7 +168,7 @@ pub(crate) fn wait_n_on<C: Clock>(
     let mut now = start;
     let answer = loop {
         match try_book(bucket, cost, max_wait, (start, now)) {
-            Ok(booked) => break Ok(booked.wait_blocking()),
+            Ok(booked) => break Ok(booked.wait()),
             Err((_, Some(again))) => std::thread::sleep(again),
             Err((denied, None)) => break Err(denied),
         }
@@ -196,7 +196,7 @@ pub(crate) async fn until_ready_n_on<C: Clock>(
     let mut now = start;
     let answer = loop {
         match try_book(bucket, cost, max_wait, (start, now)) {
-            Ok(booked) => break Ok(booked.ready().await),
+            Ok(booked) => break Ok(booked.until_ready().await),
             Err((_, Some(again))) => futures_timer::Delay::new(again).await,
             Err((denied, None)) => break Err(denied),
         }
@@ -220,14 +220,14 @@ impl<C: Clock> Limiter<C> {
 
     /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`;
     /// otherwise returns the refusal at once, having booked nothing. See
-    /// [`Reservation::wait_blocking`].
+    /// [`Reservation::wait`].
     pub fn wait_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
         wait_n_on(&self.bucket_ref(), self.named.as_deref(), cost, max_wait)
     }
 
     /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
     /// otherwise resolves to the refusal at once, having booked nothing. Dropping the future
-    /// cancels the reservation. See [`Reservation::ready`].
+    /// cancels the reservation. See [`Reservation::until_ready`].
     #[cfg(feature = "async")]
     pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
         until_ready_n_on(&self.bucket_ref(), self.named.as_deref(), cost, max_wait).await
@@ -242,7 +242,7 @@ impl<C: Clock> Limiter<C> {
 }
 
 /// A reservation that is cancelled if dropped before [`CancelOnDrop::keep`]: what makes a
-/// dropped `ready` future give its tokens back.
+/// dropped `until_ready` future give its tokens back.
 #[cfg(feature = "async")]
 struct CancelOnDrop<'a, C: Clock>(Option<Reservation<'a, C>>);
 

@@ -154,11 +154,11 @@ fn per_call_quota_serves_tiers_from_one_table() {
     let paid = quota(5);
     for i in 0..5 {
         assert!(
-            l.check_key_n_with_quota(&"paid", 1, &paid).is_ok(),
+            l.key(&"paid").with_quota(&paid).check_n(1).is_ok(),
             "paid request {i}"
         );
     }
-    assert!(l.check_key_n_with_quota(&"paid", 1, &paid).is_err());
+    assert!(l.key(&"paid").with_quota(&paid).check_n(1).is_err());
     l.check_key(&"free").unwrap();
     assert!(
         l.check_key(&"free").is_err(),
@@ -166,14 +166,18 @@ fn per_call_quota_serves_tiers_from_one_table() {
     );
     l.clock().advance(Duration::from_nanos(T));
     assert_eq!(
-        l.check_key_n_with_quota(&"paid", 1, &paid)
+        l.key(&"paid")
+            .with_quota(&paid)
+            .check_n(1)
             .unwrap()
             .remaining(),
         0
     );
     let at = Nanos::new(T);
     let denied = l
-        .check_key_n_with_quota_at(&"paid", 1, &paid, at)
+        .key(&"paid")
+        .with_quota(&paid)
+        .check_n_at(1, at)
         .unwrap_err();
     assert_eq!(denied.retry_after(), Some(Duration::from_nanos(T)));
 }

@@ -174,10 +174,14 @@ fn a_new_keys_wait_waits_for_room() {
     let now = limiter.clock().now();
     let quota = |ms| Quota::try_new(Duration::from_millis(ms), 1).unwrap();
     limiter
-        .check_key_n_with_quota_at(&1, 1, &quota(30), now)
+        .key(&1)
+        .with_quota(&quota(30))
+        .check_n_at(1, now)
         .unwrap();
     limiter
-        .check_key_n_with_quota_at(&2, 1, &quota(60), now)
+        .key(&2)
+        .with_quota(&quota(60))
+        .check_n_at(1, now)
         .unwrap();
     let start = Instant::now();
     assert!(
@@ -192,7 +196,9 @@ fn a_new_keys_wait_waits_for_room() {
     );
     // And a wait bounded by less than the time until room is refused at once.
     limiter
-        .check_key_n_with_quota(&3, 1, &quota(60))
+        .key(&3)
+        .with_quota(&quota(60))
+        .check_n(1)
         .unwrap_err();
     let refused = limiter.key(&4).wait_n(1, Duration::from_millis(5));
     assert!(refused.is_err());

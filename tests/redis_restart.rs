@@ -7,7 +7,7 @@ use crate::redis_support;
 
 use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;
-use cellrate::Stats;
+use cellrate::redis::RedisStats as Stats;
 use redis_support::{runtime, RedisServer};
 use std::time::{Duration, Instant};
 

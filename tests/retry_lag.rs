@@ -44,8 +44,8 @@ fn forms(quota: Quota, clock: &LaggingClock) -> Vec<(&'static str, Check)> {
         ("check_key", Box::new(move || c.check_key(&7))),
         ("check_key_n", Box::new(move || d.check_key_n(&7, 1))),
         (
-            "check_key_n_with_quota",
-            Box::new(move || e.check_key_n_with_quota(&7, 1, &quota)),
+            "key(k).with_quota(q).check_n",
+            Box::new(move || e.key(&7).with_quota(&quota).check_n(1)),
         ),
         ("key().check_n", Box::new(move || f.key(&7).check_n(1))),
         (

@@ -67,10 +67,6 @@ fn a_named_limiter_counts_every_decision() {
     assert!(waited.is_ok(), "{waited:?}");
     let stats = limiter.stats();
     assert_eq!((stats.allowed, stats.denied, stats.peeks), (5, 4, 1));
-    // A Limiter holds no keys and evicts nothing.
-    let mut rest = stats;
-    (rest.allowed, rest.denied, rest.peeks) = (0, 0, 0);
-    assert_eq!(rest, Stats::default());
 }
 
 #[test]
@@ -179,7 +175,7 @@ fn a_named_limiter_totals_exactly_under_many_threads() {
             });
         }
     });
-    for stats in [limiter.stats(), keyed.stats()] {
+    for stats in [limiter.stats(), keyed.stats().decisions()] {
         assert_eq!((stats.allowed, stats.denied), (25_000, 15_000));
     }
 }

@@ -43,7 +43,7 @@ fn a_shallow_quota_per_call_is_decided_on_the_exact_time() {
     // The limiter's own quota (1 s deep) would read the cached time; the call's must not.
     let keyed = KeyedLimiter::<u64>::new(Quota::per_second(1_000));
     let quota = shallow();
-    let admitted = admitted_in_20_ms(|| keyed.check_key_n_with_quota(&1, 1, &quota).is_ok());
+    let admitted = admitted_in_20_ms(|| keyed.key(&1).with_quota(&quota).check_n(1).is_ok());
     assert!(admitted > 200, "{admitted} admitted in 20 ms at 1/µs");
 }
 

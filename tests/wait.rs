@@ -243,7 +243,7 @@ mod until_ready {
         let limiter = manual(1, 2);
         {
             let booked = limiter.reserve_n(2, LONG).unwrap();
-            let mut waiting = pin!(booked.ready_with_jitter(Duration::from_secs(60)));
+            let mut waiting = pin!(booked.until_ready_with_jitter(Duration::from_secs(60)));
             assert!(poll_once(waiting.as_mut()).is_pending(), "jitter delays");
             assert_eq!(limiter.available(), 0);
         }
@@ -313,7 +313,7 @@ fn jitter_only_delays_and_stays_within_its_bound() {
     for _ in 0..20 {
         let start = Instant::now();
         let booked = limiter.reserve_n(1, LONG).unwrap(); // ready at once
-        booked.wait_blocking_with_jitter(jitter);
+        booked.wait_with_jitter(jitter);
         let took = start.elapsed();
         longest = longest.max(took);
         shortest = shortest.min(took);

@@ -42,7 +42,9 @@ fn keys_at_home_zero(limiter: &Keyed) -> [u64; 3] {
 fn fill(limiter: &Keyed, key: u64, interval: u64) {
     let quota = Quota::try_new(Duration::from_nanos(interval), 1).unwrap();
     limiter
-        .check_key_n_with_quota_at(&key, 1, &quota, Nanos::ZERO)
+        .key(&key)
+        .with_quota(&quota)
+        .check_n_at(1, Nanos::ZERO)
         .unwrap();
 }
 

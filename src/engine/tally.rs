@@ -19,40 +19,53 @@ use crossbeam_utils::CachePadded;
 const MAX_STRIPES: usize = 64;
 
 /// `N` counts striped over cache lines: each thread adds to the stripe of its own index, and
-/// a read sums the stripes. What [`Tally`] and the HTTP layer's counters are made of.
+/// a read sums the stripes. What a named limiter counts its decisions in, public for the
+/// counters of crates built on this one (the HTTP layer's answers): counting on a hot path
+/// without every thread taking turns on one cache line.
+///
+/// ```
+/// use cellrate::StripedCounts;
+///
+/// let counts = StripedCounts::<2>::new();
+/// counts.add(0);
+/// counts.add(1);
+/// counts.add(1);
+/// assert_eq!(counts.sums(), [1, 2]);
+/// ```
 #[derive(Debug)]
-pub(crate) struct Stripes<const N: usize> {
+pub struct StripedCounts<const N: usize> {
     stripes: Box<[CachePadded<[AtomicU64; N]>]>,
 }
 
-impl<const N: usize> Stripes<N> {
+impl<const N: usize> StripedCounts<N> {
     /// One stripe per available core, rounded up to a power of two (at most 64).
-    pub(crate) fn new() -> Stripes<N> {
+    pub fn new() -> StripedCounts<N> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Stripes::with_stripes(cores)
+        StripedCounts::with_stripes(cores)
     }
 
     /// `n` stripes, rounded up to a power of two in `1..=64`.
-    pub(crate) fn with_stripes(n: usize) -> Stripes<N> {
+    pub fn with_stripes(n: usize) -> StripedCounts<N> {
         let n = n.clamp(1, MAX_STRIPES).next_power_of_two();
         let stripes: Vec<_> = (0..n)
             .map(|_| CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0))))
             .collect();
-        Stripes {
+        StripedCounts {
             stripes: stripes.into_boxed_slice(),
         }
     }
 
-    /// Adds one to count `kind` (below `N`).
+    /// Adds one to count `kind`. Panics if `kind` is not below `N`.
     #[inline]
-    pub(crate) fn add(&self, kind: usize) {
+    pub fn add(&self, kind: usize) {
         let stripe = &self.stripes[thread_index() & (self.stripes.len() - 1)];
         // Relaxed: an independent tally that publishes nothing; the sum is read alone.
         stripe[kind].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Each count summed over the stripes.
-    pub(crate) fn sums(&self) -> [u64; N] {
+    /// Each count summed over the stripes: exact once the calls to [`add`](Self::add) have
+    /// returned; one in flight may be missed, none is counted twice.
+    pub fn sums(&self) -> [u64; N] {
         // Relaxed: independent tallies; calls in flight may be missed, none is counted twice.
         self.stripes.iter().fold([0; N], |mut sums, stripe| {
             for (sum, count) in sums.iter_mut().zip(stripe.iter()) {
@@ -69,6 +82,12 @@ impl<const N: usize> Stripes<N> {
     }
 }
 
+impl<const N: usize> Default for StripedCounts<N> {
+    fn default() -> Self {
+        StripedCounts::new()
+    }
+}
+
 /// The counts of a [`Tally`]: which one a decision adds to.
 const ALLOWED: usize = 0;
 /// See [`ALLOWED`].
@@ -79,7 +98,7 @@ const PEEKS: usize = 2;
 /// Decisions counted in stripes; totals are exact once the counting calls have returned.
 #[derive(Debug)]
 pub(crate) struct Tally {
-    stripes: Stripes<3>,
+    stripes: StripedCounts<3>,
 }
 
 /// The summed counts of a [`Tally`].
@@ -94,7 +113,7 @@ impl Tally {
     /// A tally with one stripe per available core, rounded up to a power of two (at most 64).
     pub(crate) fn new() -> Tally {
         Tally {
-            stripes: Stripes::new(),
+            stripes: StripedCounts::new(),
         }
     }
 
@@ -102,7 +121,7 @@ impl Tally {
     #[cfg(test)]
     pub(crate) fn with_stripes(n: usize) -> Tally {
         Tally {
-            stripes: Stripes::with_stripes(n),
+            stripes: StripedCounts::with_stripes(n),
         }
     }
 

@@ -184,7 +184,7 @@ where
         let bucket = limiter.key(&key).with_quota(&quota);
         let answer = check_or_book(
             how.ticket,
-            || limiter.check_key_n_with_quota(&key, cost, &quota),
+            || limiter.key(&key).with_quota(&quota).check_n(cost),
             |wait| bucket.reserve_n(cost, wait),
         );
         verdict.quotas[0] = Some(quota);

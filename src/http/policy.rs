@@ -83,7 +83,7 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
     }
 
     /// The same policy with a quota chosen per request (tiers: free, paid), passed to
-    /// [`KeyedLimiter::check_key_n_with_quota_at`]. A tiered policy stands alone (the
+    /// [`KeyedBucket::with_quota`](crate::KeyedBucket::with_quota). A tiered policy stands alone (the
     /// all-or-nothing check uses the limiter's own quota); a refund goes through the key's
     /// handle with the quota the request was charged under.
     pub fn quota_per_request<F>(self, quota_of: F) -> Tiered<E, C, F>

@@ -1,6 +1,6 @@
 //! `LayerStats`: what a layer decided, counted.
 
-use crate::engine::tally::Stripes;
+use crate::StripedCounts;
 
 /// Counts of a layer's answers since it was built (shared by its clones), per request: a
 /// request checked against several policies counts once. `allowed` and `denied` mean what they
@@ -34,17 +34,9 @@ pub(crate) enum Count {
 
 /// The live counters, striped per thread (`tally.rs`): one shared counter would be a second
 /// contended cache line on every request, beside the bucket's.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Counters {
-    stripes: Stripes<5>,
-}
-
-impl Default for Counters {
-    fn default() -> Self {
-        Counters {
-            stripes: Stripes::new(),
-        }
-    }
+    stripes: StripedCounts<5>,
 }
 
 impl Counters {

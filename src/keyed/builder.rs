@@ -155,9 +155,9 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     /// that hold no whole aligned 2 MiB page (under 2 MiB, and up to 4 MiB depending on where
     /// the allocator puts them: `max_keys` under about 105,000 to 210,000);
     /// [`KeyedLimiter::huge_pages`] tells whether the advice was given.
-    pub fn huge_pages(self, on: bool) -> Self {
+    pub fn huge_pages(self) -> Self {
         KeyedLimiterBuilder {
-            huge_pages: on,
+            huge_pages: true,
             ..self
         }
     }
@@ -314,7 +314,7 @@ mod tests {
         None
     }
 
-    /// With `huge_pages(true)` the advice reaches the kernel for the table's own mapping, and
+    /// With `huge_pages()` the advice reaches the kernel for the table's own mapping, and
     /// only then; the limiter works the same. Skipped where the kernel refuses the advice (no
     /// transparent huge pages built in) or smaps shows no flags.
     #[test]
@@ -322,10 +322,12 @@ mod tests {
     fn advice_reaches_the_tables_mapping() {
         // Per hour: the sixth check of a key is denied however slowly the test runs.
         let build = |keys, huge| {
-            KeyedLimiter::<u64>::builder(Quota::per_hour(5))
-                .max_keys(keys)
-                .huge_pages(huge)
-                .build()
+            let builder = KeyedLimiter::<u64>::builder(Quota::per_hour(5)).max_keys(keys);
+            if huge {
+                builder.huge_pages().build()
+            } else {
+                builder.build()
+            }
         };
         let (plain, huge, small) = (
             build(1 << 20, false),

@@ -95,7 +95,7 @@ impl DefaultQuota {
 impl<K, C> crate::KeyedLimiter<K, C> {
     /// Makes `quota` the default quota: every later check of a key without a quota of its own
     /// ([`with_quota`](crate::KeyedBucket::with_quota),
-    /// [`check_key_n_with_quota`](Self::check_key_n_with_quota)) decides under it.
+    /// [`KeyedBucket::with_quota`](crate::KeyedBucket::with_quota)) decides under it.
     ///
     /// Keys keep their TATs ([`QuotaChange::KeepTime`](crate::QuotaChange::KeepTime)): a TAT
     /// means "full again at this instant" under any quota, so no key gains a token from the

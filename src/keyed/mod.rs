@@ -22,8 +22,8 @@ pub use key_bucket::KeyedBucket;
 pub use table::loom_hooks::Broken;
 
 use crate::clock::tick_clock::TickClock;
-use crate::clock::{lagged, now_for, Clock};
-use crate::named::{self, Named};
+use crate::clock::Clock;
+use crate::named::Named;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
@@ -161,103 +161,47 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         KeyedLimiter::builder(quota).clock(clock).build()
     }
 
-    /// Spends one token of `key`'s bucket now if there is one.
-    // The single checks are inlined into the caller (the insert path stays out of line):
-    // called, a check returns its 40-byte answer through memory, and a caller that reads only
-    // part of it (`is_ok()`) still pays for building all of it.
-    #[inline(always)]
+    /// Spends one token of `key`'s bucket now if there is one: `key(key).check()`.
+    #[inline]
     pub fn check_key<Q>(&self, key: &Q) -> Result<Allowed, Denied>
     where
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        let (fp, quota) = (self.fingerprint(key), self.quota());
-        self.check_fp(fp, 1, &quota, now_for(&self.clock, &quota))
-            .map_err(|denied| lagged(&self.clock, &quota, denied))
+        self.key(key).check_n(1)
     }
 
     /// [`check_key`](Self::check_key) at a time passed in.
-    #[inline(always)]
+    #[inline]
     pub fn check_key_at<Q>(&self, key: &Q, now: Nanos) -> Result<Allowed, Denied>
     where
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        self.check_key_n_at(key, 1, now)
+        self.key(key).check_n_at(1, now)
     }
 
     /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
-    /// [`Limiter::check_n`](crate::Limiter::check_n).
-    #[inline(always)]
+    /// [`Limiter::check_n`](crate::Limiter::check_n). Every other operation on one key (a
+    /// quota of its own, reservations, waits) goes through its handle, [`key`](Self::key).
+    #[inline]
     pub fn check_key_n<Q>(&self, key: &Q, cost: u32) -> Result<Allowed, Denied>
     where
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        let (fp, quota) = (self.fingerprint(key), self.quota());
-        self.check_fp(fp, cost, &quota, now_for(&self.clock, &quota))
-            .map_err(|denied| lagged(&self.clock, &quota, denied))
+        self.key(key).check_n(cost)
     }
 
     /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
     /// [`Limiter::check_n_at`](crate::Limiter::check_n_at).
-    #[inline(always)]
+    #[inline]
     pub fn check_key_n_at<Q>(&self, key: &Q, cost: u32, now: Nanos) -> Result<Allowed, Denied>
     where
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        self.check_key_n_with_quota_at(key, cost, &self.quota(), now)
-    }
-
-    /// [`check_key_n`](Self::check_key_n) under `quota` instead of the limiter's, for tiers
-    /// (free, paid) sharing one table. A TAT means "full at this time" under any quota, so a
-    /// key may change tier between checks; keep one quota per key for exact per-key decisions.
-    #[inline(always)]
-    pub fn check_key_n_with_quota<Q>(
-        &self,
-        key: &Q,
-        cost: u32,
-        quota: &Quota,
-    ) -> Result<Allowed, Denied>
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        let fp = self.fingerprint(key);
-        self.check_fp(fp, cost, quota, now_for(&self.clock, quota))
-            .map_err(|denied| lagged(&self.clock, quota, denied))
-    }
-
-    /// [`check_key_n_with_quota`](Self::check_key_n_with_quota) at a time passed in.
-    #[inline(always)]
-    pub fn check_key_n_with_quota_at<Q>(
-        &self,
-        key: &Q,
-        cost: u32,
-        quota: &Quota,
-        now: Nanos,
-    ) -> Result<Allowed, Denied>
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        self.check_fp(self.fingerprint(key), cost, quota, now)
-    }
-
-    /// A check of the key whose fingerprint is `fp`. The forms that read the clock hash the
-    /// key first and read the clock after: the hash is a long chain of dependent arithmetic
-    /// that the processor overlaps with what comes before it, whereas a clock read that
-    /// fences the timestamp counter (as `Instant::now` does) would make the hash wait.
-    #[inline(always)]
-    fn check_fp(&self, fp: u64, cost: u32, quota: &Quota, now: Nanos) -> Result<Allowed, Denied> {
-        let now = now.as_u64();
-        let decision = self
-            .table
-            .spend(&self.request(fp, cost, quota, now, 0))
-            .map(|(_, booking)| booking.allowed);
-        named::count(&self.named, cost, &decision);
-        decision
+        self.key(key).check_n_at(cost, now)
     }
 
     /// Removes every key whose bucket is full now; returns how many. One pass over the table

@@ -3,7 +3,7 @@
 
 use super::KeyedLimiter;
 use crate::named::{self, Named};
-use crate::stats::Stats;
+use crate::stats::KeyedStats;
 use alloc::borrow::Cow;
 
 impl<K, C> KeyedLimiter<K, C> {
@@ -36,11 +36,13 @@ impl<K, C> KeyedLimiter<K, C> {
 
     /// The counts since the limiter was built: keys held, idle and overflow evictions and
     /// overflow denials always; allowed, denied and peeks only since it was
-    /// [`named`](Self::named) (0 otherwise). See [`Stats`].
-    pub fn stats(&self) -> Stats {
-        let mut stats = Stats::default();
+    /// [`named`](Self::named) (0 otherwise). See [`KeyedStats`].
+    pub fn stats(&self) -> KeyedStats {
+        let mut stats = KeyedStats::default();
         self.table.counters.fill(&mut stats);
-        named::fill(&self.named, &mut stats);
+        let decisions = named::decisions(&self.named);
+        (stats.allowed, stats.denied, stats.peeks) =
+            (decisions.allowed, decisions.denied, decisions.peeks);
         stats
     }
 

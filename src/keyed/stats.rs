@@ -1,12 +1,12 @@
 //! The counters a keyed limiter keeps whether named or not: keys held, evictions and
-//! overflow denials (its part of [`Stats`]).
+//! overflow denials (its part of [`KeyedStats`]).
 
-use crate::stats::Stats;
+use crate::stats::KeyedStats;
 
 // Always the real atomics, also under loom: see `sync::counter`.
 use crate::engine::sync::counter::{AtomicU64, AtomicUsize, Ordering};
 
-/// The live counters behind `len` and the table's fields of [`Stats`]. All `Relaxed`: they are statistics,
+/// The live counters behind `len` and the table's fields of [`KeyedStats`]. All `Relaxed`: they are statistics,
 /// read alone, and order nothing.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -56,7 +56,7 @@ impl Counters {
     }
 
     /// The table's figures, into `stats`.
-    pub(crate) fn fill(&self, stats: &mut Stats) {
+    pub(crate) fn fill(&self, stats: &mut KeyedStats) {
         stats.keys = self.live() as u64;
         // Relaxed: see the struct docs.
         stats.idle_evictions = self.idle_evictions.load(Ordering::Relaxed);

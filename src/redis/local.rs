@@ -3,11 +3,11 @@
 
 use super::options::RedisOptions;
 use super::policy::FailurePolicy;
+use super::stats::RedisStats;
 use crate::all_of::{all_of, Limit};
 use crate::keyed::KeyedLimiter;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-use crate::stats::Stats;
 use std::sync::{Arc, Mutex};
 
 /// The most distinct quotas the local fallback keeps a table for.
@@ -95,7 +95,7 @@ impl Local {
     }
 
     /// The local tables' keys held, evictions and overflow denials, summed into `stats`.
-    pub(crate) fn fill(&self, stats: &mut Stats) {
+    pub(crate) fn fill(&self, stats: &mut RedisStats) {
         let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
         for (_, table) in tables.iter() {
             let t = table.stats();

@@ -98,6 +98,7 @@ mod script;
 mod sentinel;
 mod single;
 mod slot_map;
+mod stats;
 
 pub use booking::Booking;
 pub use error::Error;
@@ -105,10 +106,10 @@ pub use joint::{JointBooking, JointDenial};
 pub use key_name::{key_part, MAX_KEY_LEN, MAX_PART_LEN};
 pub use options::{ClientIdentity, ErrorHook, RedisOptions};
 pub use policy::FailurePolicy;
+pub use stats::RedisStats;
 
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-use crate::stats::Stats;
 use crate::top_keys::TopKeys;
 use conn::{Conn, Pace};
 use deny_cache::DenyCache;
@@ -238,9 +239,9 @@ impl RedisLimiter {
     }
 
     /// Counts of the answers given by the `check_*` calls so far (shared by clones), named or
-    /// not, and the keys held by the local fallback of [`FailurePolicy::Local`]. See [`Stats`].
-    pub fn stats(&self) -> Stats {
-        let mut stats = Stats::default();
+    /// not, and the keys held by the local fallback of [`FailurePolicy::Local`]. See [`RedisStats`].
+    pub fn stats(&self) -> RedisStats {
+        let mut stats = RedisStats::default();
         self.counters.fill(&mut stats);
         self.local.fill(&mut stats);
         stats

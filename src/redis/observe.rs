@@ -1,6 +1,8 @@
-//! What a Redis limiter reports besides [`Stats`](crate::Stats): its name for the `metrics`
+//! What a Redis limiter reports besides [`RedisStats`](super::RedisStats): its name for the `metrics`
 //! facade and, opted in, the keys it refuses most.
 
+#[cfg(feature = "metrics")]
+use super::stats::RedisStats;
 use super::RedisLimiter;
 use crate::top_keys::TopKeys;
 use std::borrow::Cow;
@@ -60,7 +62,43 @@ impl RedisLimiter {
     pub fn publish_metrics(&self) {
         if let Some(name) = &self.name {
             let stats = self.stats();
-            crate::export::publish_redis_totals(name, &stats);
+            publish_totals(name, &stats);
         }
     }
+}
+
+/// The Redis limiter's decision counters, keyed figures and own counters, set to totals: the
+/// Redis backend's publishing, which keeps its counts in its own atomics.
+#[cfg(feature = "metrics")]
+fn publish_totals(name: &str, s: &RedisStats) {
+    use metrics::{counter, gauge, SharedString};
+    let l = SharedString::from(String::from(name));
+    counter!("cellrate_allowed_total", "limiter" => l.clone()).absolute(s.allowed);
+    counter!("cellrate_denied_total", "limiter" => l.clone()).absolute(s.denied);
+    counter!("cellrate_peeks_total", "limiter" => l.clone()).absolute(s.peeks);
+    gauge!("cellrate_keys", "limiter" => l.clone()).set(s.keys as f64);
+    counter!("cellrate_evictions_total", "limiter" => l.clone(), "reason" => "idle")
+        .absolute(s.idle_evictions);
+    counter!("cellrate_evictions_total", "limiter" => l.clone(), "reason" => "overflow")
+        .absolute(s.overflow_evictions);
+    counter!("cellrate_overflow_denials_total", "limiter" => l.clone())
+        .absolute(s.overflow_denials);
+    counter!("cellrate_cached_denials_total", "limiter" => l.clone()).absolute(s.cached_denied);
+    let failures = [
+        ("fail_open", "allowed", s.failed_open),
+        ("fail_closed", "denied", s.failed_closed),
+        ("local", "allowed", s.local_allowed),
+        ("local", "denied", s.local_denied),
+    ];
+    for (policy, outcome, n) in failures {
+        counter!(
+            "cellrate_redis_failures_total",
+            "limiter" => l.clone(),
+            "policy" => policy,
+            "outcome" => outcome
+        )
+        .absolute(n);
+    }
+    counter!("cellrate_unknown_outcomes_total", "limiter" => l.clone()).absolute(s.unknown);
+    counter!("cellrate_usage_errors_total", "limiter" => l).absolute(s.errors);
 }

@@ -4,9 +4,9 @@
 use super::error::Error;
 use super::local::{Ask, Local};
 use super::options::RedisOptions;
+use super::stats::RedisStats;
 use crate::engine::sync::counter::{AtomicU64, Ordering};
 use crate::outcome::{Allowed, Denied, Level};
-use crate::stats::Stats;
 
 /// What [`check_key_n`](super::RedisLimiter::check_key_n) answers when Redis gives no decision
 /// (unreachable, known to be down, or no reply within the deadline).
@@ -34,8 +34,8 @@ pub enum FailurePolicy {
     /// [`RedisOptions::local_quota`](super::RedisOptions::local_quota) for the limiter's own
     /// quota), so that `servers` processes falling back together admit about what the shared
     /// limit would. Local buckets start as the Redis ones do (full, or empty) and are not
-    /// synchronised with Redis in either direction. Counted in [`Stats::local_allowed`] and
-    /// [`Stats::local_denied`]. A quota that cannot be split, or more than 64 distinct quotas,
+    /// synchronised with Redis in either direction. Counted in [`RedisStats::local_allowed`] and
+    /// [`RedisStats::local_denied`]. A quota that cannot be split, or more than 64 distinct quotas,
     /// fail closed.
     Local {
         /// How many processes share the limit.
@@ -61,7 +61,7 @@ pub(crate) struct Counters {
 
 impl Counters {
     /// The counts, into `stats`.
-    pub(crate) fn fill(&self, stats: &mut Stats) {
+    pub(crate) fn fill(&self, stats: &mut RedisStats) {
         // Relaxed throughout: independent counters that publish nothing; a snapshot taken
         // while calls are in flight may be off by those calls.
         let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
