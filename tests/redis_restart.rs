@@ -5,9 +5,9 @@
 
 use crate::redis_support;
 
+use cellrate::redis::RedisStats as Stats;
 use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;
-use cellrate::redis::RedisStats as Stats;
 use redis_support::{runtime, RedisServer};
 use std::time::{Duration, Instant};
 
