@@ -51,14 +51,14 @@ pub enum OverflowPolicy {
     /// (or his own). Under `start_empty` it is the bucket nearest to empty, never one in debt:
     /// it comes back empty, having lost at most the tokens it had, the fewest in its window, so
     /// a flood of new keys (each stored empty) evicts its own keys and cannot empty anyone
-    /// else's. Counted in [`Stats::overflow_evictions`](crate::Stats::overflow_evictions). Never
+    /// else's. Counted in [`KeyedStats::overflow_evictions`](crate::KeyedStats::overflow_evictions). Never
     /// denies a request for lack of room (but for one whose window holds only inserts in
     /// progress, or, under `start_empty`, only buckets in debt).
     #[default]
     EvictNearestNew,
     /// Deny the new key, with a `retry_after` of the time until the bucket nearest to full in
     /// the window is full (and so free): counted in
-    /// [`Stats::overflow_denials`](crate::Stats::overflow_denials). Never forgets a key that is
+    /// [`KeyedStats::overflow_denials`](crate::KeyedStats::overflow_denials). Never forgets a key that is
     /// not full, so a flood of new keys cannot reset anyone's bucket.
     DenyNewKeys,
 }

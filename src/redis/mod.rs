@@ -47,7 +47,7 @@
 //! # Failures
 //! The `try_*` calls return an [`Error`]; the `check_*` calls apply the limiter's
 //! [`FailurePolicy`] (fail open, fail closed, or a local limiter with this server's share of
-//! the quota) and count every answer in [`Stats`]. Each call has a deadline; a call that passes
+//! the quota) and count every answer in [`RedisStats`]. Each call has a deadline; a call that passes
 //! it after being sent may still have been applied, so it is reported as outcome unknown and
 //! never retried. A connection that falls silent, drops, or reaches a server that cannot take
 //! writes (`READONLY` after a failover behind one name) is replaced, and every new connection
@@ -121,7 +121,7 @@ use std::sync::Arc;
 
 /// A rate limiter whose buckets live in Redis, one per key, shared by every process that
 /// connects to it with the same prefix. Cheap to clone: clones share the connection, the
-/// local fallback and deny cache, and [`Stats`].
+/// local fallback and deny cache, and [`RedisStats`].
 #[derive(Clone)]
 pub struct RedisLimiter {
     conn: Conn,

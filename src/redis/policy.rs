@@ -1,5 +1,5 @@
 //! What a limiter answers when Redis does not ([`FailurePolicy`]), and the counts of every
-//! answer given (the Redis fields of [`Stats`]).
+//! answer given ([`RedisStats`]).
 
 use super::error::Error;
 use super::local::{Ask, Local};
@@ -11,13 +11,13 @@ use crate::outcome::{Allowed, Denied, Level};
 /// What [`check_key_n`](super::RedisLimiter::check_key_n) answers when Redis gives no decision
 /// (unreachable, known to be down, or no reply within the deadline).
 ///
-/// Either way the failure is counted in [`Stats`], and a call whose outcome is unknown (the
-/// deadline passed after the script was sent) is counted in [`Stats::unknown`] as well: it may
+/// Either way the failure is counted in [`RedisStats`], and a call whose outcome is unknown (the
+/// deadline passed after the script was sent) is counted in [`RedisStats::unknown`] as well: it may
 /// have spent tokens on the server, and it is never retried. A request that costs more than
 /// the burst is denied whatever the policy, since it could never pass. No policy answers a
 /// [usage error](Error::is_usage) (keys of different slots, a key of another type or holding
 /// a corrupt value, a quota the script cannot hold): those are refused and counted in
-/// [`Stats::errors`].
+/// [`RedisStats::errors`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FailurePolicy {

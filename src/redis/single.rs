@@ -18,7 +18,7 @@ impl RedisLimiter {
     /// Spends `cost` tokens of `key`'s bucket if all are there, on the server's clock. When
     /// Redis gives no decision the [`FailurePolicy`](super::FailurePolicy) answers, except for
     /// a [usage error](Error::is_usage), which is refused; either way the answer is counted
-    /// in [`RedisStats`]. `cost == 0` is a peek; `cost > burst` is denied with no
+    /// in [`RedisStats`](super::RedisStats). `cost == 0` is a peek; `cost > burst` is denied with no
     /// retry time.
     pub async fn check_key_n(&self, key: &str, cost: u32) -> Result<Allowed, Denied> {
         let quota = self.quota;
