@@ -28,12 +28,12 @@
 //! TAT alone), and 20,000 keys that carry credit given back (`TAT:G`, written by bookings
 //! settled below their cost), per key; beside `MEMORY USAGE` of one such key.
 
-#[path = "../tests/redis_support/mod.rs"]
+#[path = "../crates/cellrate-redis/tests/redis_support/mod.rs"]
 mod redis_support;
 
 use crate::record::{sized, Record};
-use cellrate::redis::{RedisLimiter, RedisOptions};
 use cellrate::Quota;
+use cellrate_redis::{RedisLimiter, RedisOptions};
 use redis_support::RedisServer;
 
 #[path = "redis_cost.rs"]

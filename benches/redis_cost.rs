@@ -4,8 +4,8 @@
 use super::{evalsha, median, prefill, redis_benchmark_n, reset_stats, server_cpu_secs};
 use super::{usec_per_evalsha, RedisServer, ALLOWING, DENYING, KEYS};
 use crate::record::{sized, Record};
-use cellrate::redis::RedisLimiter;
 use cellrate::Quota;
+use cellrate_redis::RedisLimiter;
 
 /// A minimal GCRA script for comparison: TIME, GET, SET PX, no validation. Same first three
 /// arguments as the decision (interval µs, burst, cost).

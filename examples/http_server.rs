@@ -10,9 +10,9 @@
 //! The address can be set as the first argument (default 127.0.0.1:3000).
 
 use axum::{routing::get, Router};
-use cellrate::http::policy::And;
-use cellrate::http::{ClientIp, Global, Keyed, RateLimitLayer};
 use cellrate::{KeyedLimiter, Limiter, Quota};
+use cellrate_http::policy::And;
+use cellrate_http::{ClientIp, Global, Keyed, RateLimitLayer};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 

@@ -10,8 +10,8 @@
 //! Should Redis become unreachable mid-run (stop it to see), each server falls back to a local
 //! limiter with half the quota, and the stats count those answers apart.
 
-use cellrate::redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use cellrate::Quota;
+use cellrate_redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use std::time::{Duration, Instant};
 
 const RATE: u32 = 100;

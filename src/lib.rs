@@ -31,7 +31,7 @@
 //! `Allowed` as a signal that another thread's writes are visible.
 //!
 //! # Counting
-//! `named("api")` (on [`Limiter`], [`KeyedLimiter`] and the Redis limiter) opts a limiter in to
+//! `named("api")` (on [`Limiter`] and [`KeyedLimiter`]) opts a limiter in to
 //! counting its decisions; `stats()` returns the one [`Stats`] snapshot on every limiter type.
 //! An unnamed limiter counts no decision, and its check pays nothing for counting; a named one
 //! counts in per-thread stripes, so that threads checking one hot limiter do not also contend
@@ -46,16 +46,16 @@
 //!   futures-timer crate).
 //! - `quanta`: `QuantaClock`, a clock read from the CPU's timestamp counter, cheaper than
 //!   `std::time::Instant` and exact (the default [`TickClock`] is cheaper still for most quotas).
-//! - `redis`: `redis::RedisLimiter`, buckets kept in Redis and shared by many servers, with
-//!   the same decisions (redis and tokio crates; implies `std`).
 //! - `metrics`: `publish_metrics()` on named limiters: `cellrate_*` counters, the gauge of keys
 //!   held and the histogram of waits, to whatever recorder of the metrics crate is installed.
-//! - `http`: `http::RateLimitLayer`, a tower layer for axum, hyper and tonic, keyed by client
-//!   IP, API key or an extractor of your own, with `Retry-After` and the `RateLimit` headers.
-//!   `axum`: the client address from axum's `ConnectInfo` (without it, only from the
-//!   `SocketAddr` extension hyper users set).
 //! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
 //!   64-bit compare-and-swap.
+//!
+//! # Companion crates
+//! - `cellrate-http`: a tower layer for axum, hyper and tonic, keyed by client IP, API key or
+//!   an extractor of your own, with `Retry-After` and the `RateLimit` headers.
+//! - `cellrate-redis`: buckets kept in Redis and shared by many servers, with the same
+//!   decisions.
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -79,19 +79,13 @@ mod quota_change;
 mod reservation;
 mod set_quota;
 mod stats;
-#[cfg(feature = "redis")]
-mod top_keys;
 #[cfg(feature = "std")]
 mod wait;
 
 #[cfg(feature = "std")]
 pub mod baseline;
-#[cfg(feature = "http")]
-pub mod http;
 #[cfg(feature = "async")]
 pub mod pace;
-#[cfg(feature = "redis")]
-pub mod redis;
 
 pub use all_of::{all_of, AllOf, Limit};
 #[cfg(feature = "std")]

@@ -31,6 +31,16 @@ impl Level {
         }
     }
 
+    /// The level of a bucket of the given figures; an interval of 0 is taken as 1 ns, so that
+    /// `remaining` never divides by zero.
+    fn figures(reset_after_ns: u64, depth_ns: u64, interval_ns: u64) -> Level {
+        Level {
+            reset_after_ns,
+            depth_ns,
+            interval_ns: interval_ns.max(1),
+        }
+    }
+
     /// The level of a bucket under `quota` that is `reset_after` from full (saturating at
     /// 584 years).
     fn of(quota: &Quota, reset_after: Duration) -> Level {
@@ -102,6 +112,22 @@ impl Allowed {
     /// ```
     pub fn from_bucket(quota: &Quota, reset_after: Duration) -> Allowed {
         Allowed::new(Level::of(quota, reset_after))
+    }
+
+    /// The answer of a bucket `depth_ns` deep, refilled one token every `interval_ns`
+    /// (at least 1 ns is used), that admitted a request and is `reset_after_ns` from full, all
+    /// in nanoseconds: what a backend keeping its own figures reports. `remaining` is
+    /// `floor((depth - reset_after) / interval)`, 0 if overdrawn, as a check's is.
+    ///
+    /// ```
+    /// use cellrate::Allowed;
+    ///
+    /// // 100 ms a token, 10 deep, 250 ms from full: 7 whole tokens left.
+    /// let allowed = Allowed::from_figures(250_000_000, 1_000_000_000, 100_000_000);
+    /// assert_eq!(allowed.remaining(), 7);
+    /// ```
+    pub fn from_figures(reset_after_ns: u64, depth_ns: u64, interval_ns: u64) -> Allowed {
+        Allowed::new(Level::figures(reset_after_ns, depth_ns, interval_ns))
     }
 
     /// An answer for a request that no bucket limits: `u32::MAX` remaining, full now (a
@@ -178,6 +204,28 @@ impl Denied {
     ) -> Denied {
         let retry_after_ns = retry_after.map(|r| u64::try_from(r.as_nanos()).unwrap_or(u64::MAX));
         Denied::new(Level::of(quota, reset_after), retry_after_ns)
+    }
+
+    /// The refusal of a bucket with the figures of [`Allowed::from_figures`], where the same
+    /// request passes after `retry_after_ns` (`None`: never).
+    ///
+    /// ```
+    /// use cellrate::Denied;
+    /// use std::time::Duration;
+    ///
+    /// let denied = Denied::from_figures(1_000_000_000, 1_000_000_000, 100_000_000, Some(100_000_000));
+    /// assert_eq!((denied.remaining(), denied.retry_after()), (0, Some(Duration::from_millis(100))));
+    /// ```
+    pub fn from_figures(
+        reset_after_ns: u64,
+        depth_ns: u64,
+        interval_ns: u64,
+        retry_after_ns: Option<u64>,
+    ) -> Denied {
+        Denied::new(
+            Level::figures(reset_after_ns, depth_ns, interval_ns),
+            retry_after_ns,
+        )
     }
 
     /// How long to wait before the same request would be admitted. On an exact reading (an

@@ -1,32 +1,15 @@
 //! The integration tests, one module per file of `tests/`, compiled into one binary: each test
-//! binary would link the whole dependency tree and instantiate the same generic code (tokio,
-//! axum, tonic, redis) again, which costs far more build time than the tests take to run.
+//! binary would link the whole dependency tree and instantiate the same generic code again,
+//! which costs far more build time than the tests take to run.
 //!
 //! Not here, each its own binary (the `[[test]]` entries of Cargo.toml): `cached_clock_thread`
 //! and `tick_clock_process`, which count the process's threads (other tests would start clocks
 //! of their own), and `keyed_churn`, the test `scripts/miri.sh` runs. A new file in `tests/`
 //! must be listed here or there; `every_file_of_tests_is_compiled` below checks that it is.
 
-#[cfg(feature = "redis")]
-#[path = "redis_support/cluster.rs"]
-mod cluster;
 mod common;
 #[cfg(feature = "metrics")]
 mod metrics_support;
-#[cfg(feature = "redis")]
-#[path = "redis_support/proxy.rs"]
-mod proxy;
-#[cfg(feature = "redis")]
-mod redis_support;
-#[cfg(feature = "redis")]
-#[path = "redis_support/sentinel.rs"]
-mod sentinel;
-#[cfg(feature = "redis")]
-#[path = "redis_support/stand_in.rs"]
-mod stand_in;
-#[cfg(feature = "redis")]
-#[path = "redis_support/tls.rs"]
-mod tls;
 
 mod all_of;
 mod baseline;
@@ -44,7 +27,6 @@ mod keyed_shaping;
 mod keyed_tenure;
 mod limiter;
 mod metrics;
-mod metrics_redis;
 mod nanos;
 mod overflow;
 mod pace;
@@ -53,21 +35,6 @@ mod pace_write;
 mod quota;
 mod quota_change;
 mod quota_split;
-mod redis_batches;
-mod redis_cluster;
-mod redis_concurrency;
-mod redis_config;
-mod redis_differential;
-mod redis_failover;
-mod redis_failures;
-mod redis_faults;
-mod redis_give_back;
-mod redis_keys;
-mod redis_resharding;
-mod redis_restart;
-mod redis_time;
-mod redis_tls;
-mod redis_usage_errors;
 mod reservation;
 mod retry_lag;
 mod set_quota;
@@ -76,20 +43,6 @@ mod stats;
 mod tick_clock;
 mod wait;
 mod worked_examples;
-
-// These files declare their support modules with `mod`, each its own copy; `#[path]` resolves
-// them beside the files (in `tests/`).
-#[allow(clippy::duplicate_mod)]
-#[path = "http_axum.rs"]
-mod http_axum;
-#[path = "http_grpc.rs"]
-mod http_grpc;
-#[allow(clippy::duplicate_mod)]
-#[path = "http_options.rs"]
-mod http_options;
-#[allow(clippy::duplicate_mod)]
-#[path = "http_redis.rs"]
-mod http_redis;
 
 /// Every `.rs` file directly in `tests/` is a module above or a `[[test]]` of Cargo.toml
 /// (`autotests = false`: Cargo would not notice a file that is neither).

@@ -221,9 +221,10 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
         until_ready_n_on(&self.bucket_ref(), self.named, cost, max_wait).await
     }
 
-    /// The reservation of a [`Ticket`] of this limiter; see [`KeyedLimiter::attach`].
-    #[cfg(feature = "http")]
-    pub(crate) fn attach(&self, ticket: Ticket) -> Option<Reservation<'a, C>> {
+    /// The reservation of a [`Ticket`] of this limiter ([`Reservation::detach`]), to cancel or
+    /// settle later from elsewhere (a response body, another task); see
+    /// [`KeyedLimiter::attach`].
+    pub fn attach(&self, ticket: Ticket) -> Option<Reservation<'a, C>> {
         Reservation::attach(ticket, self.table, self.clock)
     }
 

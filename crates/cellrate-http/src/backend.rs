@@ -1,0 +1,116 @@
+//! What the layer asks of the limiters behind it: a decision for a request, and a refund.
+
+use super::headers::PolicyInfo;
+use super::key::{KeyError, RequestHead};
+use super::state::{PolicyState, MAX_POLICIES};
+use cellrate::Quota;
+use core::future::Future;
+use core::pin::Pin;
+use core::time::Duration;
+use std::hash::RandomState;
+
+/// The limiters a [`RateLimitLayer`](super::RateLimitLayer) decides with: in-process policies
+/// ([`Global`](super::Global), [`Keyed`](super::Keyed), several joined with `.and(..)`, or one
+/// [`Tiered`](super::Tiered)) or, with the `redis` feature, Redis policies. Sealed.
+pub trait Backend: sealed::Backend {}
+
+impl<T: sealed::Backend> Backend for T {}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// The part of [`Backend`](super::Backend) users do not see.
+    pub trait Backend: Send + Sync + 'static {
+        /// What a decision keeps to refund the request after its response.
+        type Ticket: Send + 'static;
+
+        /// The policies, in header order.
+        fn policies(&self) -> Vec<PolicyInfo>;
+
+        /// Decides on `cost` tokens for a request: in `verdict` (which starts as an admission
+        /// with no figures), or later, by the future returned (a round trip to Redis). Written
+        /// in place: a verdict is a few hundred bytes, and returning it by value copied it on
+        /// every request.
+        fn decide(
+            &self,
+            head: &RequestHead<'_>,
+            cost: u32,
+            how: &How<'_>,
+            verdict: &mut Verdict<Self::Ticket>,
+        ) -> Option<Pending<Self::Ticket>>;
+
+        /// Gives back `cost` tokens of an admitted request.
+        fn refund(&self, ticket: Self::Ticket, cost: u32);
+
+        /// Why a refund would be wrong with this backend, if it would.
+        fn refund_unsupported(&self) -> Option<&'static str> {
+            None
+        }
+
+        /// Starts the background eviction of idle keys, if any.
+        fn start_upkeep(&self) {}
+    }
+}
+
+/// How to decide: the layer's options that reach the backend.
+pub struct How<'a> {
+    /// Let a request through a policy whose key is missing.
+    pub(crate) skip_missing: bool,
+    /// A keyed hasher for `pk`, when asked for.
+    pub(crate) partition: Option<&'a RandomState>,
+    /// Keep a ticket for a refund.
+    pub(crate) ticket: bool,
+    /// An admitted request's headers need the policies' levels (a refusal always does).
+    pub(crate) figures: bool,
+}
+
+/// A decision still to come (Redis): its verdict, once made.
+pub type Pending<T> = Pin<Box<dyn Future<Output = Verdict<T>> + Send>>;
+
+/// What was decided.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Admitted: its tokens are spent.
+    Allowed,
+    /// Refused: nothing spent. `None`: the cost exceeds a burst, it can never pass.
+    Refused(Option<Duration>),
+    /// A policy found no key (and is not configured to skip it).
+    NoKey(KeyError),
+}
+
+/// A decision with the figures for the headers.
+pub struct Verdict<T> {
+    pub(crate) outcome: Outcome,
+    /// Per policy, in the order of [`sealed::Backend::policies`]; `None` for one that did not
+    /// apply.
+    pub(crate) states: [Option<PolicyState>; MAX_POLICIES],
+    /// Per policy, the quota of this request when it is not the configured one.
+    pub(crate) quotas: [Option<Quota>; MAX_POLICIES],
+    /// Present when asked for and the request was admitted.
+    pub(crate) ticket: Option<T>,
+}
+
+impl<T> Verdict<T> {
+    /// A verdict with no figures.
+    pub(crate) fn bare(outcome: Outcome) -> Verdict<T> {
+        Verdict {
+            outcome,
+            states: [None; MAX_POLICIES],
+            quotas: [None; MAX_POLICIES],
+            ticket: None,
+        }
+    }
+
+    /// Names of the policies that refused a request of `cost`: those with fewer tokens left.
+    pub(crate) fn violated<'p>(
+        &self,
+        policies: &'p [PolicyInfo],
+        cost: u32,
+    ) -> impl Iterator<Item = &'p str> + use<'p, '_, T> {
+        policies
+            .iter()
+            .zip(&self.states)
+            .filter(move |(_, s)| s.is_some_and(|s| s.remaining < cost))
+            .map(|(p, _)| p.name.as_str())
+    }
+}

@@ -1,0 +1,179 @@
+//! Keys: which bucket a request is charged to. [`KeyExtractor`] and the simple extractors
+//! (a header, a closure, one shared key); the client address is [`ClientIp`](super::ClientIp).
+
+use core::fmt;
+use core::hash::Hash;
+use http::header::{HeaderName, HeaderValue};
+use http::{Extensions, HeaderMap, Method, Request, Uri};
+use std::borrow::Cow;
+
+/// What a key extractor sees of a request: everything but the body.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestHead<'a> {
+    /// The method.
+    pub method: &'a Method,
+    /// The URI (for a route or a query parameter).
+    pub uri: &'a Uri,
+    /// The headers.
+    pub headers: &'a HeaderMap,
+    /// The extensions: axum's `ConnectInfo`, a `SocketAddr` set by a hyper server, a user id
+    /// set by an authentication layer that runs first.
+    pub extensions: &'a Extensions,
+}
+
+impl<'a> RequestHead<'a> {
+    /// The head of `req`.
+    pub fn of<B>(req: &'a Request<B>) -> RequestHead<'a> {
+        RequestHead {
+            method: req.method(),
+            uri: req.uri(),
+            headers: req.headers(),
+            extensions: req.extensions(),
+        }
+    }
+}
+
+/// Finds the key of a request: the client address, an API key, a user id.
+///
+/// The key is owned (an `IpAddr`, a `HeaderValue`, whose clone shares the request's bytes) so
+/// that a refund after the response can find the bucket again; it is hashed into the keyed
+/// limiter's fingerprint, never stored there.
+pub trait KeyExtractor: Send + Sync + 'static {
+    /// The key: the `K` of the `KeyedLimiter<K>` it feeds.
+    type Key: Hash + Eq + Clone + Send + Sync + 'static;
+
+    /// The key of this request, or why there is none.
+    fn extract(&self, req: &RequestHead<'_>) -> Result<Self::Key, KeyError>;
+}
+
+/// Why a request has no key. Its `Display` says how to fix the configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The request carries no peer address: the server did not record it.
+    NoPeerAddress,
+    /// The header the key is read from is absent.
+    MissingHeader(HeaderName),
+    /// A header the key is read from cannot be parsed (written by a trusted proxy, so the
+    /// client cannot be told apart).
+    InvalidHeader(HeaderName),
+    /// A user-supplied extractor's reason.
+    Other(Cow<'static, str>),
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyError::NoPeerAddress => f.write_str(
+                "no client address in the request extensions: with axum, serve \
+                 `router.into_make_service_with_connect_info::<SocketAddr>()` and enable \
+                 cellrate's `axum` feature; with hyper, insert the peer's `SocketAddr` into each \
+                 request's extensions",
+            ),
+            KeyError::MissingHeader(name) => write!(f, "the key header `{name}` is absent"),
+            KeyError::InvalidHeader(name) => write!(
+                f,
+                "the header `{name}` from a trusted proxy cannot be parsed: no client address"
+            ),
+            KeyError::Other(reason) => f.write_str(reason),
+        }
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+/// What the layer does with a request that has no key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MissingKey {
+    /// Answer 500 Internal Server Error and log the reason at error level: a configuration
+    /// fault shows at once instead of every client sharing one bucket.
+    #[default]
+    InternalError,
+    /// Answer with this status (such as 401 for a missing API key); logged at debug level.
+    Reject(http::StatusCode),
+    /// Let the request through without charging that policy (the others still apply);
+    /// logged at debug level. It counts as `allowed` in [`LayerStats`](super::LayerStats)
+    /// (`no_key` counts only the requests the layer answered for want of a key).
+    Skip,
+}
+
+/// One key for every request (the key is `()`): a global limit where a keyed policy is
+/// expected, such as a [`RedisPolicy`](super::RedisPolicy) shared by all clients.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SameKey;
+
+impl KeyExtractor for SameKey {
+    type Key = ();
+
+    fn extract(&self, _req: &RequestHead<'_>) -> Result<(), KeyError> {
+        Ok(())
+    }
+}
+
+/// The value of a request header, such as an API key in `x-api-key`. A request without it has
+/// no key ([`MissingKey`] decides). The key is the header's bytes, exactly.
+#[derive(Clone, Debug)]
+pub struct HeaderKey {
+    name: HeaderName,
+}
+
+impl HeaderKey {
+    /// The value of the header `name`.
+    pub fn new(name: HeaderName) -> HeaderKey {
+        HeaderKey { name }
+    }
+}
+
+impl KeyExtractor for HeaderKey {
+    type Key = HeaderValue;
+
+    fn extract(&self, req: &RequestHead<'_>) -> Result<HeaderValue, KeyError> {
+        req.headers
+            .get(&self.name)
+            .cloned()
+            .ok_or_else(|| KeyError::MissingHeader(self.name.clone()))
+    }
+}
+
+/// A key from a closure: see [`from_fn`].
+#[derive(Clone)]
+pub struct FnKey<F> {
+    f: F,
+}
+
+/// A key extractor from a closure, for keys the built-in ones do not cover (a user id that an
+/// authentication layer put in the extensions, a tenant from the path).
+///
+/// ```
+/// use cellrate_http::{from_fn, KeyError, RequestHead};
+///
+/// let tenant = from_fn(|req: &RequestHead<'_>| {
+///     req.uri
+///         .path()
+///         .split('/')
+///         .nth(1)
+///         .map(str::to_owned)
+///         .ok_or(KeyError::Other("no tenant in the path".into()))
+/// });
+/// # let _ = tenant;
+/// ```
+pub fn from_fn<F, K>(f: F) -> FnKey<F>
+where
+    F: Fn(&RequestHead<'_>) -> Result<K, KeyError> + Send + Sync + 'static,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    FnKey { f }
+}
+
+impl<F, K> KeyExtractor for FnKey<F>
+where
+    F: Fn(&RequestHead<'_>) -> Result<K, KeyError> + Send + Sync + 'static,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    type Key = K;
+
+    fn extract(&self, req: &RequestHead<'_>) -> Result<K, KeyError> {
+        (self.f)(req)
+    }
+}

@@ -1,0 +1,146 @@
+//! Rate limiting for HTTP and gRPC servers: a tower layer for axum, hyper and
+//! tonic, with the client address as a key (behind trusted proxies), 429s with `Retry-After`,
+//! and the `RateLimit-Policy` / `RateLimit` header fields.
+//!
+//! ```no_run
+//! use axum::{routing::get, Router};
+//! use cellrate_http::{ClientIp, Global, Keyed, RateLimitLayer};
+//! use cellrate_http::policy::And;
+//! use cellrate::{KeyedLimiter, Limiter, Quota};
+//! use std::net::{IpAddr, SocketAddr};
+//! use std::sync::Arc;
+//!
+//! # async fn serve() -> std::io::Result<()> {
+//! // 5 requests per second per client (a burst of 10), 1,000 per second in all.
+//! let per_ip = Arc::new(KeyedLimiter::<IpAddr>::new(Quota::per_second(5).with_burst(10)));
+//! let global = Arc::new(Limiter::new(Quota::per_second(1_000)));
+//! let limit = RateLimitLayer::new(
+//!     Keyed::new("per-ip", per_ip, ClientIp::new()).and(Global::new("global", global)),
+//! );
+//! let app = Router::new().route("/", get(|| async { "hello" })).layer(limit);
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! // The client address reaches the layer through ConnectInfo (this crate's feature `axum`).
+//! axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await
+//! # }
+//! ```
+//!
+//! # The layer
+//! [`RateLimitLayer`] makes a [`RateLimit`] service. `poll_ready` is the inner service's and
+//! the decision is made in `call`, since it needs the request; a refusal is a response, not a
+//! service error. Clones share the limiters, so axum's cloning per route and connection never
+//! multiplies a limit, and no `Buffer` is needed. With in-process limiters the decision is
+//! made in `call` itself, with no allocation and no boxing; a Redis decision is a boxed
+//! future (it is a round trip anyway). `Router::layer` limits every route, `route_layer` only
+//! matched ones; tonic takes it in `Server::builder().layer(..)`; for hyper, wrap the service
+//! with `Layer::layer`.
+//!
+//! Responses keep the inner service's body type ([`SameBody`]), and the layer writes its own
+//! answers in it: any body that is `From<Bytes>`, such as axum's `Body` or http-body-util's
+//! `Full<Bytes>`. A body type that is not (tonic's, a boxed body) needs
+//! [`RateLimitBuilder::wrap_body`], which makes every body a [`RateLimitBody`] around it:
+//!
+//! ```no_run
+//! # use cellrate_http::{Global, RateLimitLayer};
+//! # use cellrate::{Limiter, Quota};
+//! # use std::sync::Arc;
+//! # let global = Arc::new(Limiter::new(Quota::per_second(100)));
+//! let for_tonic = RateLimitLayer::builder(Global::new("grpc", global))
+//!     .wrap_body()
+//!     .build();
+//! // tonic::transport::Server::builder().layer(for_tonic).add_service(..)
+//! # let _ = for_tonic;
+//! ```
+//!
+//! (With axum the wrapper would only cost time: axum boxes every response body that is not
+//! its own `Body`, an allocation per request.)
+//!
+//! # Policies
+//! - [`Global`]: one shared [`Limiter`](cellrate::Limiter).
+//! - [`Keyed`]: a [`KeyedLimiter`](cellrate::KeyedLimiter) and a [`KeyExtractor`]: [`ClientIp`],
+//!   [`HeaderKey`] (an API key), [`SameKey`] (one key for all), or your own with [`from_fn`].
+//!   A background thread evicts idle keys every 60 s ([`Keyed::evict_idle_every`]).
+//! - `a.and(b)` (trait [`policy::And`]): several policies at once, all or nothing, with
+//!   [`all_of`](cellrate::all_of); up to 4. They must share one clock type.
+//! - [`Tiered`] ([`Keyed::quota_per_request`]): a quota chosen per request (free, paid).
+//! - With the `redis` feature, [`RedisPolicy`]: buckets in Redis shared by every server, several
+//!   at once with the all-or-nothing script.
+//!
+//! A request costs 1 token, or what [`RateLimitBuilder::cost`] says (by route, by
+//! `Content-Length`). A request a policy finds no key for gets a 500 and an error log line
+//! naming the fix, or what [`MissingKey`] says; it never falls into one shared bucket.
+//!
+//! # Client addresses
+//! [`ClientIp`] keys by the peer address (axum's `ConnectInfo<SocketAddr>` with the `axum`
+//! feature, or a `SocketAddr` request extension); IPv6 by its /56 prefix (one client usually
+//! owns a whole prefix), IPv4 by address. Behind proxies, list them with
+//! [`ClientIp::trust_proxies`]: only a trusted peer's header is read, from the right, skipping
+//! trusted hops, so the entries a client wrote itself never choose its bucket.
+//!
+//! # Responses and headers
+//! A refusal is a 429 with `Retry-After` in whole seconds rounded up (a client that waits that
+//! long is admitted), a plain-text or [`problem_json`](RateLimitBuilder::problem_json) body
+//! (type [`QUOTA_EXCEEDED`]), or your own ([`RateLimitBuilder::on_refused`]). A request whose
+//! cost exceeds a burst can never pass: 429 without `Retry-After`. A gRPC call
+//! (`content-type: application/grpc`) gets `grpc-status: 8` (`RESOURCE_EXHAUSTED`), a message,
+//! and `grpc-retry-pushback-ms` (milliseconds rounded up; -1, "do not retry", for a cost above
+//! the burst).
+//!
+//! Admitted and refused responses carry, one item per policy
+//! (draft-ietf-httpapi-ratelimit-headers-10, RFC 9651 lists):
+//!
+//! ```text
+//! RateLimit-Policy: "per-ip";q=10;w=2, "global";q=1000;w=1
+//! RateLimit: "per-ip";r=7;t=1, "global";r=996;t=1
+//! ```
+//!
+//! A GCRA quota (a token every `T`, a burst `b`) has no fixed window, so it is stated as the
+//! window a client can rely on: `q` = `b` and `w` = `b * T` (the time an empty bucket takes to
+//! fill) in whole seconds, rounded up. Spending `q` per `w` seconds is never refused, and
+//! `q / w` never exceeds the real rate. `r` is the whole tokens left and `t` the seconds until
+//! the bucket holds more (rounded up; 0 when full), so `Retry-After` is never earlier than the
+//! `t` of a policy that refused. `pk` ([`RateLimitBuilder::partition_key`]) is a keyed hash of
+//! the key under a secret of the layer, never the key. Redis policies decided together report
+//! each policy's own figures, as in-process ones do. The legacy
+//! `X-RateLimit-Limit/Remaining/Reset` are an option.
+//!
+//! # After the response
+//! [`RateLimitBuilder::refund_if`] gives the tokens back when the response matches (count only
+//! failed logins; do not charge for 5xx). [`RateLimitBuilder::shadow`] decides and reports
+//! without refusing, to roll a limit out; [`RateLimitLayer::stats`] counts what it would have
+//! refused.
+
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod backend;
+mod body;
+mod client_ip;
+mod forwarded;
+mod future;
+mod headers;
+mod key;
+mod layer;
+mod local;
+pub mod policy;
+mod refusal;
+#[cfg(feature = "redis")]
+mod remote;
+mod service;
+mod state;
+mod stats;
+mod upkeep;
+
+pub use backend::Backend;
+pub use body::{BodyKind, RateLimitBody, SameBody, WrappedBody};
+pub use client_ip::{ClientIp, ProxyHeader};
+pub use future::ResponseFuture;
+pub use key::{
+    from_fn, FnKey, HeaderKey, KeyError, KeyExtractor, MissingKey, RequestHead, SameKey,
+};
+pub use layer::{RateLimitBuilder, RateLimitLayer, RefundUnsupported};
+pub use policy::{Both, Global, Keyed, Tiered};
+pub use refusal::{Refusal, QUOTA_EXCEEDED};
+#[cfg(feature = "redis")]
+pub use remote::{RedisKey, RedisPolicies, RedisPolicy};
+pub use service::RateLimit;
+pub use stats::LayerStats;

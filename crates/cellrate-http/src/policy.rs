@@ -1,0 +1,413 @@
+//! In-process policies: [`Global`] (a `Limiter`), [`Keyed`] (a `KeyedLimiter` and a key
+//! extractor), several joined by `.and(..)` and decided all or nothing with
+//! [`all_of`](cellrate::all_of).
+
+use super::backend::{How, Outcome, Verdict};
+use super::headers::{checked_name, PolicyInfo};
+use super::key::{KeyError, KeyExtractor, RequestHead};
+use super::local::{alone, check_or_book, together, Booked};
+use super::state::{PolicyState, MAX_POLICIES};
+use super::upkeep;
+use cellrate::{Allowed, Clock, Denied, KeyedBucket, KeyedLimiter, Limit, Limiter, Quota, Ticket};
+use core::time::Duration;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
+
+/// One limit for all requests: a shared [`Limiter`].
+pub struct Global<C: Clock> {
+    name: String,
+    limiter: Arc<Limiter<C>>,
+    /// The quota `RateLimit-Policy` states unless a request shows the limiter's has changed.
+    described: Quota,
+}
+
+impl<C: Clock> Global<C> {
+    /// The policy `name` (as the headers call it) enforced by `limiter`.
+    ///
+    /// # Panics
+    /// If `name` is empty or not printable ASCII.
+    pub fn new(name: impl Into<String>, limiter: Arc<Limiter<C>>) -> Global<C> {
+        Global {
+            name: checked_name(name, "Global::new"),
+            described: limiter.quota(),
+            limiter,
+        }
+    }
+}
+
+/// One limit per key: a shared [`KeyedLimiter`] and the extractor of its keys.
+///
+/// Idle keys are evicted by a background thread, every 60 seconds by default
+/// ([`evict_idle_every`](Self::evict_idle_every)).
+pub struct Keyed<E: KeyExtractor, C: Clock> {
+    name: String,
+    limiter: Arc<KeyedLimiter<E::Key, C>>,
+    extractor: E,
+    evict_every: Option<Duration>,
+    /// The default quota `RateLimit-Policy` states unless a request shows it has changed.
+    described: Quota,
+}
+
+impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
+    /// The policy `name` enforced by `limiter` on the keys `extractor` finds.
+    ///
+    /// # Panics
+    /// If `name` is empty or not printable ASCII.
+    pub fn new(
+        name: impl Into<String>,
+        limiter: Arc<KeyedLimiter<E::Key, C>>,
+        extractor: E,
+    ) -> Keyed<E, C> {
+        Keyed {
+            name: checked_name(name, "Keyed::new"),
+            described: limiter.quota(),
+            limiter,
+            extractor,
+            evict_every: Some(Duration::from_secs(60)),
+        }
+    }
+
+    /// How often a background thread removes the limiter's idle keys (full buckets, which
+    /// carry no information): each pass is one [`KeyedLimiter::evict_idle`], a scan of the
+    /// whole table (16 bytes per slot, `max_keys * 1.25` slots) that blocks no check. The
+    /// thread holds only a weak reference and ends within one period after the limiter is
+    /// dropped. `None`: no thread (the table still reuses idle keys' slots on insert).
+    pub fn evict_idle_every(mut self, period: Option<Duration>) -> Keyed<E, C> {
+        self.evict_every = period;
+        self
+    }
+
+    /// The limiter.
+    pub(crate) fn limiter(&self) -> &KeyedLimiter<E::Key, C> {
+        &self.limiter
+    }
+
+    /// The same policy with a quota chosen per request (tiers: free, paid), passed to
+    /// [`KeyedBucket::with_quota`](cellrate::KeyedBucket::with_quota). A tiered policy stands alone (the
+    /// all-or-nothing check uses the limiter's own quota); a refund goes through the key's
+    /// handle with the quota the request was charged under.
+    pub fn quota_per_request<F>(self, quota_of: F) -> Tiered<E, C, F>
+    where
+        F: Fn(&RequestHead<'_>, &E::Key) -> Quota + Send + Sync + 'static,
+    {
+        Tiered {
+            keyed: self,
+            quota_of,
+        }
+    }
+}
+
+/// Two sets of policies, decided together: all spend or none does.
+pub struct Both<A, B> {
+    first: A,
+    second: B,
+}
+
+/// A [`Keyed`] policy whose quota a closure picks per request.
+pub struct Tiered<E: KeyExtractor, C: Clock, F> {
+    pub(crate) keyed: Keyed<E, C>,
+    pub(crate) quota_of: F,
+}
+
+/// Joining policies with `.and(..)`.
+pub trait And: Sized + sealed::Local {
+    /// `self` and `other`, all or nothing. At most 4 policies in all.
+    fn and<B: sealed::Local<Clock = Self::Clock>>(self, other: B) -> Both<Self, B> {
+        assert!(
+            Self::COUNT + B::COUNT <= MAX_POLICIES,
+            "a layer enforces at most {MAX_POLICIES} policies"
+        );
+        Both {
+            first: self,
+            second: other,
+        }
+    }
+}
+
+impl<T: sealed::Local> And for T {}
+
+/// One policy's bucket for this request.
+pub struct Slot<'a, C: Clock> {
+    pub(crate) index: usize,
+    pub(crate) quota: Quota,
+    /// The quota the layer's `RateLimit-Policy` states for this policy.
+    pub(crate) described: &'a Quota,
+    pub(crate) bucket: Bucket<'a, C>,
+    /// A keyed hash of the key, for `pk`, when asked for.
+    pub(crate) partition: Option<u64>,
+}
+
+/// A shared limiter or one key's bucket.
+pub enum Bucket<'a, C: Clock> {
+    /// A [`Global`] policy.
+    Global(&'a Limiter<C>),
+    /// A [`Keyed`] policy.
+    Keyed(KeyedBucket<'a, C>),
+}
+
+impl<C: Clock> Slot<'_, C> {
+    pub(crate) fn limit(&self) -> &dyn Limit {
+        match &self.bucket {
+            Bucket::Global(l) => *l,
+            Bucket::Keyed(k) => k,
+        }
+    }
+
+    pub(crate) fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
+        match &self.bucket {
+            Bucket::Global(l) => l.check_n(cost),
+            Bucket::Keyed(k) => k.check_n(cost),
+        }
+    }
+
+    /// What the headers show of this bucket after `answer`.
+    pub(crate) fn state(&self, answer: &Result<Allowed, Denied>) -> PolicyState {
+        PolicyState {
+            partition: self.partition,
+            ..PolicyState::of_answer(&self.quota, answer)
+        }
+    }
+
+    /// Gives back the booking `ticket` of this policy's bucket.
+    pub(crate) fn give_back(&self, ticket: Ticket) {
+        let reservation = match &self.bucket {
+            Bucket::Global(l) => l.attach(ticket),
+            Bucket::Keyed(k) => k.attach(ticket),
+        };
+        if let Some(reservation) = reservation {
+            reservation.cancel();
+        }
+    }
+}
+
+/// The buckets of one request, on the stack.
+pub struct Slots<'a, C: Clock> {
+    pub(crate) items: [Option<Slot<'a, C>>; MAX_POLICIES],
+    pub(crate) len: usize,
+    /// The keyed hasher of `pk`, when the headers show it.
+    hasher: Option<&'a RandomState>,
+}
+
+impl<'a, C: Clock> Slots<'a, C> {
+    pub(crate) fn new(hasher: Option<&'a RandomState>) -> Self {
+        Slots {
+            items: Default::default(),
+            len: 0,
+            hasher,
+        }
+    }
+
+    fn push(&mut self, slot: Slot<'a, C>) {
+        self.items[self.len] = Some(slot);
+        self.len += 1;
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Slot<'a, C>> {
+        self.items[..self.len].iter().flatten()
+    }
+}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// What a set of in-process policies does for the layer.
+    pub trait Local: Send + Sync + 'static {
+        /// The clock all policies of a layer share.
+        type Clock: Clock + Send + Sync + 'static;
+        /// The keys of one request, one per keyed policy (`None`: skipped).
+        type Keys: Send + 'static;
+        /// How many policies.
+        const COUNT: usize;
+
+        /// The keys of this request.
+        fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError>;
+        /// Decides a request in `verdict`: a policy alone by its own check, a set of several
+        /// all or nothing.
+        fn decide_into(
+            &self,
+            head: &RequestHead<'_>,
+            cost: u32,
+            how: &How<'_>,
+            verdict: &mut Verdict<Booked<Self::Keys>>,
+        );
+        /// The buckets of `keys` (with their `pk` when `out` has a hasher); `first` is this
+        /// set's first policy index.
+        fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, Self::Clock>);
+        /// The policies, in order.
+        fn describe(&self, out: &mut Vec<PolicyInfo>);
+        /// The first policy's clock.
+        fn clock(&self) -> &Self::Clock;
+        /// Starts the idle-key eviction threads.
+        fn start_upkeep(&self);
+    }
+}
+
+impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
+    type Clock = C;
+    type Keys = ();
+    const COUNT: usize = 1;
+
+    fn keys(&self, _: &RequestHead<'_>, _: bool) -> Result<(), KeyError> {
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn decide_into(
+        &self,
+        _: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+        out: &mut Verdict<Booked<()>>,
+    ) {
+        let answer = check_or_book(
+            how.ticket,
+            || self.limiter.check_n(cost),
+            |wait| self.limiter.reserve_n(cost, wait),
+        );
+        let quota = self.limiter.quota();
+        alone(out, answer, (&quota, &self.described), None, how, ());
+    }
+
+    fn fill<'a>(&'a self, _: &(), first: usize, out: &mut Slots<'a, C>) {
+        out.push(Slot {
+            index: first,
+            quota: self.limiter.quota(),
+            described: &self.described,
+            bucket: Bucket::Global(&self.limiter),
+            partition: None,
+        });
+    }
+
+    fn describe(&self, out: &mut Vec<PolicyInfo>) {
+        out.push(PolicyInfo::new(&self.name, self.described));
+    }
+
+    fn clock(&self) -> &C {
+        self.limiter.clock()
+    }
+
+    fn start_upkeep(&self) {}
+}
+
+impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<E, C> {
+    type Clock = C;
+    type Keys = Option<E::Key>;
+    const COUNT: usize = 1;
+
+    fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError> {
+        match self.extractor.extract(head) {
+            Ok(key) => Ok(Some(key)),
+            Err(e) if skip_missing => {
+                tracing::debug!(policy = %self.name, "rate limit skipped: {e}");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    #[inline(always)]
+    fn decide_into(
+        &self,
+        head: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+        out: &mut Verdict<Booked<Self::Keys>>,
+    ) {
+        let key = match self.keys(head, how.skip_missing) {
+            Ok(Some(key)) => key,
+            Ok(None) => return, // skipped: admitted, and nothing to show
+            Err(e) => {
+                out.outcome = Outcome::NoKey(e);
+                return;
+            }
+        };
+        // The limiter's own check: its clock read as coarsely as its quota allows.
+        let answer = check_or_book(
+            how.ticket,
+            || self.limiter.check_key_n(&key, cost),
+            |wait| self.limiter.key(&key).reserve_n(cost, wait),
+        );
+        // The index of a lone policy is 0, as `fill` would give it.
+        let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
+        let quota = self.limiter.quota();
+        alone(
+            out,
+            answer,
+            (&quota, &self.described),
+            partition,
+            how,
+            Some(key),
+        );
+    }
+
+    fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, C>) {
+        if let Some(key) = keys {
+            out.push(Slot {
+                index: first,
+                quota: self.limiter.quota(),
+                described: &self.described,
+                bucket: Bucket::Keyed(self.limiter.key(key)),
+                partition: out.hasher.map(|h| h.hash_one((first, key))),
+            });
+        }
+    }
+
+    fn describe(&self, out: &mut Vec<PolicyInfo>) {
+        out.push(PolicyInfo::new(&self.name, self.described));
+    }
+
+    fn clock(&self) -> &C {
+        self.limiter.clock()
+    }
+
+    fn start_upkeep(&self) {
+        if let Some(period) = self.evict_every {
+            upkeep::evict_idle_every(Arc::downgrade(&self.limiter), period);
+        }
+    }
+}
+
+impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Both<A, B> {
+    type Clock = A::Clock;
+    type Keys = (A::Keys, B::Keys);
+    const COUNT: usize = A::COUNT + B::COUNT;
+
+    fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError> {
+        Ok((
+            self.first.keys(head, skip_missing)?,
+            self.second.keys(head, skip_missing)?,
+        ))
+    }
+
+    fn decide_into(
+        &self,
+        head: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+        out: &mut Verdict<Booked<Self::Keys>>,
+    ) {
+        match self.keys(head, how.skip_missing) {
+            Ok(keys) => together(self, keys, cost, how, out),
+            Err(e) => out.outcome = Outcome::NoKey(e),
+        }
+    }
+
+    fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, Self::Clock>) {
+        self.first.fill(&keys.0, first, out);
+        self.second.fill(&keys.1, first + A::COUNT, out);
+    }
+
+    fn describe(&self, out: &mut Vec<PolicyInfo>) {
+        self.first.describe(out);
+        self.second.describe(out);
+    }
+
+    fn clock(&self) -> &Self::Clock {
+        self.first.clock()
+    }
+
+    fn start_upkeep(&self) {
+        self.first.start_upkeep();
+        self.second.start_upkeep();
+    }
+}

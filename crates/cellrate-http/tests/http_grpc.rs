@@ -1,0 +1,67 @@
+//! The layer in front of a real tonic server on loopback, called by a real tonic client: a
+//! refusal is `RESOURCE_EXHAUSTED` with the retry time in `grpc-retry-pushback-ms`.
+
+use cellrate::{Limiter, ManualClock, Quota};
+use cellrate_http::{Global, RateLimitLayer};
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Channel, Server};
+use tonic::Code;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::HealthCheckRequest;
+
+#[tokio::test]
+async fn a_refused_call_is_resource_exhausted_with_the_pushback() {
+    // 2 calls at once, then one every 250 ms (+ 1 ns: the pushback rounds up to 251 ms).
+    let quota = Quota::try_new(Duration::from_nanos(250_000_001), 2).unwrap();
+    let clock = ManualClock::new();
+    let global = Arc::new(Limiter::with_clock(quota, clock.clone()));
+    // tonic's body cannot be built from bytes: the layer wraps it to answer in it.
+    let layer = RateLimitLayer::builder(Global::new("grpc", global))
+        .wrap_body()
+        .build();
+
+    let (_reporter, health) = tonic_health::server::health_reporter();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        Server::builder()
+            .layer(layer)
+            .add_service(health)
+            .serve_with_incoming(TcpIncoming::from(listener)),
+    );
+
+    let mut client = tokio::time::timeout(
+        Duration::from_secs(10),
+        Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect(),
+    )
+    .await
+    .expect("connected within 10 s")
+    .map(HealthClient::new)
+    .unwrap();
+    let call = || HealthCheckRequest {
+        service: String::new(),
+    };
+    for _ in 0..2 {
+        let answer = client.check(call()).await.expect("admitted");
+        assert!(answer.metadata().get("ratelimit").is_some());
+    }
+    let refused = client.check(call()).await.expect_err("refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused.message().contains("251 ms"),
+        "{}",
+        refused.message()
+    );
+    let pushback = refused.metadata().get("grpc-retry-pushback-ms").unwrap();
+    assert_eq!(pushback.to_str().unwrap(), "251");
+
+    clock.advance(Duration::from_millis(251));
+    assert!(
+        client.check(call()).await.is_ok(),
+        "admitted after the pushback"
+    );
+}
