@@ -34,6 +34,7 @@ use core::time::Duration;
 pub(crate) mod sealed {
     use crate::clock::Clock;
     use crate::engine::bucket_ref::BucketRef;
+    #[cfg(feature = "std")]
     use crate::named::Named;
 
     /// What [`Limit`](super::Limit) hides: the bucket an all-or-nothing check acts on, and
@@ -42,7 +43,8 @@ pub(crate) mod sealed {
         /// The bucket, with its clock.
         fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_>;
 
-        /// The limiter's name and counts, if it is named.
+        /// The limiter's name and counts, if it is named (counting needs `std`).
+        #[cfg(feature = "std")]
         fn named(&self) -> Option<&Named>;
     }
 }
@@ -56,6 +58,7 @@ impl<C: Clock> sealed::Sealed for Limiter<C> {
         Limiter::bucket_ref(self).erased()
     }
 
+    #[cfg(feature = "std")]
     fn named(&self) -> Option<&crate::named::Named> {
         self.named.as_deref()
     }
