@@ -139,7 +139,7 @@ pub struct RedisLimiter {
     local: Arc<Local>,
     deny: Option<Arc<DenyCache>>,
     /// Set by [`RedisLimiter::named`]: the label of its metrics.
-    name: Option<Arc<str>>,
+    name: Option<Arc<observe::Name>>,
     /// Set by [`RedisLimiter::track_top_denied`]: the most refused keys.
     top_denied: Option<Arc<TopKeys>>,
 }

@@ -179,3 +179,43 @@ fn redis_the_most_refused_keys_are_tracked_in_bounded_memory() {
     assert_eq!(limiter.top_denied(), expected);
     assert_eq!(limiter.stats().denied, 19 + 9 + 10);
 }
+
+/// Limiters of one name add up in one series, publishing twice hands nothing over twice, and a
+/// limiter made again under a name goes on from where the series is (a total set as a maximum
+/// would read 3, then stay at 3 while the new limiter counts up to it).
+#[test]
+fn redis_limiters_of_one_name_add_up_and_a_new_one_counts_from_the_series() {
+    let Some((server, rt, first)) = connected(
+        "redis_limiters_of_one_name_add_up",
+        Quota::per_hour(100),
+        options(),
+    ) else {
+        return;
+    };
+    let connect = || {
+        rt.block_on(RedisLimiter::connect_with(
+            &server.url(),
+            Quota::per_hour(100),
+            options(),
+        ))
+        .unwrap()
+        .named("dup")
+    };
+    let first = first.named("dup");
+    let second = connect();
+    let allowed = "cellrate_allowed_total{limiter=dup}";
+    let ((), series) = captured(|| {
+        for _ in 0..3 {
+            rt.block_on(first.check_key("a")).unwrap();
+        }
+        rt.block_on(second.check_key("b")).unwrap();
+        first.publish_metrics();
+        second.publish_metrics();
+        first.clone().publish_metrics(); // a clone shares what was published
+        drop((first, second));
+        let again = connect();
+        rt.block_on(again.check_key("c")).unwrap();
+        again.publish_metrics();
+    });
+    assert_eq!(counters(&series)[allowed], 5);
+}
