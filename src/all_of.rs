@@ -35,7 +35,7 @@ pub(crate) mod sealed {
     use crate::clock::Clock;
     use crate::engine::bucket_ref::BucketRef;
     #[cfg(feature = "std")]
-    use crate::named::Named;
+    use crate::engine::counting::Named;
 
     /// What [`Limit`](super::Limit) hides: the bucket an all-or-nothing check acts on, and
     /// where what it decides is counted.
@@ -59,7 +59,7 @@ impl<C: Clock> sealed::Sealed for Limiter<C> {
     }
 
     #[cfg(feature = "std")]
-    fn named(&self) -> Option<&crate::named::Named> {
+    fn named(&self) -> Option<&crate::engine::counting::Named> {
         self.named.as_deref()
     }
 }

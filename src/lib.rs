@@ -79,6 +79,7 @@ mod quota_change;
 mod reservation;
 mod set_quota;
 mod stats;
+mod sync;
 #[cfg(feature = "std")]
 mod wait;
 

@@ -11,7 +11,7 @@ use crate::quota::Quota;
 #[cfg(feature = "std")]
 use crate::clock::tick_clock::TickClock;
 #[cfg(feature = "std")]
-use crate::named::{self, Named};
+use crate::engine::counting::{self as named, Named};
 
 /// The clock a `Limiter` uses when none is named: [`TickClock`] with `std`; without `std`
 /// there is no default clock to construct, so this only fills the type slot.

@@ -1,6 +1,6 @@
 //! `Quota`: how fast tokens arrive (the emission interval) and how many can be saved (the burst).
 
-use crate::engine::sync::{fence, AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 use core::fmt;
 use core::num::NonZeroU32;
 use core::time::Duration;

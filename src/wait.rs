@@ -27,8 +27,8 @@
 
 use crate::clock::{tolerance_for, Clock};
 use crate::engine::bucket_ref::BucketRef;
+use crate::engine::counting::{count_wait, Named};
 use crate::limiter::Limiter;
-use crate::named::{count_wait, Named};
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::reservation::Reservation;

@@ -27,6 +27,7 @@ mod keyed_shaping;
 mod keyed_tenure;
 mod limiter;
 mod metrics;
+mod module_graph;
 mod nanos;
 mod overflow;
 mod pace;

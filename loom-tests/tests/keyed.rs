@@ -5,7 +5,7 @@
 //! Each model runs the real protocol on a tiny table (one or two slots, every key's window
 //! covering all of them) and has a twin with one step deliberately broken, which must fail. The
 //! slot words are a sequentially consistent stand-in (every operation a `SeqCst`
-//! read-modify-write, src/engine/sync.rs), so these models check the protocol under sequential
+//! read-modify-write, src/sync.rs), so these models check the protocol under sequential
 //! consistency.
 #![cfg(loom)]
 

@@ -2,8 +2,8 @@
 //! relaxed load.
 
 use crate::clock::{Clock, MonotonicClock};
-use crate::engine::sync::counter::{AtomicU64, Ordering};
 use crate::nanos::Nanos;
+use crate::sync::counter::{AtomicU64, Ordering};
 use core::fmt;
 use core::time::Duration;
 use std::sync::{Arc, OnceLock, Weak};

@@ -12,10 +12,10 @@ pub(crate) mod quanta_clock;
 #[cfg(feature = "std")]
 pub(crate) mod tick_clock;
 
-use crate::engine::sync::{AtomicU64, Ordering};
 use crate::nanos::Nanos;
 use crate::outcome::Denied;
 use crate::quota::Quota;
+use crate::sync::{AtomicU64, Ordering};
 use alloc::sync::Arc;
 use core::time::Duration;
 

@@ -3,8 +3,8 @@
 //! [`MonotonicClock`] reading for the others.
 
 use crate::clock::{Clock, MonotonicClock};
-use crate::engine::sync::{AtomicU64, Ordering};
 use crate::nanos::Nanos;
+use crate::sync::{AtomicU64, Ordering};
 use core::fmt;
 use core::time::Duration;
 use crossbeam_utils::CachePadded;
@@ -207,7 +207,7 @@ impl Ticker {
                     return Nanos::new(exact());
                 }
             }
-            crate::engine::sync::yield_now();
+            crate::sync::yield_now();
         }
     }
 

@@ -29,9 +29,9 @@
 
 use crate::engine::gcra;
 use crate::engine::give_back::TenureWord;
-use crate::engine::sync::{AtomicU64, Ordering};
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
+use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::Backoff;
 
 /// The TAT of a bucket that a quota change has moved elsewhere (module docs). No operation

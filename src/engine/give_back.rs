@@ -19,8 +19,8 @@
 //! ledger it decided on is still current.
 
 use crate::engine::gcra;
-use crate::engine::sync::{spin_wait, AtomicU64, Ordering};
 use crate::quota::Quota;
+use crate::sync::{spin_wait, AtomicU64, Ordering};
 
 /// What a give-back needs to know of the booking it undoes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

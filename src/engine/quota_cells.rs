@@ -33,9 +33,9 @@ use crate::engine::bucket::{Bucket, Change, Tenure, LAST_TAT, MOVED};
 use crate::engine::bucket_ref::TatStore;
 use crate::engine::gcra::{self, Booking};
 use crate::engine::give_back::{self, Ledger, Receipt};
-use crate::engine::sync::{fence, spin_wait, AtomicU64, Ordering};
 use crate::outcome::{Allowed, Denied};
 use crate::quota::{AtomicQuota, Quota};
+use crate::sync::{fence, spin_wait, AtomicU64, Ordering};
 
 #[cfg(loom)]
 mod loom_twins;
@@ -184,7 +184,7 @@ impl Cells {
             spares: [Spare::new(quota), Spare::new(quota)],
             live: AtomicU64::new(HEAD),
             changing: AtomicU64::new(0),
-            origin: crate::engine::sync::next_id(),
+            origin: crate::sync::next_id(),
         }
     }
 

@@ -9,7 +9,7 @@
 //! add per counted check, and `stripes x 128` bytes per named limiter or layer (read: the sum of the
 //! stripes, a loop over a few lines, taken only by `stats()` and the metrics export).
 
-use crate::engine::sync::counter::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::counter::{AtomicU64, AtomicUsize, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cell::Cell;

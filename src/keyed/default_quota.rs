@@ -12,8 +12,8 @@
 //!
 //! Keys keep their TATs through a change (docs/design.md, "A keyed limiter's default quota").
 
-use crate::engine::sync::{spin_wait, AtomicU64, Ordering};
 use crate::quota::{AtomicQuota, Quota};
+use crate::sync::{spin_wait, AtomicU64, Ordering};
 
 /// One slot: a quota and its version.
 #[derive(Debug)]

@@ -23,7 +23,7 @@ pub use table::loom_hooks::Broken;
 
 use crate::clock::tick_clock::TickClock;
 use crate::clock::Clock;
-use crate::named::Named;
+use crate::engine::counting::Named;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;

@@ -2,7 +2,7 @@
 //! `metrics` feature, [`KeyedLimiter::publish_metrics`]. See src/named.rs for the design.
 
 use super::KeyedLimiter;
-use crate::named::{self, Named};
+use crate::engine::counting::{self as named, Named};
 use crate::stats::KeyedStats;
 use alloc::borrow::Cow;
 

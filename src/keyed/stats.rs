@@ -4,7 +4,7 @@
 use crate::stats::KeyedStats;
 
 // Always the real atomics, also under loom: see `sync::counter`.
-use crate::engine::sync::counter::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::counter::{AtomicU64, AtomicUsize, Ordering};
 
 /// The live counters behind `len` and the table's fields of [`KeyedStats`]. All `Relaxed`: they are statistics,
 /// read alone, and order nothing.

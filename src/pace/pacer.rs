@@ -3,8 +3,8 @@
 use crate::all_of::{sealed::Sealed as _, Limit};
 use crate::clock::Clock;
 use crate::engine::bucket_ref::BucketRef;
+use crate::engine::counting::count_wait;
 use crate::engine::give_back::Receipt;
-use crate::named::count_wait;
 use crate::nanos::Nanos;
 use crate::quota::Quota;
 use crate::wait::still_to_sleep;

@@ -2,8 +2,8 @@
 //! [`RedisOptions::batch_chunk`](super::RedisOptions::batch_chunk) calls, one sequence per
 //! node on a Cluster.
 
-use super::conn::Call;
 use super::local::Ask;
+use super::node_script::Call;
 use super::{script, Error, RedisLimiter};
 use cellrate::Nanos;
 use cellrate::{Allowed, Denied};

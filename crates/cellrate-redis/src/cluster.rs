@@ -8,10 +8,10 @@
 //! too, and marks the map stale. `TRYAGAIN` (the keys of one script split across the two
 //! nodes of a migration) is sent again after a pause, within the call's deadline.
 
-use super::conn::{self, Call, Pace};
 use super::connector::Connector;
 use super::error::Error;
 use super::node::Node;
+use super::node_script::{self as conn, Call, Pace};
 use super::options::RedisOptions;
 use super::slot_map::{self, SlotMap};
 

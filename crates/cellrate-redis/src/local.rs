@@ -1,8 +1,8 @@
 //! The local limiter of [`FailurePolicy::Local`](super::FailurePolicy::Local): in-process
 //! [`KeyedLimiter`]s, one per quota, each quota this process's share of the shared one.
 
+use super::failure_policy::FailurePolicy;
 use super::options::RedisOptions;
-use super::policy::FailurePolicy;
 use super::stats::RedisStats;
 use cellrate::KeyedLimiter;
 use cellrate::Quota;

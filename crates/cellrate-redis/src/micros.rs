@@ -2,10 +2,19 @@
 //! arguments of a one-key call.
 
 use super::error::Error;
-use super::script::{MAX_DEPTH_US, MAX_NOW_US};
 use cellrate::Nanos;
 use cellrate::Quota;
 use cellrate::{Allowed, Denied};
+
+/// Largest bucket depth in microseconds: 2^51 µs, about 71 years.
+pub(crate) const MAX_DEPTH_US: u64 = 1 << 51;
+/// Largest time in microseconds since the Unix epoch: 2^52 - 1 µs, about the year 2112. A TAT
+/// written from it rounded up, plus a depth of at most 2^51, is at most [`MAX_TAT_US`].
+pub(crate) const MAX_NOW_US: u64 = (1 << 52) - 1;
+/// Largest TAT the scripts write and accept: 2^52 + 2^51 µs (6755399441055744, the bound
+/// `lua_read_tat` checks). The largest written is a time rounded up plus a depth.
+pub(crate) const MAX_TAT_US: u64 = (1 << 52) + (1 << 51);
+const _: () = assert!(MAX_NOW_US + 1 + MAX_DEPTH_US == MAX_TAT_US);
 
 /// A quota in whole microseconds, as the scripts see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

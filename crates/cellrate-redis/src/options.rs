@@ -1,7 +1,7 @@
 //! `RedisOptions`: everything about a [`RedisLimiter`](super::RedisLimiter) besides its quota.
 
 use super::error::Error;
-use super::policy::FailurePolicy;
+use super::failure_policy::FailurePolicy;
 use cellrate::Quota;
 use core::fmt;
 use core::time::Duration;

@@ -16,18 +16,8 @@ pub(crate) use super::micros::{args, micros_since_epoch, MicroQuota, MicroTime, 
 use cellrate::{Allowed, Denied};
 use redis::{Script, Value};
 
-/// Largest bucket depth in microseconds: 2^51 µs, about 71 years.
-pub(crate) const MAX_DEPTH_US: u64 = 1 << 51;
-/// Largest time in microseconds since the Unix epoch: 2^52 - 1 µs, about the year 2112. A TAT
-/// written from it rounded up, plus a depth of at most 2^51, is at most [`MAX_TAT_US`].
-pub(crate) const MAX_NOW_US: u64 = (1 << 52) - 1;
-/// Largest TAT the scripts write and accept: 2^52 + 2^51 µs (6755399441055744, the bound
-/// `lua_read_tat` checks). The largest written is a time rounded up plus a depth.
-const MAX_TAT_US: u64 = (1 << 52) + (1 << 51);
-const _: () = assert!(MAX_NOW_US + 1 + MAX_DEPTH_US == MAX_TAT_US);
-
 /// Lua: `now` from ARGV[$arg] in µs, or the server's `TIME` when it is negative; `{-3}` for a
-/// server clock past [`MAX_NOW_US`] (a caller's time is checked before sending).
+/// server clock past [`MAX_NOW_US`](super::micros::MAX_NOW_US) (a caller's time is checked before sending).
 macro_rules! lua_now {
     ($arg:literal) => {
         concat!(

@@ -109,7 +109,7 @@ impl Table {
             ledgers: (0..LEDGERS)
                 .map(|_| CachePadded::new(Ledger::new()))
                 .collect(),
-            origin: crate::engine::sync::next_id(),
+            origin: crate::sync::next_id(),
         }
     }
 

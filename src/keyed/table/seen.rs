@@ -21,7 +21,7 @@
 //! after it has seen that step, so it sees them; a bit lost to a concurrent clear of the older
 //! generation is the forgetting above.
 
-use crate::engine::sync::counter::{AtomicU64, Ordering};
+use crate::sync::counter::{AtomicU64, Ordering};
 use alloc::boxed::Box;
 
 /// Bits per key at a full generation, and bits set per key.

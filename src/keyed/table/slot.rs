@@ -36,7 +36,7 @@
 //! While K is EMPTY, TOMBSTONE or PENDING, W holds whatever an earlier tenure left (junk) until
 //! the insert initialises it to the masked UNPUBLISHED.
 
-use crate::engine::sync::{Ordering, SlotWord};
+use crate::sync::{Ordering, SlotWord};
 
 /// A slot: the key word and the TAT word, in one 16-byte-aligned pair so that both are in the
 /// same cache line.
