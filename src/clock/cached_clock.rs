@@ -24,6 +24,13 @@ use std::thread::{self, Thread};
 /// well below the emission interval of the quotas that need precision, or accept bursts of
 /// `resolution / T` tokens refilled at once.
 ///
+/// **Beside [`TickClock`](crate::TickClock).** The default clock has one fixed tick (1 ms) for
+/// the whole process and reads the exact time for quotas shallower than 16 ticks. A
+/// `CachedClock` is for what that cannot do: a resolution of your choosing (100 µs, to cache
+/// quotas only a few milliseconds deep; 10 ms, to wake ten times less often), a cached reading
+/// for every quota whatever its depth, and a refresh thread of its own, stopped with its last
+/// clone. Without such a need, keep the default.
+///
 /// Readings share [`MonotonicClock`]'s origin, so they can be mixed with its readings (for
 /// example in the `_at` forms). Clones share one refresh thread, which is woken and stops as
 /// soon as the last clone is dropped.
