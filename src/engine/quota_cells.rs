@@ -268,6 +268,7 @@ impl Cells {
     ) -> Result<Allowed, Denied> {
         let mut moved = Some(moved);
         self.on_live_then(
+            #[inline(always)]
             |view| view.spend(cost, &now),
             |done| {
                 if let Some(moved) = moved.take() {
@@ -305,7 +306,19 @@ impl Cells {
         if let Some(done) = op(&self.head()) {
             return done;
         }
-        moved_head();
+        self.on_moved(&mut op, &mut moved)
+    }
+
+    /// The rest of [`Cells::on_live_then`] once the head has moved: a function of its own, out
+    /// of line and cold, so that the head's call of `op` is the only one in the checks' code
+    /// and is inlined there (with two calls in one body, `op` is made a function of its own).
+    #[cold]
+    #[inline(never)]
+    fn on_moved<T>(
+        &self,
+        op: &mut impl FnMut(&View<'_>) -> Option<T>,
+        moved: &mut impl FnMut(&T),
+    ) -> T {
         // Acquire: the head's word was seen MOVED by a Relaxed load (a head's loads order
         // nothing); this fence makes the writes of the change before its move visible here:
         // the head's `next`, and the quota and TAT of the cell it names.
@@ -411,12 +424,6 @@ impl Drop for ChangeLock<'_> {
         self.0.store(0, Ordering::Release);
     }
 }
-
-/// Marks the path of a moved head as cold for the optimiser (block placement and register
-/// allocation favour the head's decision).
-#[cold]
-#[inline(never)]
-fn moved_head() {}
 
 /// A limiter's cells hold one bucket, the live cell's: a booking is made there (following
 /// moves), a give-back goes to the tenure its receipt names, and a forced spend to the live
