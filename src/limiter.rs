@@ -92,13 +92,13 @@ impl<C: Clock> Limiter<C> {
     }
 
     /// Spends one token now if there is one.
-    #[inline(always)]
+    #[inline]
     pub fn check(&self) -> Result<Allowed, Denied> {
         self.check_n(1)
     }
 
     /// [`Limiter::check`] at a time passed in; see [`Limiter::check_n_at`].
-    #[inline(always)]
+    #[inline]
     pub fn check_at(&self, now: Nanos) -> Result<Allowed, Denied> {
         self.check_n_at(1, now)
     }
@@ -107,7 +107,7 @@ impl<C: Clock> Limiter<C> {
     ///
     /// `cost == 0` is a peek: always allowed, nothing spent. `cost > burst` can never pass: it
     /// is denied with [`Denied::retry_after`] `None`.
-    #[inline(always)]
+    #[inline]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         // The padding reads the live quota again: carrying the decided cell's out of the spend
         // would slow every allowed check, and a quota change in that instant can only pad one
@@ -119,13 +119,13 @@ impl<C: Clock> Limiter<C> {
     /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many
     /// checks. A `now` earlier than one already used is answered as of that instant: it can
     /// be denied where a later time would pass, and is never granted more.
-    #[inline(always)]
+    #[inline]
     pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
         self.spend(cost, |_| now)
     }
 
     /// Spends `cost` tokens at `now(quota of the cell decided on)`.
-    #[inline(always)]
+    #[inline]
     fn spend(&self, cost: u32, now: impl Fn(&Quota) -> Nanos) -> Result<Allowed, Denied> {
         // The last closure runs only on the path of a moved bucket, which a named limiter's
         // checks take (`Limiter::named`): an unnamed limiter's check tests nothing for counting.

@@ -172,7 +172,7 @@ impl Denied {
     };
 
     /// Whether the request could pass later (it has a `retry_after`).
-    #[inline(always)]
+    #[inline]
     pub(crate) fn can_pass(&self) -> bool {
         self.retry_after_ns.is_some()
     }

@@ -309,7 +309,7 @@ impl AtomicQuota {
 
     /// The quota, if `version` holds `expected` (even) before and after the read: a sequence
     /// lock read, never torn.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn read_at(&self, version: &AtomicU64, expected: u64) -> Option<Quota> {
         // Acquire: pairs with the Release store of the version in `write_at`, so the quota read
         // next is the one written before it.

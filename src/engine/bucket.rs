@@ -65,7 +65,7 @@ impl Tenure<'_> {
 
     /// Whether the tenure still holds. Called after each load of the word, which is `Acquire`
     /// on a reused word (module docs).
-    #[inline(always)]
+    #[inline]
     fn holds(&self) -> bool {
         match self.version {
             None => true,
@@ -75,7 +75,7 @@ impl Tenure<'_> {
     }
 
     /// The ordering of a load whose value [`holds`](Self::holds) then validates.
-    #[inline(always)]
+    #[inline]
     fn load_order(&self) -> Ordering {
         if self.version.is_some() {
             Ordering::Acquire
@@ -107,7 +107,7 @@ impl Bucket {
     /// that ends the loop without a write (`Some`). A moved bucket, or one whose tenure ended,
     /// decides nothing and is never written: `Err(None)`. A result of [`MOVED`] is stored as
     /// [`LAST_TAT`].
-    #[inline(always)]
+    #[inline]
     pub(crate) fn update<T, E>(
         &self,
         tenure: Tenure<'_>,
@@ -143,7 +143,7 @@ impl Bucket {
     /// if the bucket has moved or its tenure ended (nothing decided). The loop of
     /// [`Bucket::update`], written out for the hot path: a spend's new TAT is above the old
     /// one, so an admission always writes.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn spend(
         &self,
         cost: u32,
@@ -187,7 +187,7 @@ impl Bucket {
 
     /// The raw word from `current` to `new`: `Release` on success (module docs), and on
     /// failure the value found, loaded as a first load is.
-    #[inline(always)]
+    #[inline]
     fn swap_raw(&self, current: u64, new: u64, tenure: Tenure<'_>) -> Result<(), u64> {
         self.word
             .compare_exchange_weak(current, new, Ordering::Release, tenure.load_order())

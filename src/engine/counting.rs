@@ -86,7 +86,7 @@ pub(crate) fn decisions(named: &Option<Box<Named>>) -> Stats {
 }
 
 /// Counts `decision` if the limiter is named. The branch an unnamed limiter pays.
-#[inline(always)]
+#[inline]
 pub(crate) fn count(named: &Option<Box<Named>>, cost: u32, decision: &Result<Allowed, Denied>) {
     if let Some(named) = named {
         named.record(cost, decision);

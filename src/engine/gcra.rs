@@ -47,7 +47,7 @@ pub(crate) fn unrepresentable_at(tat: u64, now: u64, quota: &Quota) -> Denied {
 /// The outcome of spending `cost` tokens at `now` from a bucket at `tat`: on `Ok`, the TAT to
 /// store (equal to `tat` for a peek, which stores nothing) and the answer. A spend is a
 /// reservation that may not wait at all.
-#[inline(always)]
+#[inline]
 pub(crate) fn spend(
     tat: u64,
     now: u64,
@@ -60,7 +60,7 @@ pub(crate) fn spend(
 /// [`spend`] for a limiter's bucket, whose TAT may be the marker of a moved bucket
 /// (`bucket::MOVED`, the last nanosecond): a spend from it is beyond the clock, and its refusal
 /// is [`Denied::MOVED`], without figures, since the caller looks elsewhere instead.
-#[inline(always)]
+#[inline]
 pub(crate) fn spend_marked(
     tat: u64,
     now: u64,
@@ -107,7 +107,7 @@ pub(crate) fn empty_at(now: u64, quota: &Quota) -> u64 {
 }
 
 /// The level of a bucket `reset_after_ns` from full under `quota`.
-#[inline(always)]
+#[inline]
 pub(crate) fn level(reset_after_ns: u64, quota: &Quota) -> Level {
     Level {
         reset_after_ns,
@@ -127,7 +127,7 @@ pub struct Booking {
 /// the TAT moves to `max(TAT, now) + cost * T`, and the tokens are ready once that is at most
 /// one depth ahead. A reservation that would wait longer than `max_wait_ns` is refused with
 /// the [`Denied`] a check would give (its `retry_after` is the wait it would have needed).
-#[inline(always)]
+#[inline]
 pub(crate) fn reserve(
     tat: u64,
     now: u64,
@@ -140,7 +140,7 @@ pub(crate) fn reserve(
 
 /// [`reserve`]; with `MARKED`, a TAT of `u64::MAX` (a moved limiter bucket) is refused with
 /// [`Denied::MOVED`] where it turns out beyond the clock ([`spend_marked`]).
-#[inline(always)]
+#[inline]
 fn reserve_as<const MARKED: bool>(
     tat: u64,
     now: u64,

@@ -109,7 +109,7 @@ pub(crate) struct View<'a> {
 
 impl View<'_> {
     /// Spends `cost` tokens at `now(quota)`; `None` if the cell moved or its tenure ended.
-    #[inline(always)]
+    #[inline]
     fn spend(&self, cost: u32, now: &impl Fn(&Quota) -> u64) -> Option<Result<Allowed, Denied>> {
         self.bucket
             .spend(cost, now(&self.quota), &self.quota, self.tenure)
@@ -189,7 +189,7 @@ impl Cells {
     }
 
     /// The head, which a check of a limiter that never changed decides on.
-    #[inline(always)]
+    #[inline]
     fn head(&self) -> View<'_> {
         View {
             id: HEAD,
@@ -259,7 +259,7 @@ impl Cells {
     /// decision if the head had moved. A named limiter's head has (see [`Cells::move_head`]):
     /// its counting rides on the path a changed limiter takes, so the checks of every other
     /// limiter test nothing for it.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn spend_then(
         &self,
         cost: u32,
@@ -268,7 +268,7 @@ impl Cells {
     ) -> Result<Allowed, Denied> {
         let mut moved = Some(moved);
         self.on_live_then(
-            #[inline(always)]
+            #[inline]
             |view| view.spend(cost, &now),
             |done| {
                 if let Some(moved) = moved.take() {
@@ -290,14 +290,14 @@ impl Cells {
     /// `op` on the live cell. Both calls of `op` are inlined here, so that a changed limiter
     /// runs the same decision as one that never changed and the answer stays in registers;
     /// the moved path is marked cold, so that it takes no registers from the head's.
-    #[inline(always)]
+    #[inline]
     fn on_live<T>(&self, op: impl FnMut(&View<'_>) -> Option<T>) -> T {
         self.on_live_then(op, |_| ())
     }
 
     /// [`Cells::on_live`], calling `moved` with the answer when it came from the moved path.
     /// `op` answers `None` when the cell it was given has moved or its tenure ended.
-    #[inline(always)]
+    #[inline]
     fn on_live_then<T>(
         &self,
         mut op: impl FnMut(&View<'_>) -> Option<T>,

@@ -46,7 +46,7 @@ impl DefaultQuota {
     }
 
     /// The default quota now.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn get(&self) -> Quota {
         loop {
             // Acquire: pairs with the Release store in `set`, so the slot's version and quota

@@ -41,7 +41,7 @@ pub(super) struct SipKey(u64, u64);
 impl BuildHasher for SipKey {
     type Hasher = siphasher::sip::SipHasher13;
 
-    #[inline(always)]
+    #[inline]
     fn build_hasher(&self) -> Self::Hasher {
         siphasher::sip::SipHasher13::new_with_keys(self.0, self.1)
     }
@@ -92,7 +92,7 @@ impl Fingerprinter {
     }
 
     /// The fingerprint of `key`.
-    #[inline(always)]
+    #[inline]
     pub(super) fn fingerprint<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
         match self {
             #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]

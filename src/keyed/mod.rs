@@ -269,7 +269,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     }
 
     /// A request of `cost` tokens of the bucket of `fp` at `now`, waiting at most `max_wait_ns`.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn request<'q>(
         &self,
         fp: u64,

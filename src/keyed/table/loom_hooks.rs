@@ -57,7 +57,7 @@ macro_rules! questions {
         impl Faults {
             $(
                 $(#[$doc])*
-                #[inline(always)]
+                #[inline]
                 pub(crate) fn $name(self) -> bool {
                     #[cfg(loom)]
                     return self.broken == Broken::$step;

@@ -28,6 +28,12 @@
 //! `keyed_floor` group of `benches/keyed`).
 //!
 //! The memory orderings are those of the slot words' methods ([`slot`]), each with its reason.
+//!
+//! # Inlining
+//! The functions of a keyed check (the handle's `check_n`, the table's spend, the scan, the
+//! slot words and the window) are `#[inline(always)]`: with `#[inline]` the optimiser keeps
+//! one or another of them out of line in a user's crate, and each such call costs a check
+//! more than the work it calls (`benches`, `keyed_paired`). Elsewhere `#[inline]` is enough.
 //! The protocol in full, with the proofs of the invariants, is in docs/design.md.
 
 mod claim;

@@ -6,7 +6,7 @@ use super::slot::Slot;
 /// Asks the processor to start loading the cache line of `slot` into every cache level, and
 /// returns at once. Changes nothing and cannot fault; a no-op where there is no such hint
 /// (other architectures, and the loom models, whose atomics are not memory words).
-#[inline(always)]
+#[inline]
 pub(super) fn prefetch(slot: &Slot) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     {

@@ -39,7 +39,7 @@ pub(crate) struct Spent {
 
 impl Spent {
     /// The same write, made in the tenure of the LIVE K `k`.
-    #[inline(always)]
+    #[inline]
     pub(super) fn in_tenure(self, k: KeyWord) -> Spent {
         Spent {
             tenure: k.raw(),
@@ -89,7 +89,7 @@ pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
 
 /// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
 /// peek) and the answer. A TAT equal to one of the reserved markers cannot be stored: denied.
-#[inline(always)]
+#[inline]
 pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
     if req.force {
         return forced(tat, req);

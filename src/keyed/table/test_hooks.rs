@@ -58,7 +58,7 @@ pub(crate) use hooks::{once_between_reads, pause_now_and_then};
 /// Between a look-up's read of W and its second read of K: runs, once, the action that
 /// `once_between_reads` set on this thread, as another thread could at that moment, then
 /// maybe pauses.
-#[inline(always)]
+#[inline]
 pub(super) fn between_reads(_slot: &Slot) {
     #[cfg(all(test, not(loom)))]
     hooks::between_reads(_slot);
@@ -66,7 +66,7 @@ pub(super) fn between_reads(_slot: &Slot) {
 
 /// At a step of a protocol: maybe yields the processor, if `pause_now_and_then` turned this
 /// thread's pauses on (one time in four).
-#[inline(always)]
+#[inline]
 pub(super) fn pause() {
     #[cfg(all(test, not(loom)))]
     hooks::pause();
