@@ -10,6 +10,7 @@
 mod common;
 #[cfg(feature = "metrics")]
 mod metrics_support;
+mod test_files;
 
 mod all_of;
 mod baseline;
@@ -45,30 +46,8 @@ mod tick_clock;
 mod wait;
 mod worked_examples;
 
-/// Every `.rs` file directly in `tests/` is a module above or a `[[test]]` of Cargo.toml
-/// (`autotests = false`: Cargo would not notice a file that is neither).
+/// Every `.rs` file of `tests/` is compiled by some test target.
 #[test]
 fn every_file_of_tests_is_compiled() {
-    let this = include_str!("integration.rs");
-    let manifest = include_str!("../Cargo.toml");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut missing = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("tests/") {
-        let name = entry.expect("an entry of tests/").file_name();
-        let name = name.to_string_lossy();
-        let Some(stem) = name.strip_suffix(".rs") else {
-            continue;
-        };
-        let included = this
-            .lines()
-            .any(|l| l == format!("mod {stem};") || l == format!("#[path = \"{name}\"]"));
-        let own_binary = manifest.contains(&format!("path = \"tests/{name}\""));
-        if !included && !own_binary && stem != "integration" {
-            missing.push(name.into_owned());
-        }
-    }
-    assert!(
-        missing.is_empty(),
-        "not compiled by any test target: {missing:?}"
-    );
+    test_files::assert_every_file_compiled(env!("CARGO_MANIFEST_DIR"));
 }

@@ -9,28 +9,16 @@ mod http_support;
 #[cfg(feature = "redis")]
 #[path = "../../cellrate-redis/tests/redis_support/mod.rs"]
 mod redis_support;
+#[path = "../../../tests/test_files/mod.rs"]
+mod test_files;
 
 mod http_axum;
 mod http_grpc;
 mod http_options;
 mod http_redis;
 
-/// Every `.rs` file directly in `tests/` is a module above (`autotests = false`: Cargo would
-/// not notice a file that is not).
+/// Every `.rs` file of `tests/` is compiled by some test target.
 #[test]
 fn every_file_of_tests_is_compiled() {
-    let this = include_str!("integration.rs");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut missing = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("tests/") {
-        let name = entry.expect("an entry of tests/").file_name();
-        let name = name.to_string_lossy();
-        let Some(stem) = name.strip_suffix(".rs") else {
-            continue;
-        };
-        if !this.lines().any(|l| l == format!("mod {stem};")) && stem != "integration" {
-            missing.push(name.into_owned());
-        }
-    }
-    assert!(missing.is_empty(), "not compiled: {missing:?}");
+    test_files::assert_every_file_compiled(env!("CARGO_MANIFEST_DIR"));
 }
