@@ -12,6 +12,7 @@ mod common;
 mod metrics_support;
 
 mod all_of;
+mod at_forms;
 mod baseline;
 mod cached_clock;
 mod clock;
