@@ -19,6 +19,7 @@ mod clock;
 mod concurrency;
 #[cfg(feature = "async")]
 mod default_clock;
+mod doc_paths;
 mod give_back;
 mod keyed;
 mod keyed_batch;
