@@ -55,7 +55,10 @@ fn public_functions(dir: &Path) -> Vec<String> {
 /// Whether `name` is the call `stem` or one of its forms (`check_n` of `check`, not
 /// `checked_add`).
 fn is_call(name: &str, stem: &str) -> bool {
-    name == stem || name.strip_prefix(stem).is_some_and(|rest| rest.starts_with('_'))
+    name == stem
+        || name
+            .strip_prefix(stem)
+            .is_some_and(|rest| rest.starts_with('_'))
 }
 
 /// The calls among `names` selected by `timed` that have no `_at` twin.
@@ -76,7 +79,10 @@ fn every_timed_call_of_the_core_has_an_at_form() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let names = public_functions(&root.join("src"));
     let timed = |n: &str| TIMED.iter().any(|t| is_call(n, t));
-    assert!(names.iter().any(|n| n == "check_n_at"), "the scan found nothing");
+    assert!(
+        names.iter().any(|n| n == "check_n_at"),
+        "the scan found nothing"
+    );
     assert_eq!(without_at_form(&names, timed), Vec::<String>::new());
 }
 
@@ -88,7 +94,10 @@ fn every_try_call_of_the_redis_crate_has_an_at_form() {
         n.strip_prefix("try_")
             .is_some_and(|n| TIMED.iter().any(|t| is_call(n, t)))
     };
-    assert!(names.iter().any(|n| n == "try_check_key_n_at"), "the scan found nothing");
+    assert!(
+        names.iter().any(|n| n == "try_check_key_n_at"),
+        "the scan found nothing"
+    );
     assert_eq!(without_at_form(&names, timed), Vec::<String>::new());
 }
 
