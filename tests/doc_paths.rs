@@ -2,7 +2,8 @@
 //! (`src/...`, `crates/...`, `tests/...`, ...) must be there as written, and a bare file name
 //! (`slot.rs`, `table/claim.rs`, whose folder the text gives around it) must be the end of
 //! some file's path in the workspace. A file moved or removed then fails here instead of
-//! leaving the docs pointing at nothing.
+//! leaving the docs pointing at nothing. Likewise every part of docs/design.md that a comment
+//! of the code names (`docs/design.md, section 5, *The ledger*`) must be there.
 
 use std::path::{Path, PathBuf};
 
@@ -116,4 +117,71 @@ fn a_path_that_is_not_there_is_found() {
         missing_in(text, &root, &files),
         ["src/engine/sync.rs", "gone.rs"]
     );
+}
+
+/// The comment text of `code`: each line's comment markers and indentation taken off, the lines
+/// joined by spaces, so that a reference broken over two lines reads whole.
+fn comment_text(code: &str) -> String {
+    code.lines()
+        .map(|l| {
+            let l = l.trim_start();
+            l.trim_start_matches("//!")
+                .trim_start_matches("///")
+                .trim_start_matches("//")
+                .trim()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The parts of docs/design.md that `text` names: an `*emphasised*` or `"quoted"` name in the
+/// parenthesis (or clause) after each `design.md`.
+fn design_parts_named(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for (i, _) in text.match_indices("design.md") {
+        let rest = &text[i + "design.md".len()..];
+        let limit = rest.char_indices().nth(120).map_or(rest.len(), |(j, _)| j);
+        let clause = &rest[..rest.find([')', ';']).unwrap_or(rest.len()).min(limit)];
+        for mark in ['*', '"'] {
+            // n marks cut the clause into n + 1 pieces; the odd ones between pairs are names.
+            let pieces: Vec<&str> = clause.split(mark).collect();
+            for k in (1..pieces.len().saturating_sub(1)).step_by(2) {
+                names.push(pieces[k].trim().to_owned());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_part_of_the_design_the_code_names_exists() {
+    let root = root();
+    let design = std::fs::read_to_string(root.join("docs/design.md")).expect("docs/design.md");
+    let mut files = Vec::new();
+    workspace_files(&root, &root, &mut files);
+    let mut missing = Vec::new();
+    // This file's own examples are not references.
+    for file in files
+        .iter()
+        .filter(|f| f.ends_with(".rs") && *f != "tests/doc_paths.rs")
+    {
+        let code = std::fs::read_to_string(root.join(file)).expect("a source file");
+        for name in design_parts_named(&comment_text(&code)) {
+            if !design.contains(&name) {
+                missing.push(format!("{file}: {name}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "named but not in docs/design.md: {missing:#?}"
+    );
+}
+
+/// A reference broken over two comment lines is read whole.
+#[test]
+fn a_reference_to_the_design_is_read_whole() {
+    let code = "// see docs/design.md, section 5, *The\n    // ledger*; and design.md (\"Cells\")";
+    let text = comment_text(code);
+    assert_eq!(design_parts_named(&text), ["The ledger", "Cells"]);
 }
