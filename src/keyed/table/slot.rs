@@ -287,8 +287,8 @@ mod tests {
         assert_eq!(tag_of(5), 5);
     }
 
-    /// docs/design.md (6.1, 6.7) states these constants' values; a change of one must change
-    /// the text too.
+    /// docs/design.md (6.1, 6.2, 6.6, 6.7) states these constants' values; a change of one
+    /// must change the text too.
     #[test]
     fn the_design_states_the_layout_of_the_words() {
         let design = include_str!("../../../docs/design.md");
@@ -302,6 +302,12 @@ mod tests {
         assert!(design.contains(&generation), "{generation}");
         assert!(design.contains(&format!("({generation_bits} bits, 6.7)")));
         assert!(design.contains(&format!("after 2^{generation_bits} claims of one slot")));
+        let window = crate::keyed::builder::WINDOW;
+        assert!(design.contains(&format!("*window* is the {window} slots from home on")));
+        assert!(design.contains(&format!("{} x 2^-{}", window - 1, TAG_BITS - 1)));
+        let default_keys = crate::keyed::DEFAULT_MAX_KEYS.trailing_zeros();
+        assert_eq!(crate::keyed::DEFAULT_MAX_KEYS, 1 << default_keys);
+        assert!(design.contains(&format!("default `max_keys` 2^{default_keys}")));
     }
 
     #[test]
