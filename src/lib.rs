@@ -21,33 +21,64 @@
 //! - the decisions, `remaining`, `retry_after` and `reset_after` are exactly those of a token
 //!   bucket that keeps its level in nanoseconds of credit
 //!   ([`baseline::MutexBucket`], which the tests run side by side with [`Limiter`]);
-//! - a denied request would pass at exactly `now + retry_after`, and not one nanosecond sooner;
+//! - on an exact clock ([`MonotonicClock`], [`ManualClock`], `QuantaClock`, or times passed to
+//!   the `_at` forms) a denied request would pass at exactly `now + retry_after`, and not one
+//!   nanosecond sooner. On a reading that may lag (the default [`TickClock`] for quotas at
+//!   least 16 ms deep, [`CachedClock`]) `retry_after` also holds the clock's declared lag
+//!   ([`Clock::lag_within`]: two ticks, 2 ms, on [`TickClock`]), so that a retry made
+//!   `retry_after` later passes although that reading may lag more than the one refused;
 //! - `cost == 0` is a peek; `cost > burst` is denied with no retry time;
 //! - a stale `now` never grants tokens, and an overflow is a denial, never a wrap.
 //!
+//! ```
+//! use cellrate::{Limiter, ManualClock, Quota};
+//!
+//! let clock = ManualClock::new();
+//! let limiter = Limiter::with_clock(Quota::per_second(10).with_burst(1), clock.clone());
+//! assert!(limiter.check().is_ok());
+//! let wait = limiter.check().unwrap_err().retry_after().unwrap();
+//! clock.advance(wait - std::time::Duration::from_nanos(1));
+//! assert!(limiter.check().is_err()); // one nanosecond early
+//! clock.advance(std::time::Duration::from_nanos(1));
+//! assert!(limiter.check().is_ok()); // exactly on time
+//! ```
+//!
 //! # Atomic orderings
-//! A check is a load and a `compare_exchange_weak` on one word, all `Relaxed`: the TAT
-//! publishes no other memory. A limiter therefore orders nothing for its users: do not use an
-//! `Allowed` as a signal that another thread's writes are visible.
+//! A limiter orders nothing for its users: do not use an `Allowed` as a signal that another
+//! thread's writes are visible. Which orderings each protocol uses, and why, is in
+//! docs/design.md (sections 2, 6.3 and 10).
 //!
 //! # Counting
-//! `named("api")` (on [`Limiter`] and [`KeyedLimiter`]) opts a limiter in to
-//! counting its decisions; `stats()` returns the one [`Stats`] snapshot on every limiter type.
-//! An unnamed limiter counts no decision, and its check pays nothing for counting; a named one
-//! counts in per-thread stripes, so that threads checking one hot limiter do not also contend
-//! on a counter. With the `metrics` feature, `publish_metrics()` hands the totals to the
-//! `metrics` facade, labelled by the name (never by a key); the checks never call the facade.
+//! `named("api")` (on [`Limiter`] and [`KeyedLimiter`]) opts a limiter in to counting its
+//! decisions, which `stats()` returns ([`Stats`]; [`KeyedStats`] for a keyed limiter, which
+//! also holds the table's figures, kept whether or not it is named). An unnamed limiter counts
+//! no decision (its `stats()` decisions stay 0): an unnamed [`Limiter`]'s check tests
+//! nothing for counting, and a keyed one's tests one field. A named one counts in per-thread stripes, so that threads checking one hot limiter do not
+//! also contend on a counter. With the `metrics` feature, `publish_metrics()` hands the counts
+//! to the `metrics` facade, labelled by the name (never by a key); the checks never call the
+//! facade. A named limiter's waits are recorded into the histogram `cellrate_wait_seconds` as
+//! each ends. (`cellrate-redis` counts every answer, named or not: a round trip dwarfs an
+//! add.)
+//!
+//! ```
+//! use cellrate::{Limiter, ManualClock, Quota};
+//!
+//! let unnamed = Limiter::with_clock(Quota::per_second(1), ManualClock::new());
+//! let _ = (unnamed.check(), unnamed.check());
+//! assert_eq!(unnamed.stats(), Default::default());
+//! ```
 //!
 //! # Features
 //! - `std` (default): [`TickClock`] (the default clock), [`MonotonicClock`], [`CachedClock`],
-//!   [`baseline::MutexBucket`] and `Limiter::new`.
-//!   Without it the crate is `no_std` and needs `alloc` (for [`ManualClock`]).
+//!   `Limiter::new`, the waits, [`KeyedLimiter`], naming and [`baseline::MutexBucket`].
+//!   Without it the crate is `no_std` and needs `alloc`: [`Limiter::with_clock`] on a clock of
+//!   your own or [`ManualClock`], reservations, [`all_of`] and quota changes remain.
 //! - `async`: `Limiter::until_ready_n`, an executor-independent async wait (timer from the
-//!   futures-timer crate).
-//! - `quanta`: `QuantaClock`, a clock read from the CPU's timestamp counter, cheaper than
-//!   `std::time::Instant` and exact (the default [`TickClock`] is cheaper still for most quotas).
-//! - `metrics`: `publish_metrics()` on named limiters: `cellrate_*` counters, the gauge of keys
-//!   held and the histogram of waits, to whatever recorder of the metrics crate is installed.
+//!   futures-timer crate), and `pace`, which paces streams, sinks and writers.
+//! - `quanta`: `QuantaClock`, an exact clock read from the CPU's timestamp counter.
+//! - `metrics`: `publish_metrics()` on named limiters (the `cellrate_*` counters and the
+//!   gauge of keys held) and the histogram of their waits, to whatever recorder of the
+//!   metrics crate is installed.
 //! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
 //!   64-bit compare-and-swap.
 //!

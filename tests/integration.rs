@@ -13,12 +13,14 @@ mod metrics_support;
 mod test_files;
 
 mod all_of;
+mod at_forms;
 mod baseline;
 mod cached_clock;
 mod clock;
 mod concurrency;
 #[cfg(feature = "async")]
 mod default_clock;
+mod doc_paths;
 mod give_back;
 mod keyed;
 mod keyed_batch;

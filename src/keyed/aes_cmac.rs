@@ -3,8 +3,8 @@
 //! CMAC is a pseudorandom function of messages of any length under a secret key, as long as
 //! AES is a pseudorandom permutation; its first 64 bits are a fingerprint no client can steer,
 //! as SipHash's are. It is here for speed: for a u64 key it is one AES block (10 rounds, one
-//! instruction each), about 20 instructions in all where SipHash-1-3 takes about 100, and a
-//! check at 1,000,000 keys is bound by how many cache misses of successive checks the
+//! instruction each), far fewer instructions in all than SipHash-1-3 (BENCHMARKS.md,
+//! *Fingerprints*, counts both), and a check at 1,000,000 keys is bound by how many cache misses of successive checks the
 //! processor overlaps, which falls as a check's instructions grow (BENCHMARKS.md, the keyed
 //! rows).
 //!

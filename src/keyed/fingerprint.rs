@@ -15,7 +15,7 @@ use core::hash::{BuildHasher, Hash};
 pub enum FingerprintHash {
     /// AES-128-CMAC (RFC 4493) on x86_64 processors with AES-NI, detected when the limiter is
     /// built; SipHash-1-3 where AES-NI is absent. The default: for a u64 key it is one AES
-    /// block, about 20 instructions to SipHash's 100 (BENCHMARKS.md compares the two).
+    /// block, far fewer instructions than SipHash-1-3 (BENCHMARKS.md compares the two).
     #[default]
     AesCmac,
     /// SipHash-1-3 everywhere.

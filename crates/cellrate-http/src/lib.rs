@@ -95,10 +95,14 @@
 //!
 //! A GCRA quota (a token every `T`, a burst `b`) has no fixed window, so it is stated as the
 //! window a client can rely on: `q` = `b` and `w` = `b * T` (the time an empty bucket takes to
-//! fill) in whole seconds, rounded up. Spending `q` per `w` seconds is never refused, and
-//! `q / w` never exceeds the real rate. `r` is the whole tokens left and `t` the seconds until
-//! the bucket holds more (rounded up; 0 when full), so `Retry-After` is never earlier than the
-//! `t` of a policy that refused. `pk` ([`RateLimitBuilder::partition_key`]) is a keyed hash of
+//! fill) in whole seconds, rounded up, and `q / w` never exceeds the real rate. On an exact
+//! clock, spending `q` per `w` seconds is never refused. On a reading that may lag (the
+//! default [`TickClock`](cellrate::TickClock) for quotas at least 16 ms deep) a window's first
+//! request can be judged on a reading that lags more than the one before, so a client should
+//! also leave the clock's declared lag ([`Clock::lag_within`](cellrate::Clock::lag_within),
+//! 2 ms on `TickClock`) between windows. `r` is the whole tokens left and `t` the seconds
+//! until the bucket holds more (rounded up; 0 when full), so `Retry-After` is never earlier
+//! than the `t` of a policy that refused. `pk` ([`RateLimitBuilder::partition_key`]) is a keyed hash of
 //! the key under a secret of the layer, never the key. Redis policies decided together report
 //! each policy's own figures, as in-process ones do. The legacy
 //! `X-RateLimit-Limit/Remaining/Reset` are an option.

@@ -264,13 +264,13 @@ impl RedisLimiter {
 
     /// The SHA1 of the decision script, as EVALSHA names it (for example to drive the same
     /// script from `redis-benchmark`). Its arguments are documented in the crate source
-    /// (`src/redis/script.rs`).
+    /// (`script.rs`).
     pub fn decision_script_sha1(&self) -> &str {
         self.decide.get_hash()
     }
 
     /// The SHA1 of the all-or-nothing script ([`RedisLimiter::check_all_of_n`]), as EVALSHA
-    /// names it; its arguments are documented in the crate source (`src/redis/all_of.rs`).
+    /// names it; its arguments are documented in the crate source (`all_of.rs`).
     pub fn all_of_script_sha1(&self) -> &str {
         self.all_of.get_hash()
     }

@@ -12,8 +12,8 @@
 //! | 0       | PENDING: claimed for the tag, not yet live                              |
 //!
 //! The generation repeats after 2^25 claims of one slot: at the fastest churn (two keys
-//! evicting each other in a one-slot table, a claim every 35 ns or so) that takes more than a
-//! second, so only a thread stalled that long at one of a few steps could meet its K again
+//! evicting each other in a one-slot table) even a claim every 30 ns takes a second for that,
+//! so only a thread stalled that long at one of a few steps could meet its K again
 //! (docs/design.md, *Generations and the known limit*). The tag's 38 bits bound the chance that
 //! a key is confused with another at `511 x 2^-37` (docs/design.md, *Fingerprints and
 //! collisions*).
@@ -285,6 +285,29 @@ mod tests {
         assert_eq!(tag_of(1), 3);
         assert_eq!(tag_of(1 << TAG_BITS), 2);
         assert_eq!(tag_of(5), 5);
+    }
+
+    /// docs/design.md (6.1, 6.2, 6.6, 6.7) states these constants' values; a change of one
+    /// must change the text too.
+    #[test]
+    fn the_design_states_the_layout_of_the_words() {
+        let design = include_str!("../../../docs/design.md");
+        assert_eq!((UNPUBLISHED, FROZEN), (u64::MAX, u64::MAX - 1));
+        assert!(design.contains("UNPUBLISHED (`u64::MAX`:"));
+        assert!(design.contains("FROZEN (`u64::MAX - 1`:"));
+        let generation_bits = TAG_SHIFT - 1; // outside the crate's own tests (module docs)
+        let tag = format!("| 63..{TAG_SHIFT} | tag: the low {TAG_BITS} bits");
+        let generation = format!("| {}..1 | generation", TAG_SHIFT - 1);
+        assert!(design.contains(&tag), "{tag}");
+        assert!(design.contains(&generation), "{generation}");
+        assert!(design.contains(&format!("({generation_bits} bits, 6.7)")));
+        assert!(design.contains(&format!("after 2^{generation_bits} claims of one slot")));
+        let window = crate::keyed::builder::WINDOW;
+        assert!(design.contains(&format!("*window* is the {window} slots from home on")));
+        assert!(design.contains(&format!("{} x 2^-{}", window - 1, TAG_BITS - 1)));
+        let default_keys = crate::keyed::DEFAULT_MAX_KEYS.trailing_zeros();
+        assert_eq!(crate::keyed::DEFAULT_MAX_KEYS, 1 << default_keys);
+        assert!(design.contains(&format!("default `max_keys` 2^{default_keys}")));
     }
 
     #[test]
