@@ -272,27 +272,20 @@ async fn decide(
                 .reserve_all_of_n(&limits, cost)
                 .await;
             match answer {
+                // Each key's own answer, from Redis or from the local fallback; a fail-open or
+                // fail-closed answer is the same for every key and tells nothing of a bucket
+                // (`r=0`, `t=0`).
                 Ok(joint) => {
-                    let from_redis = joint.from_redis();
-                    let combined = Ok(joint.allowed());
                     for (&(i, _), booking) in active.iter().zip(joint.into_each()) {
-                        verdict.states[i] = Some(if from_redis {
-                            PolicyState::of_answer(&quota(i), &Ok(booking.allowed()))
-                        } else {
-                            PolicyState::combined(&combined)
-                        });
+                        let own = Ok(booking.allowed());
+                        verdict.states[i] = Some(PolicyState::of_answer(&quota(i), &own));
                         bookings[i] = Some(booking);
                     }
                     None
                 }
                 Err(denial) => {
-                    let combined = Err(denial.denied());
                     for (&(i, _), own) in active.iter().zip(denial.each()) {
-                        verdict.states[i] = Some(if denial.from_redis() {
-                            PolicyState::of_answer(&quota(i), own)
-                        } else {
-                            PolicyState::combined(&combined)
-                        });
+                        verdict.states[i] = Some(PolicyState::of_answer(&quota(i), own));
                     }
                     Some(denial.denied())
                 }
