@@ -256,7 +256,10 @@ impl RedisLimiter {
 
     /// The Redis key of a bucket: the prefix, then `key` unchanged (hash tag included) while it
     /// is at most [`MAX_KEY_LEN`] bytes. A longer key becomes its hash tag and a SHA-256 digest
-    /// of the whole key, so that key names stay bounded; keys sharing a tag still share a slot.
+    /// of the whole key (at most 99 bytes after the prefix), so that key names stay bounded;
+    /// keys sharing a tag still share a slot. A short key spelled as such a name (`#` and 32
+    /// hex digits, after nothing or a `{tag}`) is digested too, so no two keys share a name
+    /// unless 128 bits of their SHA-256 do.
     /// A key is used as given: put text a client chose through [`key_part`] first.
     pub fn redis_key(&self, key: &str) -> String {
         key_name::full_key(&self.options.key_prefix, key)
