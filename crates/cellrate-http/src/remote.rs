@@ -239,6 +239,10 @@ async fn decide(
     ticket: bool,
 ) -> (Verdict<Bookings>, Bookings) {
     let quota = |i: usize| quotas[i].unwrap_or_else(|| policies[i].limiter.quota());
+    // The figures of an answer are under the quota Redis enforced (its interval rounded up to
+    // whole µs): a `t` worked out under the quota as given could come after `Retry-After`.
+    // One Redis cannot hold is refused before anything is figured.
+    let in_force = |i: usize| RedisLimiter::quota_in_force(&quota(i)).unwrap_or(quota(i));
     let active: Vec<(usize, &str)> = keys
         .iter()
         .enumerate()
@@ -262,7 +266,7 @@ async fn decide(
             } else {
                 limiter.check_key_n_with_quota(key, cost, &quota(*i)).await
             };
-            verdict.states[*i] = Some(PolicyState::of_answer(&quota(*i), &answer));
+            verdict.states[*i] = Some(PolicyState::of_answer(&in_force(*i), &answer));
             answer.err()
         }
         [(first, _), ..] => {
@@ -278,14 +282,14 @@ async fn decide(
                 Ok(joint) => {
                     for (&(i, _), booking) in active.iter().zip(joint.into_each()) {
                         let own = Ok(booking.allowed());
-                        verdict.states[i] = Some(PolicyState::of_answer(&quota(i), &own));
+                        verdict.states[i] = Some(PolicyState::of_answer(&in_force(i), &own));
                         bookings[i] = Some(booking);
                     }
                     None
                 }
                 Err(denial) => {
                     for (&(i, _), own) in active.iter().zip(denial.each()) {
-                        verdict.states[i] = Some(PolicyState::of_answer(&quota(i), own));
+                        verdict.states[i] = Some(PolicyState::of_answer(&in_force(i), own));
                     }
                     Some(denial.denied())
                 }

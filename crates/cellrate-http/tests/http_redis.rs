@@ -311,3 +311,42 @@ fn the_local_fallback_of_a_joint_redis_check_tells_each_policys_own_figures() {
         );
     });
 }
+
+#[test]
+fn a_quota_chosen_per_request_is_told_as_redis_enforces_it() {
+    let Some(server) = RedisServer::start("a_quota_chosen_per_request_is_told_as_enforced") else {
+        return;
+    };
+    runtime().block_on(async {
+        let limiter = RedisLimiter::connect(&server.url(), Quota::per_hour(1))
+            .await
+            .unwrap();
+        // An interval 1 ns past a whole µs: Redis enforces 999 ns more per token, 0.1 s over
+        // the burst; a `t` worked out from the interval as given would come 0.1 s early for
+        // an empty bucket and round past Retry-After.
+        let plan = Quota::try_new(std::time::Duration::from_nanos(1_999_999_001), 100_000).unwrap();
+        let layer = RateLimitLayer::builder(
+            RedisPolicy::new("ip", limiter, ClientIp::new()).quota_per_request(move |_| plan),
+        )
+        .cost(|head| {
+            if head.uri.path() == "/all" {
+                100_000
+            } else {
+                1
+            }
+        })
+        .build();
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .route("/all", get(|| async { "ok" }))
+            .layer(layer);
+        let client = HttpClient::new(serve(app, true).await);
+        assert_eq!(client.get("/all", &[]).await.status, StatusCode::OK);
+        let refused = client.get("/", &[]).await;
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        let wait: i64 = refused.header("retry-after").unwrap().parse().unwrap();
+        let items = ratelimit(&refused);
+        assert_eq!(wait, 2, "{items:?}");
+        assert_eq!(items[0].2, 2, "t of the next token: {items:?}");
+    });
+}

@@ -240,6 +240,14 @@ impl RedisLimiter {
         self.quota.effective()
     }
 
+    /// The quota Redis enforces for `quota` (given per call, as in
+    /// [`RedisLimiter::check_key_n_with_quota`]): its emission interval rounded up to whole
+    /// microseconds, the figures of every answer under it; an error if the scripts cannot hold
+    /// it.
+    pub fn quota_in_force(quota: &Quota) -> Result<Quota, Error> {
+        Ok(MicroQuota::new(quota)?.effective())
+    }
+
     /// The limiter's options.
     pub fn options(&self) -> &RedisOptions {
         &self.options
