@@ -239,6 +239,10 @@ async fn decide(
     ticket: bool,
 ) -> (Verdict<Bookings>, Bookings) {
     let quota = |i: usize| quotas[i].unwrap_or_else(|| policies[i].limiter.quota());
+    // The figures of an answer are under the quota Redis enforced (its interval rounded up to
+    // whole µs): a `t` worked out under the quota as given could come after `Retry-After`.
+    // One Redis cannot hold is refused before anything is figured.
+    let in_force = |i: usize| RedisLimiter::quota_in_force(&quota(i)).unwrap_or(quota(i));
     let active: Vec<(usize, &str)> = keys
         .iter()
         .enumerate()
@@ -262,7 +266,7 @@ async fn decide(
             } else {
                 limiter.check_key_n_with_quota(key, cost, &quota(*i)).await
             };
-            verdict.states[*i] = Some(PolicyState::of_answer(&quota(*i), &answer));
+            verdict.states[*i] = Some(PolicyState::of_answer(&in_force(*i), &answer));
             answer.err()
         }
         [(first, _), ..] => {
@@ -272,27 +276,20 @@ async fn decide(
                 .reserve_all_of_n(&limits, cost)
                 .await;
             match answer {
+                // Each key's own answer, from Redis or from the local fallback; a fail-open or
+                // fail-closed answer is the same for every key and tells nothing of a bucket
+                // (`r=0`, `t=0`).
                 Ok(joint) => {
-                    let from_redis = joint.from_redis();
-                    let combined = Ok(joint.allowed());
                     for (&(i, _), booking) in active.iter().zip(joint.into_each()) {
-                        verdict.states[i] = Some(if from_redis {
-                            PolicyState::of_answer(&quota(i), &Ok(booking.allowed()))
-                        } else {
-                            PolicyState::combined(&combined)
-                        });
+                        let own = Ok(booking.allowed());
+                        verdict.states[i] = Some(PolicyState::of_answer(&in_force(i), &own));
                         bookings[i] = Some(booking);
                     }
                     None
                 }
                 Err(denial) => {
-                    let combined = Err(denial.denied());
                     for (&(i, _), own) in active.iter().zip(denial.each()) {
-                        verdict.states[i] = Some(if denial.from_redis() {
-                            PolicyState::of_answer(&quota(i), own)
-                        } else {
-                            PolicyState::combined(&combined)
-                        });
+                        verdict.states[i] = Some(PolicyState::of_answer(&in_force(i), own));
                     }
                     Some(denial.denied())
                 }

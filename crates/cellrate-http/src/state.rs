@@ -56,24 +56,6 @@ impl PolicyState {
             Err(d) => PolicyState::of(quota, d.remaining(), d.reset_after()),
         }
     }
-
-    /// A state from a combined answer (several buckets in one Redis script): the smallest
-    /// `remaining`, and the time until every bucket is full for `t` (never earlier than any of
-    /// them gains a token).
-    #[cfg(feature = "redis")]
-    pub(crate) fn combined(answer: &Result<Allowed, Denied>) -> PolicyState {
-        let (remaining, reset_after) = match answer {
-            Ok(a) => (a.remaining(), a.reset_after()),
-            Err(d) => (d.remaining(), d.reset_after()),
-        };
-        let full_secs = secs_u32(ceil_secs(duration_ns(reset_after)));
-        PolicyState {
-            remaining,
-            next_token_secs: full_secs,
-            full_secs,
-            partition: None,
-        }
-    }
 }
 
 /// The `q` and `w` of a quota in `RateLimit-Policy`: `q` is the burst and `w` the time an

@@ -261,3 +261,92 @@ fn a_redis_refund_gives_back_under_the_quota_chosen_per_request() {
         assert_eq!(peek.remaining(), 1);
     });
 }
+
+#[test]
+fn the_local_fallback_of_a_joint_redis_check_tells_each_policys_own_figures() {
+    let Some(mut server) = RedisServer::start("local_fallback_joint_http_figures") else {
+        return;
+    };
+    runtime().block_on(async {
+        let options = RedisOptions::default()
+            .key_prefix("t:")
+            .failure_policy(cellrate_redis::FailurePolicy::Local { servers: 1 })
+            .deadline(std::time::Duration::from_millis(100))
+            .connection_timeout(std::time::Duration::from_millis(100));
+        let url = server.url();
+        let connect = |quota| RedisLimiter::connect_with(&url, quota, options.clone());
+        let per_ip = connect(Quota::per_minute(1).with_burst(3)).await.unwrap();
+        let global = connect(Quota::per_second(100)).await.unwrap();
+        let layer = RateLimitLayer::builder(
+            RedisPolicy::new("per-ip", per_ip, behind_loopback_proxy())
+                .and(RedisPolicy::new("global", global, SameKey)),
+        )
+        .problem_json(true)
+        .build();
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(layer);
+        let client = HttpClient::new(serve(app, true).await);
+        // Redis goes away: the local fallback decides.
+        server.kill();
+        for _ in 0..3 {
+            assert_eq!(client.get_as("/", "192.0.2.9").await.status, StatusCode::OK);
+        }
+        let refused = client.get_as("/", "192.0.2.9").await;
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        let wait: i64 = refused.header("retry-after").unwrap().parse().unwrap();
+        let items = ratelimit(&refused);
+        let per_ip = items.iter().find(|(n, _, _)| n == "per-ip").unwrap();
+        let global = items.iter().find(|(n, _, _)| n == "global").unwrap();
+        assert_eq!((per_ip.1, per_ip.2), (0, 60), "{items:?}");
+        assert!((97..=100).contains(&global.1) && global.2 <= 1, "{items:?}");
+        for (name, _, t) in &items {
+            assert!(wait >= *t, "Retry-After {wait} earlier than {name}'s t={t}");
+        }
+        assert_eq!(wait, 60);
+        assert!(
+            refused.body.contains(r#""violated-policies":["per-ip"]"#),
+            "{}",
+            refused.body
+        );
+    });
+}
+
+#[test]
+fn a_quota_chosen_per_request_is_told_as_redis_enforces_it() {
+    let Some(server) = RedisServer::start("a_quota_chosen_per_request_is_told_as_enforced") else {
+        return;
+    };
+    runtime().block_on(async {
+        let limiter = RedisLimiter::connect(&server.url(), Quota::per_hour(1))
+            .await
+            .unwrap();
+        // An interval 1 ns past a whole µs: Redis enforces 999 ns more per token, 0.1 s over
+        // the burst; a `t` worked out from the interval as given would come 0.1 s early for
+        // an empty bucket and round past Retry-After.
+        let plan = Quota::try_new(std::time::Duration::from_nanos(1_999_999_001), 100_000).unwrap();
+        let layer = RateLimitLayer::builder(
+            RedisPolicy::new("ip", limiter, ClientIp::new()).quota_per_request(move |_| plan),
+        )
+        .cost(|head| {
+            if head.uri.path() == "/all" {
+                100_000
+            } else {
+                1
+            }
+        })
+        .build();
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .route("/all", get(|| async { "ok" }))
+            .layer(layer);
+        let client = HttpClient::new(serve(app, true).await);
+        assert_eq!(client.get("/all", &[]).await.status, StatusCode::OK);
+        let refused = client.get("/", &[]).await;
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        let wait: i64 = refused.header("retry-after").unwrap().parse().unwrap();
+        let items = ratelimit(&refused);
+        assert_eq!(wait, 2, "{items:?}");
+        assert_eq!(items[0].2, 2, "t of the next token: {items:?}");
+    });
+}

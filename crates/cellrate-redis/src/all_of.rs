@@ -8,6 +8,7 @@
 
 use super::joint::{self, JointBooking, JointDenial};
 use super::local::Ask;
+use super::policy;
 use super::script::{self, lua_now, lua_read_tat, lua_store, MicroQuota};
 use super::{Error, RedisLimiter};
 use cellrate::Nanos;
@@ -117,7 +118,9 @@ impl RedisLimiter {
 
     /// [`RedisLimiter::check_all_of_n`], answering each key's own figures and, when admitted,
     /// a [`Booking`](super::Booking) per key that can give its tokens back. The failure policy
-    /// applies; then every key gets the policy's answer, and the bookings give nothing back.
+    /// applies; then every key gets the policy's answer (under
+    /// [`FailurePolicy::Local`](super::FailurePolicy::Local), each key its own local one), and
+    /// the bookings give nothing back.
     pub async fn reserve_all_of_n(
         &self,
         limits: &[(&str, Quota)],
@@ -131,7 +134,13 @@ impl RedisLimiter {
                 answer
             }
             Err(e) => {
-                let answer = self.settle(Err(e), Ask::AllOf { limits, cost });
+                let answer = policy::answer_each(
+                    &e,
+                    Ask::AllOf { limits, cost },
+                    &self.options,
+                    &self.local,
+                    &self.counters,
+                );
                 joint::from_policy(self, limits, cost, answer)
             }
         }

@@ -2,6 +2,7 @@
 //! key spent, each with a booking) and [`JointDenial`] (nothing spent, each key judged alone).
 
 use super::booking::Booking;
+use super::local::LocalAnswer;
 use super::script::{self, MicroQuota, Receipt};
 use super::{Error, RedisLimiter};
 use cellrate::Nanos;
@@ -34,7 +35,8 @@ impl JointBooking {
     }
 
     /// Whether Redis decided; `false` when the failure policy answered (every key then has
-    /// the policy's figures, and nothing can be given back).
+    /// the policy's figures, or under [`FailurePolicy::Local`](super::FailurePolicy::Local) its
+    /// own local ones, and nothing can be given back).
     pub fn from_redis(&self) -> bool {
         self.from_redis
     }
@@ -102,7 +104,8 @@ impl JointDenial {
     }
 
     /// Whether Redis refused; `false` when the failure policy did (every key then has the
-    /// policy's refusal).
+    /// policy's refusal, or under [`FailurePolicy::Local`](super::FailurePolicy::Local) its own
+    /// local answer).
     pub fn from_redis(&self) -> bool {
         self.from_redis
     }
@@ -119,22 +122,27 @@ pub(crate) fn combined(answer: Result<JointBooking, JointDenial>) -> Result<Allo
     answer.map(|b| b.allowed).map_err(|d| d.denied)
 }
 
-/// The joint answer for the failure policy's `answer`: the same figures for every key, and
-/// bookings that give nothing back.
+/// The joint answer for the failure policy's `answer`: each key's own answer when the local
+/// fallback gave them (`answer.each`), otherwise the policy's figures for every key; bookings
+/// that give nothing back.
 pub(crate) fn from_policy(
     limiter: &RedisLimiter,
     limits: &[(&str, Quota)],
     cost: u32,
-    answer: Result<Allowed, Denied>,
+    answer: LocalAnswer,
 ) -> Result<JointBooking, JointDenial> {
-    match answer {
+    let own = |i: usize| answer.each.get(i).copied().unwrap_or(answer.decision);
+    match answer.decision {
         Ok(allowed) => Ok(JointBooking {
             each: limits
                 .iter()
-                .map(|(key, quota)| {
+                .enumerate()
+                .map(|(i, (key, quota))| {
                     // A quota the script cannot hold was refused: these are all holdable.
                     let micro = MicroQuota::new(quota).unwrap_or(limiter.quota);
-                    Booking::new(limiter, key, micro, cost, None, allowed)
+                    // A key's own answer is an admission when the whole was.
+                    let figures = own(i).unwrap_or(allowed);
+                    Booking::new(limiter, key, micro, cost, None, figures)
                 })
                 .collect(),
             allowed,
@@ -142,7 +150,7 @@ pub(crate) fn from_policy(
         }),
         Err(denied) => Err(JointDenial {
             denied,
-            each: limits.iter().map(|_| Err(denied)).collect(),
+            each: (0..limits.len()).map(own).collect(),
             from_redis: false,
         }),
     }

@@ -6,6 +6,11 @@
 //! split an application's all-or-nothing keys across slots. Nor may it grow key names (and
 //! memory) without bound. Such text is replaced by a SHA-256 digest: a cryptographic hash, so
 //! that no client can craft text that lands on another client's bucket.
+//!
+//! A digest keeps 128 bits: a second key on a given key's bucket takes about 2^128 tries; two
+//! keys of one's own on one bucket about 2^64, and share only their own bucket. Text kept as it
+//! is never takes a digest's form (`key_part` keeps no `#`; `full_key` digests a short key
+//! spelled as a digested one), so the two forms never name one bucket.
 
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
@@ -65,12 +70,33 @@ fn hash_tag(key: &str) -> Option<&str> {
     (close > 0).then(|| &rest[..close])
 }
 
+/// Whether `key` is spelled as a digested key is: `#` and 32 hex digits, after nothing or
+/// after one hash tag (`{...}` without another `}`). Such a key is digested too, so that no
+/// key kept as it is can name the bucket of a digested one.
+fn spelled_as_digested(key: &str) -> bool {
+    let Some(rest) = key.len().checked_sub(33).and_then(|at| key.get(..at)) else {
+        return false;
+    };
+    let tail = &key.as_bytes()[rest.len()..];
+    let digest = tail[0] == b'#'
+        && tail[1..]
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+    let tag = rest.is_empty()
+        || (rest.len() >= 2
+            && rest.starts_with('{')
+            && rest.ends_with('}')
+            && !rest[1..rest.len() - 1].contains('}'));
+    digest && tag
+}
+
 /// The Redis key of `key` under `prefix`: `prefix` and `key` as they are while `key` is at
 /// most [`MAX_KEY_LEN`] bytes; a longer key becomes its hash tag (kept as it is up to 64
 /// bytes, hashed beyond, so that keys sharing a tag still share a slot) and a digest of the
-/// whole key.
+/// whole key, at most `prefix` + 99 bytes. So is a short key spelled as such a name: two keys
+/// share a name only if 128 bits of their SHA-256 do.
 pub(crate) fn full_key(prefix: &str, key: &str) -> String {
-    if key.len() <= MAX_KEY_LEN {
+    if key.len() <= MAX_KEY_LEN && !spelled_as_digested(key) {
         let mut full = String::with_capacity(prefix.len() + key.len());
         full.push_str(prefix);
         full.push_str(key);
@@ -116,6 +142,24 @@ mod tests {
         let a = full_key("rl:", &long_tag);
         assert_eq!(hash_tag(&a).unwrap().len(), 17, "{a}");
         assert_eq!(full_key("rl:", "short"), "rl:short");
+        // A short key spelled as a digested name is digested: never the long key's name.
+        for digested in [name.clone(), a.clone(), full_key("rl:", &"w".repeat(300))] {
+            let lookalike = &digested["rl:".len()..];
+            assert!(spelled_as_digested(lookalike), "{lookalike}");
+            assert_ne!(full_key("rl:", lookalike), digested);
+        }
+        let hex = "0123456789abcdef0123456789abcdef";
+        for kept in [
+            format!("x#{hex}"),
+            format!("{{a}}b#{hex}"),
+            format!("{{a}}}}#{hex}"),
+            format!("#{}", hex.to_uppercase()),
+            format!("#{}", &hex[1..]),
+            format!("key:#{hex}"),
+            "{acme}:user#7".to_owned(),
+        ] {
+            assert_eq!(full_key("rl:", &kept), format!("rl:{kept}"));
+        }
         assert_eq!(hash_tag("{}x{y}"), None);
     }
 }

@@ -240,6 +240,14 @@ impl RedisLimiter {
         self.quota.effective()
     }
 
+    /// The quota Redis enforces for `quota` (given per call, as in
+    /// [`RedisLimiter::check_key_n_with_quota`]): its emission interval rounded up to whole
+    /// microseconds, the figures of every answer under it; an error if the scripts cannot hold
+    /// it.
+    pub fn quota_in_force(quota: &Quota) -> Result<Quota, Error> {
+        Ok(MicroQuota::new(quota)?.effective())
+    }
+
     /// The limiter's options.
     pub fn options(&self) -> &RedisOptions {
         &self.options
@@ -256,7 +264,10 @@ impl RedisLimiter {
 
     /// The Redis key of a bucket: the prefix, then `key` unchanged (hash tag included) while it
     /// is at most [`MAX_KEY_LEN`] bytes. A longer key becomes its hash tag and a SHA-256 digest
-    /// of the whole key, so that key names stay bounded; keys sharing a tag still share a slot.
+    /// of the whole key (at most 99 bytes after the prefix), so that key names stay bounded;
+    /// keys sharing a tag still share a slot. A short key spelled as such a name (`#` and 32
+    /// hex digits, after nothing or a `{tag}`) is digested too, so no two keys share a name
+    /// unless 128 bits of their SHA-256 do.
     /// A key is used as given: put text a client chose through [`key_part`] first.
     pub fn redis_key(&self, key: &str) -> String {
         key_name::full_key(&self.options.key_prefix, key)

@@ -7,7 +7,8 @@ use super::stats::RedisStats;
 use cellrate::KeyedLimiter;
 use cellrate::Quota;
 use cellrate::{all_of, Limit};
-use cellrate::{Allowed, Denied};
+use cellrate::{Allowed, Denied, KeyedBucket, TickClock};
+use core::time::Duration;
 use std::sync::{Arc, Mutex};
 
 /// The most distinct quotas the local fallback keeps a table for.
@@ -48,6 +49,43 @@ impl Ask<'_> {
     }
 }
 
+/// A local decision: the answer, and for an all-or-nothing ask each key's own (in the order
+/// asked; empty for one key).
+pub(crate) struct LocalAnswer {
+    pub(crate) decision: Result<Allowed, Denied>,
+    pub(crate) each: Vec<Result<Allowed, Denied>>,
+}
+
+/// Each bucket's own answer after an all-or-nothing check of `cost`, as the script gives them:
+/// admitted (`spent`), each bucket's level now; refused, each bucket judged alone, `Err` for
+/// one that would refuse `cost` (its refusal, with the core's rounding and clock lag) and its
+/// level now for one that would admit. A bucket that a peek finds short is asked with a
+/// booking of zero wait: refused, it spends nothing; admitted meanwhile (it refilled), the
+/// booking is cancelled at once.
+fn own_answers(
+    buckets: &[KeyedBucket<'_, TickClock>],
+    cost: u32,
+    spent: bool,
+) -> Vec<Result<Allowed, Denied>> {
+    let peek = |bucket: &KeyedBucket<'_, TickClock>| bucket.check_n(0);
+    buckets
+        .iter()
+        .map(|bucket| {
+            let level = peek(bucket);
+            if spent || level.as_ref().is_ok_and(|a| a.remaining() >= cost) {
+                return level;
+            }
+            match bucket.reserve_n(cost, Duration::ZERO) {
+                Err(denied) => Err(denied),
+                Ok(booking) => {
+                    booking.cancel();
+                    peek(bucket)
+                }
+            }
+        })
+        .collect()
+}
+
 /// The local tables, made at the first fallback.
 pub(crate) struct Local {
     servers: u32,
@@ -74,10 +112,14 @@ impl Local {
     }
 
     /// The local decision, or `None` when there is no table for a quota (it cannot be split,
-    /// or too many quotas).
-    pub(crate) fn check(&self, ask: &Ask<'_>) -> Option<Result<Allowed, Denied>> {
+    /// or too many quotas); for an all-or-nothing ask, also each key's own answer (see
+    /// [`own_answers`]).
+    pub(crate) fn check(&self, ask: &Ask<'_>) -> Option<LocalAnswer> {
         match ask {
-            Ask::One { key, cost, quota } => Some(self.table(quota)?.check_key_n(*key, *cost)),
+            Ask::One { key, cost, quota } => Some(LocalAnswer {
+                decision: self.table(quota)?.check_key_n(*key, *cost),
+                each: Vec::new(),
+            }),
             Ask::AllOf { limits, cost } => {
                 let tables = limits
                     .iter()
@@ -89,7 +131,9 @@ impl Local {
                     .map(|(table, (key, _))| table.key(*key))
                     .collect();
                 let limits: Vec<&dyn Limit> = buckets.iter().map(|b| b as &dyn Limit).collect();
-                Some(all_of(&limits).check_n(*cost))
+                let decision = all_of(&limits).check_n(*cost);
+                let each = own_answers(&buckets, *cost, decision.is_ok());
+                Some(LocalAnswer { decision, each })
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use super::error::Error;
 use super::failure_policy::FailurePolicy;
-use super::local::{Ask, Local};
+use super::local::{Ask, Local, LocalAnswer};
 use super::options::RedisOptions;
 use super::stats::RedisStats;
 use crate::micros::Level;
@@ -73,6 +73,22 @@ pub(crate) fn answer(
     local: &Local,
     counters: &Counters,
 ) -> Result<Allowed, Denied> {
+    answer_each(error, ask, options, local, counters).decision
+}
+
+/// [`answer`], with each key's own answer when the local fallback decided an all-or-nothing
+/// ask (`each` is empty otherwise: every key then has the policy's answer).
+pub(crate) fn answer_each(
+    error: &Error,
+    ask: Ask<'_>,
+    options: &RedisOptions,
+    local: &Local,
+    counters: &Counters,
+) -> LocalAnswer {
+    let decision = |decision| LocalAnswer {
+        decision,
+        each: Vec::new(),
+    };
     if let Some(hook) = &options.on_error {
         hook(error);
     }
@@ -83,33 +99,35 @@ pub(crate) fn answer(
     };
     if error.is_usage() {
         Counters::bump(&counters.errors);
-        return Err(nothing_known.denied(None));
+        return decision(Err(nothing_known.denied(None)));
     }
     if error.outcome_unknown() {
         Counters::bump(&counters.unknown);
     }
     if ask.cost() > ask.burst() {
         Counters::bump(&counters.failed_closed);
-        return Err(nothing_known.denied(None));
+        return decision(Err(nothing_known.denied(None)));
     }
     let fail_closed = || {
         Counters::bump(&counters.failed_closed);
         let retry = options.failure_retry_after.as_nanos();
-        Err(nothing_known.denied(Some(u64::try_from(retry).unwrap_or(u64::MAX))))
+        decision(Err(
+            nothing_known.denied(Some(u64::try_from(retry).unwrap_or(u64::MAX)))
+        ))
     };
     match options.failure_policy {
         FailurePolicy::FailOpen => {
             Counters::bump(&counters.failed_open);
-            Ok(nothing_known.allowed())
+            decision(Ok(nothing_known.allowed()))
         }
         FailurePolicy::FailClosed => fail_closed(),
         FailurePolicy::Local { .. } => match local.check(&ask) {
-            Some(decision) => {
-                Counters::bump(match decision {
+            Some(answer) => {
+                Counters::bump(match answer.decision {
                     Ok(_) => &counters.local_allowed,
                     Err(_) => &counters.local_denied,
                 });
-                decision
+                answer
             }
             None => fail_closed(),
         },

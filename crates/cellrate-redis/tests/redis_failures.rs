@@ -155,3 +155,50 @@ fn redis_paused_past_the_deadline_is_an_unknown_outcome() {
     let remaining = rt.block_on(limiter.check_key("k")).unwrap().remaining();
     assert!((996..=998).contains(&remaining), "remaining {remaining}");
 }
+
+#[test]
+fn the_local_fallback_tells_each_key_of_a_joint_check_its_own_figures() {
+    let Some((mut server, rt, limiter)) = connected(
+        "local_fallback_joint_figures",
+        Quota::per_second(100),
+        options(FailurePolicy::Local { servers: 1 }),
+    ) else {
+        return;
+    };
+    server.kill();
+    let per_ip = Quota::per_minute(1).with_burst(3);
+    let global = Quota::per_second(100);
+    let limits = [("ip:192.0.2.9", per_ip), ("global", global)];
+    for _ in 0..3 {
+        let booked = rt.block_on(limiter.reserve_all_of_n(&limits, 1)).unwrap();
+        assert!(!booked.from_redis());
+        let each: Vec<u32> = booked
+            .each()
+            .iter()
+            .map(|b| b.allowed().remaining())
+            .collect();
+        // Each key's own level after the spend, not the smallest of all.
+        assert!(each[0] <= 2 && each[1] >= 97, "{each:?}");
+    }
+    let denial = rt
+        .block_on(limiter.reserve_all_of_n(&limits, 1))
+        .unwrap_err();
+    assert!(!denial.from_redis());
+    let [ip, all] = denial.each() else {
+        panic!("{:?}", denial.each());
+    };
+    // The client's bucket refused, its next token a minute away; the global one would admit.
+    let refused = ip.as_ref().unwrap_err();
+    assert_eq!(refused.remaining(), 0);
+    let wait = refused.retry_after().unwrap();
+    assert!(
+        wait > Duration::from_secs(59) && wait <= Duration::from_secs(61),
+        "{wait:?}"
+    );
+    let free = all.as_ref().expect("the global bucket would admit");
+    assert!(free.remaining() >= 97, "{free:?}");
+    assert!(free.reset_after() <= Duration::from_millis(30), "{free:?}");
+    // The combined refusal is the client's.
+    assert_eq!(denial.denied().retry_after(), Some(wait));
+    assert_eq!(limiter.stats().local_denied, 1);
+}

@@ -281,3 +281,34 @@ fn redis_long_keys_get_bounded_names_and_keep_their_tag() {
     );
     assert_eq!(names[0], limiter.redis_key(&long));
 }
+
+#[test]
+fn redis_a_short_key_spelled_like_a_digested_name_has_a_bucket_of_its_own() {
+    let Some((server, rt, limiter)) = connected(
+        "redis_a_short_key_spelled_like_a_digested_name",
+        Quota::per_hour(1),
+        RedisOptions::default(),
+    ) else {
+        return;
+    };
+    for long in [format!("{{org7}}:{}", "u".repeat(1000)), "v".repeat(1000)] {
+        assert!(rt.block_on(limiter.check_key(&long)).is_ok());
+        assert!(rt.block_on(limiter.check_key(&long)).is_err());
+        // A key that reads as the long key's name (a client who learnt the long key can
+        // spell it) must not land on the long key's bucket.
+        let name = limiter.redis_key(&long);
+        let lookalike = name.strip_prefix("cellrate:").unwrap();
+        assert!(lookalike.len() < 64, "{lookalike}");
+        assert_ne!(limiter.redis_key(lookalike), name);
+        assert!(
+            rt.block_on(limiter.check_key(lookalike)).is_ok(),
+            "{lookalike} spent in {long:.20}'s bucket"
+        );
+    }
+    // Short keys keep their names, `#` and all.
+    for short in ["user:42", "{acme}:user#7", "#1", "a#0123456789abcdef"] {
+        assert_eq!(limiter.redis_key(short), format!("cellrate:{short}"));
+    }
+    let names: Vec<String> = server.query(redis::cmd("KEYS").arg("cellrate:*")).unwrap();
+    assert_eq!(names.len(), 4, "{names:?}");
+}
