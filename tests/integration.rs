@@ -19,6 +19,7 @@ mod concurrency;
 #[cfg(feature = "async")]
 mod default_clock;
 mod give_back;
+mod give_back_schedules;
 mod keyed;
 mod keyed_batch;
 mod keyed_differential;
