@@ -176,9 +176,17 @@ fn a_start_empty_keys_old_booking_gives_nothing_to_its_next_bucket() {
         assert!(limiter.check_key_at(&1, ms(0)).is_err(), "starts empty");
         let booked = limiter.key(&1).reserve_n_at(5, NO_WAIT, ms(1_000)).unwrap();
         let wait = Duration::from_secs(1);
-        limiter.key(&7).reserve_n_at(1, wait, ms(1_000)).unwrap();
-        limiter.key(&8).reserve_n_at(1, wait, ms(1_000)).unwrap(); // takes key 1's slot
-                                                                   // Out of debt at 1.1 s, either makes room for key 1, which comes back empty.
+        limiter
+            .key(&7)
+            .reserve_n_at(1, wait, ms(1_000))
+            .unwrap()
+            .commit();
+        limiter
+            .key(&8)
+            .reserve_n_at(1, wait, ms(1_000))
+            .unwrap()
+            .commit(); // takes key 1's slot
+                       // Out of debt at 1.1 s, either makes room for key 1, which comes back empty.
         assert!(
             limiter.check_key_at(&1, ms(1_100)).is_err(),
             "key 1 is back, empty"
@@ -346,6 +354,8 @@ mod paced {
 
     /// A stream waiting for its second item's tokens is dropped after a quota change: its
     /// booking was in the tenure before the change and gives nothing back, as the oracle's.
+    /// The change keeps the TAT (900 ms) and doubles the burst, so a give-back made on the
+    /// live cell would find the booking on top of the bucket and hand back its 4 tokens.
     #[test]
     fn a_paced_stream_dropped_after_a_quota_change_gives_back_as_the_oracle() {
         let quota = Quota::per_second(10).with_burst(5);
@@ -358,11 +368,16 @@ mod paced {
             assert!(poll_next(&mut paced).is_pending());
             oracle.check_n_at(5, ms(0)).unwrap();
             let waiting = oracle.reserve_n_at(4, 1_000_000_000, ms(0)).unwrap();
-            let changed = Quota::per_second(20).with_burst(5);
-            limiter.set_quota_at(changed, QuotaChange::KeepSpent, ms(0));
-            oracle.set_quota_at(changed, QuotaChange::KeepSpent, ms(0));
+            let changed = Quota::per_second(10).with_burst(10);
+            limiter.set_quota_at(changed, QuotaChange::KeepTime, ms(0));
+            oracle.set_quota_at(changed, QuotaChange::KeepTime, ms(0));
             oracle.cancel_at(&waiting, ms(0));
         }
+        assert_eq!(
+            limiter.available_at(ms(0)),
+            1,
+            "the dropped item's 4 came back"
+        );
         for t in (0..1_000).step_by(10) {
             assert_eq!(
                 limiter.available_at(ms(t)),
