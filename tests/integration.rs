@@ -22,6 +22,7 @@ mod concurrency;
 mod default_clock;
 mod doc_paths;
 mod give_back;
+mod give_back_schedules;
 mod keyed;
 mod keyed_batch;
 mod keyed_differential;
