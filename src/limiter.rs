@@ -180,6 +180,8 @@ impl<C: Clock> Limiter<C> {
             quota: self.quota(),
             clock: &self.clock,
             start_empty: false,
+            // A limiter's cells decide under the live cell's quota themselves.
+            follows: None,
         }
     }
 

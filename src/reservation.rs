@@ -6,7 +6,7 @@
 //! emission interval, with no retry loop and no thundering herd.
 
 use crate::clock::Clock;
-use crate::engine::bucket_ref::{BucketRef, TatStore};
+use crate::engine::bucket_ref::{BucketRef, LiveQuota, TatStore};
 use crate::engine::gcra;
 use crate::engine::give_back::Receipt;
 use crate::limiter::Limiter;
@@ -49,6 +49,8 @@ use core::time::Duration;
 pub struct Reservation<'a, C: Clock + ?Sized> {
     store: &'a dyn TatStore,
     clock: &'a C,
+    /// The quota the booked bucket follows (a keyed limiter's default), if it does.
+    follows: Option<&'a dyn LiveQuota>,
     ticket: Ticket,
     allowed: Allowed,
 }
@@ -66,6 +68,9 @@ pub struct Ticket {
     pub(crate) id: u64,
     pub(crate) quota: Quota,
     pub(crate) start_empty: bool,
+    /// Whether the booking follows the limiter's default quota (a key's handle without a
+    /// quota of its own): a settle above its cost is then charged under the default as it is.
+    pub(crate) follows_default: bool,
     pub(crate) cost: u32,
     pub(crate) ready_at: Nanos,
     pub(crate) receipt: Receipt,
@@ -98,6 +103,7 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
             id: bucket.id,
             quota: bucket.quota,
             start_empty: bucket.start_empty,
+            follows_default: bucket.follows.is_some(),
             cost,
             ready_at: Nanos::new(booking.ready_at),
             receipt,
@@ -105,21 +111,30 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         Ok(Reservation {
             store: bucket.store,
             clock: bucket.clock,
+            follows: bucket.follows,
             ticket,
             allowed: booking.allowed,
         })
     }
 
-    /// The reservation of `ticket` on the limiter whose store and clock these are; `None` if
-    /// the ticket is another limiter's.
-    pub(crate) fn attach(ticket: Ticket, store: &'a dyn TatStore, clock: &'a C) -> Option<Self> {
+    /// The reservation of `ticket` on the limiter whose store and clock these are, and whose
+    /// default quota is `default` (a keyed limiter's); `None` if the ticket is another
+    /// limiter's.
+    pub(crate) fn attach(
+        ticket: Ticket,
+        store: &'a dyn TatStore,
+        clock: &'a C,
+        default: Option<&'a dyn LiveQuota>,
+    ) -> Option<Self> {
         (ticket.origin == store.origin()).then(|| {
+            let follows = default.filter(|_| ticket.follows_default);
             let bucket = BucketRef {
                 store,
                 id: ticket.id,
                 quota: ticket.quota,
                 clock,
                 start_empty: ticket.start_empty,
+                follows,
             };
             let level = crate::engine::gcra::level(
                 ticket.receipt.after.saturating_sub(bucket.now().as_u64()),
@@ -128,6 +143,7 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
             Reservation {
                 store,
                 clock,
+                follows,
                 ticket,
                 allowed: Allowed::new(level),
             }
@@ -142,6 +158,7 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
             quota: self.ticket.quota,
             clock: self.clock,
             start_empty: self.ticket.start_empty,
+            follows: self.follows,
         }
     }
 
@@ -229,8 +246,9 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
     /// gives the difference back by the rule of [`Reservation::cancel_at`] (the tokens booked
     /// last come back first); a higher one spends the difference unconditionally, since the
     /// work is already done, so the bucket may go into debt that later requests wait out. The
-    /// extra tokens are charged to the bucket as it is now: under a limiter's live quota, to a
-    /// key's bucket even if it was removed and made again. `now` as for
+    /// extra tokens are charged to the bucket as it is now: under a limiter's live quota, under
+    /// a keyed limiter's default as it is now for a key booked without a quota of its own, to
+    /// a key's bucket even if it was removed and made again. `now` as for
     /// [`cancel_at`](Self::cancel_at).
     ///
     /// A settle before [`ready_at`](Self::ready_at) gives nothing back: the tokens are not there
@@ -294,6 +312,6 @@ impl<C: Clock> Limiter<C> {
     /// assert_eq!(limiter.available(), 96);
     /// ```
     pub fn attach(&self, ticket: Ticket) -> Option<Reservation<'_, C>> {
-        Reservation::attach(ticket, self.cells(), self.clock())
+        Reservation::attach(ticket, self.cells(), self.clock(), None)
     }
 }

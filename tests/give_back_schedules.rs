@@ -127,9 +127,6 @@ fn a_cancel_under_a_respent_bucket_gives_back_only_its_own_part() {
 /// A keyed booking settled far above its cost after the default quota was lowered: the extra
 /// is charged under the default the key now decides under.
 #[test]
-#[ignore = "a keyed booking's settle above its cost charges the extra under the quota it was \
-            booked under, not the live default: 49 extra tokens after a change from 100/s to \
-            10/s cost 490 ms (4.9 tokens) instead of 4.9 s"]
 fn a_keyed_settle_above_the_booking_after_a_default_change_charges_the_live_default() {
     let limiter = KeyedLimiter::<u32, _>::with_clock(Quota::per_second(100), ManualClock::new());
     let booked = limiter.key(&1).reserve_n_at(1, NO_WAIT, ms(0)).unwrap(); // TAT 10 ms
@@ -143,6 +140,32 @@ fn a_keyed_settle_above_the_booking_after_a_default_change_charges_the_live_defa
         Some(Duration::from_millis(4_010)),
         "the extra was not charged at the live default's rate"
     );
+}
+
+/// The same through a detached ticket attached to the limiter: the ticket remembers that its
+/// booking follows the default; one booked under a handle's own quota keeps that quota.
+#[test]
+fn a_detached_keyed_booking_settled_above_its_cost_follows_the_default_it_was_booked_on() {
+    let limiter = KeyedLimiter::<u32, _>::with_clock(Quota::per_second(100), ManualClock::new());
+    let ticket = limiter
+        .key(&1)
+        .reserve_n_at(1, NO_WAIT, ms(0))
+        .unwrap()
+        .detach();
+    let own = Quota::per_second(100);
+    let pinned = limiter
+        .key(&2)
+        .with_quota(&own)
+        .reserve_n_at(1, NO_WAIT, ms(0))
+        .unwrap()
+        .detach();
+    limiter.set_default_quota(Quota::per_second(10));
+    limiter.attach(ticket).unwrap().settle_at(50, ms(0));
+    let refused = limiter.check_key_n_at(&1, 1, ms(0)).unwrap_err();
+    assert_eq!(refused.retry_after(), Some(Duration::from_millis(4_010)));
+    // Key 2's 49 extra at its own 100/s, burst 100: 50 of 100 are left.
+    limiter.attach(pinned).unwrap().settle_at(50, ms(0));
+    assert_eq!(limiter.key(&2).with_quota(&own).available_at(ms(0)), 50);
 }
 
 /// A keyed booking given back after the default quota was raised: what comes back is what the

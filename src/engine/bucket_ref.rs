@@ -67,6 +67,14 @@ pub trait TatStore: Sync {
     ) -> u64;
 }
 
+/// A quota that can change under a bucket: a keyed limiter's default quota, which a key's
+/// handle without a quota of its own follows. A booking's extra cost (a settle above it) is
+/// charged under the quota as it is then.
+pub(crate) trait LiveQuota: Sync {
+    /// The quota now.
+    fn now(&self) -> Quota;
+}
+
 /// One bucket and everything needed to act on it: its store and id, the quota it is booked
 /// under, its clock, and how a bucket the store does not hold starts.
 pub struct BucketRef<'a, C: Clock + ?Sized> {
@@ -75,6 +83,9 @@ pub struct BucketRef<'a, C: Clock + ?Sized> {
     pub(crate) quota: Quota,
     pub(crate) clock: &'a C,
     pub(crate) start_empty: bool,
+    /// The quota the bucket follows, if it can change under a booking (`quota` is then the
+    /// quota of the booking).
+    pub(crate) follows: Option<&'a dyn LiveQuota>,
 }
 
 impl<C: Clock + ?Sized> Clone for BucketRef<'_, C> {
@@ -94,6 +105,7 @@ impl<'a, C: Clock + 'a> BucketRef<'a, C> {
             quota: self.quota,
             clock: self.clock,
             start_empty: self.start_empty,
+            follows: self.follows,
         }
     }
 }
@@ -171,7 +183,8 @@ impl<C: Clock + ?Sized> BucketRef<'_, C> {
     /// the bucket as it is now: under the live quota of a limiter, in a keyed bucket created
     /// again if it was removed.
     pub(crate) fn force(&self, tokens: u32, now: u64) {
+        let quota = self.follows.map_or(self.quota, |live| live.now());
         self.store
-            .force(self.id, tokens, now, &self.quota, self.start_empty)
+            .force(self.id, tokens, now, &quota, self.start_empty)
     }
 }

@@ -12,6 +12,7 @@
 //!
 //! Keys keep their TATs through a change (docs/design.md, "A keyed limiter's default quota").
 
+use crate::engine::bucket_ref::LiveQuota;
 use crate::quota::{AtomicQuota, Quota};
 use crate::sync::{spin_wait, AtomicU64, Ordering};
 
@@ -30,6 +31,12 @@ pub(crate) struct DefaultQuota {
     current: AtomicU64,
     /// 1 while a change is made.
     changing: AtomicU64,
+}
+
+impl LiveQuota for DefaultQuota {
+    fn now(&self) -> Quota {
+        self.get()
+    }
 }
 
 impl DefaultQuota {

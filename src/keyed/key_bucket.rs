@@ -50,10 +50,11 @@ pub struct KeyedBucket<'a, C: Clock> {
 }
 
 impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
-    /// The bucket of `key`: every operation on one key (checks, reservations and their
-    /// give-backs, waits, [`all_of`](crate::all_of)) under the limiter's default quota as it
-    /// is at each operation ([`set_default_quota`](Self::set_default_quota)), or the handle's
-    /// own ([`KeyedBucket::with_quota`]).
+    /// The bucket of `key`: every operation on one key (checks, reservations, waits,
+    /// [`all_of`](crate::all_of), a settle's extra cost) under the limiter's default quota as
+    /// it is at each operation ([`set_default_quota`](Self::set_default_quota)), or the
+    /// handle's own ([`KeyedBucket::with_quota`]). A cancel, or a settle below the cost, gives
+    /// back under the quota of the booking, which is what it holds.
     pub fn key<Q>(&self, key: &Q) -> KeyedBucket<'_, C>
     where
         K: Borrow<Q>,
@@ -225,7 +226,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// settle later from elsewhere (a response body, another task); see
     /// [`KeyedLimiter::attach`].
     pub fn attach(&self, ticket: Ticket) -> Option<Reservation<'a, C>> {
-        Reservation::attach(ticket, self.table, self.clock)
+        Reservation::attach(ticket, self.table, self.clock, Some(self.default_quota))
     }
 
     /// This key's bucket under the quota of this handle now, for every operation on it.
@@ -236,6 +237,10 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
             quota: self.quota(),
             clock: self.clock,
             start_empty: self.start_empty,
+            follows: match self.own_quota {
+                None => Some(self.default_quota),
+                Some(_) => None,
+            },
         }
     }
 }
@@ -263,7 +268,7 @@ impl<K, C: Clock> KeyedLimiter<K, C> {
     /// cancel or settle it; `None` for another limiter's ticket. See
     /// [`Limiter::attach`](crate::Limiter::attach).
     pub fn attach(&self, ticket: Ticket) -> Option<Reservation<'_, C>> {
-        Reservation::attach(ticket, &self.table, &self.clock)
+        Reservation::attach(ticket, &self.table, &self.clock, Some(&self.quota))
     }
 }
 
