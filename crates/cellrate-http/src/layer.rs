@@ -79,7 +79,7 @@ pub(crate) struct Options {
 
 impl<B: Backend> RateLimitLayer<B> {
     /// A layer with the default options: cost 1, `RateLimit-Policy` and `RateLimit` on every
-    /// response, a 500 for a request with no key.
+    /// response, a 400 for a request with no key.
     pub fn new(backend: B) -> RateLimitLayer<B> {
         RateLimitLayer::builder(backend).build()
     }
@@ -146,7 +146,9 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         self
     }
 
-    /// What to do with a request a policy finds no key for (default: a 500 and an error log).
+    /// What to do with a request a policy finds no key for, for the policies that did not
+    /// choose ([`Keyed::missing_key`](super::Keyed::missing_key)); default 400, logged at
+    /// debug level. Redis policies have no choice of their own and follow this one.
     pub fn missing_key(mut self, missing: MissingKey) -> Self {
         self.options.missing_key = missing;
         self

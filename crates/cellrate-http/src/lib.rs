@@ -66,14 +66,19 @@
 //!   at once with the all-or-nothing script.
 //!
 //! A request costs 1 token, or what [`RateLimitBuilder::cost`] says (by route, by
-//! `Content-Length`). A request a policy finds no key for gets a 500 and an error log line
-//! naming the fix, or what [`MissingKey`] says; it never falls into one shared bucket.
+//! `Content-Length`). A request a policy finds no key for gets a 400 logged at debug level, or what
+//! that policy's [`MissingKey`] says ([`Keyed::missing_key`]); it never falls into one shared
+//! bucket. Skipping applies only to a key that is really absent ([`KeyError::is_absent`]). A
+//! request without a peer address (the server does not record it) gets a 500 and an error log
+//! line naming the fix.
 //!
 //! # Client addresses
 //! [`ClientIp`] keys by the peer address (axum's `ConnectInfo<SocketAddr>` with the `axum`
-//! feature, or a `SocketAddr` request extension); IPv6 by its /56 prefix (one client usually
+//! feature, tonic's `TcpConnectInfo` with the `tonic` feature, or a `SocketAddr` request
+//! extension; [`ClientIp::key_of`] masks an address found elsewhere); IPv6 by its /56 prefix (one client usually
 //! owns a whole prefix), IPv4 by address. Behind proxies, list them with
-//! [`ClientIp::trust_proxies`]: only a trusted peer's header is read, from the right, skipping
+//! [`ClientIp::trust_proxies`], each set of networks with the header its proxies
+//! write: only a trusted peer's header is read, from the right, skipping
 //! trusted hops, so the entries a client wrote itself never choose its bucket.
 //!
 //! # Responses and headers
@@ -117,6 +122,7 @@ mod body;
 mod client_ip;
 mod forwarded;
 mod future;
+mod grpc;
 mod headers;
 mod key;
 mod layer;

@@ -4,7 +4,7 @@
 
 use super::backend::{How, Outcome, Verdict};
 use super::headers::{checked_name, PolicyInfo};
-use super::key::{KeyError, KeyExtractor, RequestHead};
+use super::key::{KeyError, KeyExtractor, MissingKey, RequestHead};
 use super::local::{alone, check_or_book, together, Booked};
 use super::state::{PolicyState, MAX_POLICIES};
 use super::upkeep;
@@ -44,6 +44,8 @@ pub struct Keyed<E: KeyExtractor, C: Clock> {
     limiter: Arc<KeyedLimiter<E::Key, C>>,
     extractor: E,
     evict_every: Option<Duration>,
+    /// What to do with a request without a key; `None`: the layer's choice.
+    missing: Option<MissingKey>,
     /// The default quota `RateLimit-Policy` states unless a request shows it has changed.
     described: Quota,
 }
@@ -64,7 +66,18 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
             limiter,
             extractor,
             evict_every: Some(Duration::from_secs(60)),
+            missing: None,
         }
+    }
+
+    /// What to do with a request this policy finds no key for (default: the layer's
+    /// [`RateLimitBuilder::missing_key`](super::RateLimitBuilder::missing_key), 400 unless
+    /// changed). Chosen per policy: an optional API-key policy can
+    /// [`Skip`](MissingKey::Skip) requests without the key while the per-IP policy beside it
+    /// still holds them.
+    pub fn missing_key(mut self, missing: MissingKey) -> Keyed<E, C> {
+        self.missing = Some(missing);
+        self
     }
 
     /// How often a background thread removes the limiter's idle keys (full buckets, which
@@ -94,6 +107,17 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
             keyed: self,
             quota_of,
         }
+    }
+}
+
+/// Why a request has no key, and the choice of the policy that found none (if it made one).
+pub struct NoKey(KeyError, Option<MissingKey>);
+
+impl NoKey {
+    /// The request is answered for want of a key.
+    pub(crate) fn record<T>(self, verdict: &mut Verdict<T>) {
+        verdict.outcome = Outcome::NoKey(self.0);
+        verdict.missing = self.1;
     }
 }
 
@@ -219,8 +243,9 @@ pub(crate) mod sealed {
         /// How many policies.
         const COUNT: usize;
 
-        /// The keys of this request.
-        fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError>;
+        /// The keys of this request, or why there is none and the choice of the policy that
+        /// found none (`layer`'s when it made none).
+        fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey>;
         /// Decides a request in `verdict`: a policy alone by its own check, a set of several
         /// all or nothing.
         fn decide_into(
@@ -247,7 +272,7 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
     type Keys = ();
     const COUNT: usize = 1;
 
-    fn keys(&self, _: &RequestHead<'_>, _: bool) -> Result<(), KeyError> {
+    fn keys(&self, _: &RequestHead<'_>, _: MissingKey) -> Result<(), NoKey> {
         Ok(())
     }
 
@@ -294,14 +319,15 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
     type Keys = Option<E::Key>;
     const COUNT: usize = 1;
 
-    fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError> {
+    fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey> {
         match self.extractor.extract(head) {
             Ok(key) => Ok(Some(key)),
-            Err(e) if skip_missing => {
-                tracing::debug!(policy = %self.name, "rate limit skipped: {e}");
-                Ok(None)
+            Err(e) => {
+                let choice = self.missing.unwrap_or(layer);
+                choice
+                    .apply(&self.name, e)
+                    .map_err(|e| NoKey(e, self.missing))
             }
-            Err(e) => Err(e),
         }
     }
 
@@ -313,13 +339,10 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         how: &How<'_>,
         out: &mut Verdict<Booked<Self::Keys>>,
     ) {
-        let key = match self.keys(head, how.skip_missing) {
+        let key = match self.keys(head, how.missing) {
             Ok(Some(key)) => key,
             Ok(None) => return, // skipped: admitted, and nothing to show
-            Err(e) => {
-                out.outcome = Outcome::NoKey(e);
-                return;
-            }
+            Err(no_key) => return no_key.record(out),
         };
         // The limiter's own check: its clock read as coarsely as its quota allows.
         let answer = check_or_book(
@@ -372,10 +395,10 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
     type Keys = (A::Keys, B::Keys);
     const COUNT: usize = A::COUNT + B::COUNT;
 
-    fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError> {
+    fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey> {
         Ok((
-            self.first.keys(head, skip_missing)?,
-            self.second.keys(head, skip_missing)?,
+            self.first.keys(head, layer)?,
+            self.second.keys(head, layer)?,
         ))
     }
 
@@ -386,9 +409,9 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
         how: &How<'_>,
         out: &mut Verdict<Booked<Self::Keys>>,
     ) {
-        match self.keys(head, how.skip_missing) {
+        match self.keys(head, how.missing) {
             Ok(keys) => together(self, keys, cost, how, out),
-            Err(e) => out.outcome = Outcome::NoKey(e),
+            Err(no_key) => no_key.record(out),
         }
     }
 

@@ -12,7 +12,9 @@ mod redis_support;
 
 mod http_axum;
 mod http_grpc;
+mod http_missing_key;
 mod http_options;
+mod http_proxies;
 mod http_redis;
 
 /// Every `.rs` file directly in `tests/` is a module above (`autotests = false`: Cargo would
