@@ -85,10 +85,13 @@
 //! A refusal is a 429 with `Retry-After` in whole seconds rounded up (a client that waits that
 //! long is admitted), a plain-text or [`problem_json`](RateLimitBuilder::problem_json) body
 //! (type [`QUOTA_EXCEEDED`]), or your own ([`RateLimitBuilder::on_refused`]). A request whose
-//! cost exceeds a burst can never pass: 429 without `Retry-After`. A gRPC call
-//! (`content-type: application/grpc`) gets `grpc-status: 8` (`RESOURCE_EXHAUSTED`), a message,
-//! and `grpc-retry-pushback-ms` (milliseconds rounded up; -1, "do not retry", for a cost above
-//! the burst).
+//! cost exceeds a burst can never pass: 429 without `Retry-After`. A gRPC or gRPC-Web call
+//! (`content-type: application/grpc...`, in any case) gets a trailers-only answer in its own
+//! content-type family: `grpc-status: 8` (`RESOURCE_EXHAUSTED`), a message, and
+//! `grpc-retry-pushback-ms` (milliseconds rounded up; -1, "do not retry", for a cost above
+//! the burst). A call without a key gets the gRPC status of the HTTP one (3
+//! `INVALID_ARGUMENT` for 400, 16 `UNAUTHENTICATED` for 401, 13 `INTERNAL` for 500). A
+//! refusal written by [`RateLimitBuilder::on_refused`] is sent as written.
 //!
 //! Admitted and refused responses carry, one item per policy
 //! (draft-ietf-httpapi-ratelimit-headers-10, RFC 9651 lists):
