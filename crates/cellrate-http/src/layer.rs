@@ -70,11 +70,19 @@ pub(crate) struct Options {
     pub(crate) missing_key: MissingKey,
     pub(crate) shadow: bool,
     pub(crate) refund_if: Option<Box<RefundFn>>,
+    pub(crate) refund_on_drop: bool,
     pub(crate) on_allowed: FieldChoice,
     pub(crate) on_refused: FieldChoice,
     pub(crate) partition_key: bool,
     pub(crate) problem_json: bool,
     pub(crate) refusal: Option<Box<RefusalFn>>,
+}
+
+impl Options {
+    /// Whether an admission may be given back, so that its booking is kept.
+    pub(crate) fn refunds(&self) -> bool {
+        self.refund_if.is_some() || self.refund_on_drop
+    }
 }
 
 impl<B: Backend> RateLimitLayer<B> {
@@ -98,6 +106,7 @@ impl<B: Backend> RateLimitLayer<B> {
                 missing_key: MissingKey::default(),
                 shadow: false,
                 refund_if: None,
+                refund_on_drop: false,
                 on_allowed: ietf,
                 on_refused: ietf,
                 partition_key: false,
@@ -163,10 +172,18 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
     }
 
     /// Gives an admitted request's tokens back when its response matches `predicate`: count
-    /// only failed logins (`|r| r.status.is_success()`, fail2ban style), or do not charge for
-    /// server errors (`|r| r.status.is_server_error()`). An error from the inner service
-    /// (rather than a response) is not refunded.
+    /// only failed logins (`|r| r.status.is_success()`, fail2ban style), or give back what the
+    /// server chose not to do (`|r| r.status == StatusCode::NOT_MODIFIED`).
     ///
+    /// Do not refund server errors (`|r| r.status.is_server_error()`): an attacker can cause
+    /// them (a 503 or 504 from an inner timeout under load, a 500 from a caught panic), and
+    /// refunding them makes requests free exactly under overload, when the limit matters
+    /// most. A predicate on 5xx is safe only if it names statuses the server decides alone,
+    /// such as `|r| r.status == StatusCode::NOT_IMPLEMENTED`.
+    ///
+    /// The predicate runs only on a response: a request whose future is dropped after its
+    /// admission (the client hung up before the response) or whose inner service returned
+    /// an error keeps its charge, unless [`refund_on_drop`](Self::refund_on_drop).
     ///
     /// # Errors
     /// [`RefundUnsupported`] if the backend cannot refund exactly (every backend of this crate
@@ -179,6 +196,22 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
             return Err(RefundUnsupported(why));
         }
         self.options.refund_if = Some(Box::new(predicate));
+        Ok(self)
+    }
+
+    /// Gives an admitted request's tokens back when it gets no response: the server dropped
+    /// its future (the client went away) or the inner service returned an error (default
+    /// no: charged). A client can then hang up before the response to have its request for
+    /// free, so turn it on only where the work happens while the response is sent (a
+    /// download, a stream), not before it.
+    ///
+    /// # Errors
+    /// [`RefundUnsupported`] if the backend cannot refund exactly.
+    pub fn refund_on_drop(mut self, on: bool) -> Result<Self, RefundUnsupported> {
+        if let Some(why) = self.backend.refund_unsupported() {
+            return Err(RefundUnsupported(why));
+        }
+        self.options.refund_on_drop = on;
         Ok(self)
     }
 

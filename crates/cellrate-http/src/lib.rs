@@ -66,7 +66,8 @@
 //!   at once with the all-or-nothing script.
 //!
 //! A request costs 1 token, or what [`RateLimitBuilder::cost`] says (by route, by
-//! `Content-Length`). A request a policy finds no key for gets a 400 logged at debug level, or what
+//! `Content-Length` with [`content_length_cost`], which rounds up, stops at the burst and
+//! charges the most for a body of unstated length). A request a policy finds no key for gets a 400 logged at debug level, or what
 //! that policy's [`MissingKey`] says ([`Keyed::missing_key`]); it never falls into one shared
 //! bucket. Skipping applies only to a key that is really absent ([`KeyError::is_absent`]). A
 //! request without a peer address (the server does not record it) gets a 500 and an error log
@@ -113,9 +114,12 @@
 //!
 //! # After the response
 //! [`RateLimitBuilder::refund_if`] gives the tokens back when the response matches (count only
-//! failed logins; do not charge for 5xx). [`RateLimitBuilder::shadow`] decides and reports
-//! without refusing, to roll a limit out; [`RateLimitLayer::stats`] counts what it would have
-//! refused.
+//! failed logins). Do not refund 5xx: an attacker can cause them, and requests would be free
+//! exactly under overload; the method's docs show safe predicates. A request admitted but
+//! never answered (its future dropped when the client hangs up, or an inner service error)
+//! keeps its charge unless [`RateLimitBuilder::refund_on_drop`]. [`RateLimitBuilder::shadow`]
+//! decides and reports without refusing, to roll a limit out; [`RateLimitLayer::stats`]
+//! counts what it would have refused.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -123,6 +127,7 @@
 mod backend;
 mod body;
 mod client_ip;
+mod cost;
 mod forwarded;
 mod future;
 mod grpc;
@@ -142,6 +147,7 @@ mod upkeep;
 pub use backend::Backend;
 pub use body::{BodyKind, RateLimitBody, SameBody, WrappedBody};
 pub use client_ip::{ClientIp, ProxyHeader};
+pub use cost::content_length_cost;
 pub use future::ResponseFuture;
 pub use key::{
     from_fn, FnKey, HeaderKey, KeyError, KeyExtractor, MissingKey, RequestHead, SameKey,

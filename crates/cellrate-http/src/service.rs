@@ -69,7 +69,7 @@ where
             skip_missing: options.missing_key == MissingKey::Skip,
             missing: options.missing_key,
             partition: options.partition_key.then_some(&shared.hasher),
-            ticket: options.refund_if.is_some(),
+            ticket: options.refunds(),
             figures: options.on_allowed.ietf || options.on_allowed.legacy,
         };
         let mut verdict = Verdict::bare(Outcome::Allowed);
@@ -110,7 +110,7 @@ fn admit<B: Backend>(
     if let Outcome::Allowed = verdict.outcome {
         shared.counters.bump(Count::Allowed);
         let figures = options.on_allowed.ietf || options.on_allowed.legacy;
-        if !figures && options.refund_if.is_none() {
+        if !figures && !options.refunds() {
             return Ok(None);
         }
         return Ok(Some(admitted(shared, verdict, cost)));
@@ -126,8 +126,8 @@ fn admitted<B: Backend>(
     cost: u32,
 ) -> After<B> {
     let options = &shared.options;
-    let refund = match (&options.refund_if, verdict.ticket.take()) {
-        (Some(_), Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
+    let refund = match (options.refunds(), verdict.ticket.take()) {
+        (true, Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
         _ => None,
     };
     After::new(fields(shared, verdict), refund)

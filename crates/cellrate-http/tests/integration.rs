@@ -11,6 +11,7 @@ mod http_support;
 mod redis_support;
 
 mod http_axum;
+mod http_charges;
 mod http_grpc;
 mod http_missing_key;
 mod http_options;
