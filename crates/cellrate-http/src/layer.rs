@@ -3,6 +3,7 @@
 use super::backend::Backend;
 use super::body::{SameBody, WrappedBody};
 use super::headers::{policy_field, FieldChoice, PolicyInfo};
+use super::interned::static_value;
 use super::key::{MissingKey, RequestHead};
 use super::refusal::Refusal;
 use super::service::RateLimit;
@@ -260,9 +261,11 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         self
     }
 
-    /// The layer. Starts the idle-key eviction threads of keyed policies. The layer's
-    /// `RateLimit-Policy` value (tens of bytes) is kept for the life of the process, so that
-    /// responses copy it rather than share it (docs/design.md, section 9). It states the
+    /// The layer. Starts the idle-key eviction thread of each keyed policy's limiter that has
+    /// none yet (one per limiter, however many layers share it). The layer's
+    /// `RateLimit-Policy` value (tens of bytes) lives as long as the process, made once per
+    /// distinct value however many layers state it, so that responses copy it rather than
+    /// share it (docs/design.md, section 9). It states the
     /// quotas the policies' limiters had when the policies were made; after a
     /// [`Limiter::set_quota`](cellrate::Limiter::set_quota) or
     /// [`KeyedLimiter::set_default_quota`](cellrate::KeyedLimiter::set_default_quota), each
@@ -295,15 +298,6 @@ impl<S, B, K> Layer<S> for RateLimitLayer<B, K> {
             kind: PhantomData,
         }
     }
-}
-
-/// `value` with bytes that live as long as the process: a copy of it is a copy of a pointer.
-/// A value made at run time shares its bytes through a reference count, which every response
-/// would raise and lower, on a cache line all threads share. The bytes (the policies' names
-/// and numbers) are never freed: once per layer built.
-fn static_value(value: &HeaderValue) -> HeaderValue {
-    let text = value.to_str().expect("a structured field is visible ASCII");
-    HeaderValue::from_static(Box::leak(text.to_owned().into_boxed_str()))
 }
 
 /// [`RateLimitBuilder::refund_if`] with a backend that cannot give tokens back exactly.

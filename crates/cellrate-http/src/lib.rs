@@ -58,7 +58,8 @@
 //! - [`Global`]: one shared [`Limiter`](cellrate::Limiter).
 //! - [`Keyed`]: a [`KeyedLimiter`](cellrate::KeyedLimiter) and a [`KeyExtractor`]: [`ClientIp`],
 //!   [`HeaderKey`] (an API key), [`SameKey`] (one key for all), or your own with [`from_fn`].
-//!   A background thread evicts idle keys every 60 s ([`Keyed::evict_idle_every`]).
+//!   A background thread evicts idle keys every 60 s ([`Keyed::evict_idle_every`]), one per
+//!   limiter however many layers share it.
 //! - `a.and(b)` (trait [`policy::And`]): several policies at once, all or nothing, with
 //!   [`all_of`](cellrate::all_of); up to 4. They must share one clock type.
 //! - [`Tiered`] ([`Keyed::quota_per_request`]): a quota chosen per request (free, paid).
@@ -132,6 +133,7 @@ mod forwarded;
 mod future;
 mod grpc;
 mod headers;
+mod interned;
 mod key;
 mod layer;
 mod local;

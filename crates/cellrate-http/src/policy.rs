@@ -84,7 +84,9 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
     /// carry no information): each pass is one [`KeyedLimiter::evict_idle`], a scan of the
     /// whole table (16 bytes per slot, `max_keys * 1.25` slots) that blocks no check. The
     /// thread holds only a weak reference and ends within one period after the limiter is
-    /// dropped. `None`: no thread (the table still reuses idle keys' slots on insert).
+    /// dropped. One thread per limiter, however many layers and policies share it: the first
+    /// layer built over it sets the period. `None`: no thread from this policy (the table
+    /// still reuses idle keys' slots on insert).
     pub fn evict_idle_every(mut self, period: Option<Duration>) -> Keyed<E, C> {
         self.evict_every = period;
         self
@@ -385,7 +387,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
 
     fn start_upkeep(&self) {
         if let Some(period) = self.evict_every {
-            upkeep::evict_idle_every(Arc::downgrade(&self.limiter), period);
+            upkeep::evict_idle_every(&self.limiter, period);
         }
     }
 }
