@@ -153,3 +153,58 @@ async fn a_call_without_a_key_gets_a_grpc_status() {
         );
     }
 }
+
+#[tokio::test]
+async fn refusals_keep_the_calls_content_type_family_in_any_case() {
+    let global = Arc::new(Limiter::with_clock(
+        Quota::per_minute(1).with_burst(1),
+        ManualClock::new(),
+    ));
+    // A cost above the burst: every call is refused.
+    let layer = RateLimitLayer::builder(Global::new("grpc", global))
+        .cost(|_| 2)
+        .wrap_body()
+        .build();
+    let (_reporter, health) = tonic_health::server::health_reporter();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        Server::builder()
+            .layer(layer)
+            .add_service(health)
+            .serve_with_incoming(TcpIncoming::from(listener)),
+    );
+    // tonic's channel sends the content type given, as a gRPC-Web proxy or another stack would.
+    let mut channel = Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    for (sent, answered) in [
+        ("Application/GRPC", "application/grpc"),
+        ("application/grpc+proto", "application/grpc"),
+        ("application/grpc-web+proto", "application/grpc-web"),
+        ("Application/gRPC-Web-Text", "application/grpc-web-text"),
+    ] {
+        let req = http::Request::post(format!("http://{addr}/grpc.health.v1.Health/Check"))
+            .header("content-type", sent)
+            .header("te", "trailers")
+            .body(tonic::body::Body::default())
+            .unwrap();
+        std::future::poll_fn(|cx| tower_service::Service::poll_ready(&mut channel, cx))
+            .await
+            .unwrap();
+        let response = tower_service::Service::call(&mut channel, req)
+            .await
+            .unwrap();
+        let header = |name: &str| response.headers().get(name).map(|v| v.to_str().unwrap());
+        assert_eq!(
+            response.status(),
+            http::StatusCode::OK,
+            "{sent}: trailers-only"
+        );
+        assert_eq!(header("content-type"), Some(answered), "{sent}");
+        assert_eq!(header("grpc-status"), Some("8"), "{sent}");
+        assert_eq!(header("grpc-retry-pushback-ms"), Some("-1"), "{sent}");
+    }
+}
