@@ -120,3 +120,14 @@ impl<T> Verdict<T> {
             .map(|(p, _)| p.name.as_str())
     }
 }
+
+/// Why a request has no key, and the choice of the policy that found none (if it made one).
+pub struct NoKey(pub(crate) KeyError, pub(crate) Option<MissingKey>);
+
+impl NoKey {
+    /// The request is answered for want of a key.
+    pub(crate) fn record<T>(self, verdict: &mut Verdict<T>) {
+        verdict.outcome = Outcome::NoKey(self.0);
+        verdict.missing = self.1;
+    }
+}

@@ -142,6 +142,7 @@ mod refusal;
 #[cfg(feature = "redis")]
 mod remote;
 mod service;
+mod slots;
 mod state;
 mod stats;
 mod upkeep;

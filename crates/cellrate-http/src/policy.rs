@@ -2,15 +2,16 @@
 //! extractor), several joined by `.and(..)` and decided all or nothing with
 //! [`all_of`](cellrate::all_of).
 
-use super::backend::{How, Outcome, Verdict};
+use super::backend::{How, NoKey, Verdict};
 use super::headers::{checked_name, PolicyInfo};
-use super::key::{KeyError, KeyExtractor, MissingKey, RequestHead};
+use super::key::{KeyExtractor, MissingKey, RequestHead};
 use super::local::{alone, check_or_book, together, Booked};
-use super::state::{PolicyState, MAX_POLICIES};
+pub use super::slots::{Bucket, Slot, Slots};
+use super::state::MAX_POLICIES;
 use super::upkeep;
-use cellrate::{Allowed, Clock, Denied, KeyedBucket, KeyedLimiter, Limit, Limiter, Quota, Ticket};
+use cellrate::{Clock, KeyedLimiter, Limiter, Quota};
 use core::time::Duration;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// One limit for all requests: a shared [`Limiter`].
@@ -112,17 +113,6 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
     }
 }
 
-/// Why a request has no key, and the choice of the policy that found none (if it made one).
-pub struct NoKey(KeyError, Option<MissingKey>);
-
-impl NoKey {
-    /// The request is answered for want of a key.
-    pub(crate) fn record<T>(self, verdict: &mut Verdict<T>) {
-        verdict.outcome = Outcome::NoKey(self.0);
-        verdict.missing = self.1;
-    }
-}
-
 /// Two sets of policies, decided together: all spend or none does.
 pub struct Both<A, B> {
     first: A,
@@ -151,87 +141,6 @@ pub trait And: Sized + sealed::Local {
 }
 
 impl<T: sealed::Local> And for T {}
-
-/// One policy's bucket for this request.
-pub struct Slot<'a, C: Clock> {
-    pub(crate) index: usize,
-    pub(crate) quota: Quota,
-    /// The quota the layer's `RateLimit-Policy` states for this policy.
-    pub(crate) described: &'a Quota,
-    pub(crate) bucket: Bucket<'a, C>,
-    /// A keyed hash of the key, for `pk`, when asked for.
-    pub(crate) partition: Option<u64>,
-}
-
-/// A shared limiter or one key's bucket.
-pub enum Bucket<'a, C: Clock> {
-    /// A [`Global`] policy.
-    Global(&'a Limiter<C>),
-    /// A [`Keyed`] policy.
-    Keyed(KeyedBucket<'a, C>),
-}
-
-impl<C: Clock> Slot<'_, C> {
-    pub(crate) fn limit(&self) -> &dyn Limit {
-        match &self.bucket {
-            Bucket::Global(l) => *l,
-            Bucket::Keyed(k) => k,
-        }
-    }
-
-    pub(crate) fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        match &self.bucket {
-            Bucket::Global(l) => l.check_n(cost),
-            Bucket::Keyed(k) => k.check_n(cost),
-        }
-    }
-
-    /// What the headers show of this bucket after `answer`.
-    pub(crate) fn state(&self, answer: &Result<Allowed, Denied>) -> PolicyState {
-        PolicyState {
-            partition: self.partition,
-            ..PolicyState::of_answer(&self.quota, answer)
-        }
-    }
-
-    /// Gives back the booking `ticket` of this policy's bucket.
-    pub(crate) fn give_back(&self, ticket: Ticket) {
-        let reservation = match &self.bucket {
-            Bucket::Global(l) => l.attach(ticket),
-            Bucket::Keyed(k) => k.attach(ticket),
-        };
-        if let Some(reservation) = reservation {
-            reservation.cancel();
-        }
-    }
-}
-
-/// The buckets of one request, on the stack.
-pub struct Slots<'a, C: Clock> {
-    pub(crate) items: [Option<Slot<'a, C>>; MAX_POLICIES],
-    pub(crate) len: usize,
-    /// The keyed hasher of `pk`, when the headers show it.
-    hasher: Option<&'a RandomState>,
-}
-
-impl<'a, C: Clock> Slots<'a, C> {
-    pub(crate) fn new(hasher: Option<&'a RandomState>) -> Self {
-        Slots {
-            items: Default::default(),
-            len: 0,
-            hasher,
-        }
-    }
-
-    fn push(&mut self, slot: Slot<'a, C>) {
-        self.items[self.len] = Some(slot);
-        self.len += 1;
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Slot<'a, C>> {
-        self.items[..self.len].iter().flatten()
-    }
-}
 
 pub(crate) mod sealed {
     use super::*;
