@@ -87,7 +87,9 @@ impl KeyError {
     /// none), so that [`MissingKey::Skip`] may let the request through. A header that is there
     /// but cannot be read (a hop a trusted proxy wrote as `unknown`, garbage) is not absent:
     /// skipping it would let the client turn the limit off. No peer address is not absent
-    /// either: the server does not record it, a fault of the configuration.
+    /// either: the server does not record it, a fault of the configuration. An extractor of
+    /// one's own that finds a key it cannot read should say so with
+    /// [`InvalidHeader`](KeyError::InvalidHeader), which is never skipped, not with `Other`.
     pub fn is_absent(&self) -> bool {
         matches!(self, KeyError::MissingHeader(_) | KeyError::Other(_))
     }

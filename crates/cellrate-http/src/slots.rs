@@ -18,9 +18,9 @@ pub struct Slot<'a, C: Clock> {
 
 /// A shared limiter or one key's bucket.
 pub enum Bucket<'a, C: Clock> {
-    /// A [`Global`] policy.
+    /// A [`Global`](super::Global) policy.
     Global(&'a Limiter<C>),
-    /// A [`Keyed`] policy.
+    /// A [`Keyed`](super::Keyed) policy.
     Keyed(KeyedBucket<'a, C>),
 }
 
