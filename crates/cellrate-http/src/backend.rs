@@ -1,7 +1,7 @@
 //! What the layer asks of the limiters behind it: a decision for a request, and a refund.
 
 use super::headers::PolicyInfo;
-use super::key::{KeyError, RequestHead};
+use super::key::{KeyError, MissingKey, RequestHead};
 use super::state::{PolicyState, MAX_POLICIES};
 use cellrate::Quota;
 use core::future::Future;
@@ -54,8 +54,13 @@ pub(crate) mod sealed {
 
 /// How to decide: the layer's options that reach the backend.
 pub struct How<'a> {
-    /// Let a request through a policy whose key is missing.
+    /// Let a request through a policy whose key is missing (the layer's choice, for the
+    /// policies that did not make their own). Read by the Redis policies only (in-process
+    /// ones read `missing`, which tells a key that is absent from one that cannot be read).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) skip_missing: bool,
+    /// The layer's choice for a request without a key, for the policies without their own.
+    pub(crate) missing: MissingKey,
     /// A keyed hasher for `pk`, when asked for.
     pub(crate) partition: Option<&'a RandomState>,
     /// Keep a ticket for a refund.
@@ -88,6 +93,8 @@ pub struct Verdict<T> {
     pub(crate) quotas: [Option<Quota>; MAX_POLICIES],
     /// Present when asked for and the request was admitted.
     pub(crate) ticket: Option<T>,
+    /// With [`Outcome::NoKey`]: the choice of the policy that found no key, if it made one.
+    pub(crate) missing: Option<MissingKey>,
 }
 
 impl<T> Verdict<T> {
@@ -98,6 +105,7 @@ impl<T> Verdict<T> {
             states: [None; MAX_POLICIES],
             quotas: [None; MAX_POLICIES],
             ticket: None,
+            missing: None,
         }
     }
 
@@ -112,5 +120,16 @@ impl<T> Verdict<T> {
             .zip(&self.states)
             .filter(move |(_, s)| s.is_some_and(|s| s.remaining < cost))
             .map(|(p, _)| p.name.as_str())
+    }
+}
+
+/// Why a request has no key, and the choice of the policy that found none (if it made one).
+pub struct NoKey(pub(crate) KeyError, pub(crate) Option<MissingKey>);
+
+impl NoKey {
+    /// The request is answered for want of a key.
+    pub(crate) fn record<T>(self, verdict: &mut Verdict<T>) {
+        verdict.outcome = Outcome::NoKey(self.0);
+        verdict.missing = self.1;
     }
 }

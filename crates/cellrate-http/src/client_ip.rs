@@ -18,7 +18,11 @@ pub enum ProxyHeader {
     XForwardedFor,
     /// RFC 7239 `Forwarded: for=client, for=proxy1`: the `for=` node of each element.
     Forwarded,
-    /// `X-Real-IP: client`: one address, set (not appended) by the proxy next to the server.
+    /// `X-Real-IP: client`: one address, written by the proxy next to the server. Only the
+    /// last `X-Real-IP` line is read: a proxy that appends its own line (HAProxy's
+    /// `add-header`, Envoy's `append`) puts it after any the client sent, and a proxy that
+    /// sets the header leaves one line. A last line that is not one address (a list, garbage)
+    /// leaves the request without a key ([`KeyError::InvalidHeader`]).
     XRealIp,
 }
 
@@ -26,24 +30,32 @@ pub enum ProxyHeader {
 ///
 /// - **Peer address**: from axum's `ConnectInfo<SocketAddr>` (feature `axum`; serve with
 ///   `into_make_service_with_connect_info::<SocketAddr>()`) or a `SocketAddr` request
-///   extension (what a hyper server loop inserts). Without either there is no key
+///   extension (what a hyper server loop inserts), or tonic's `TcpConnectInfo` (feature
+///   `tonic`; a server on TLS or a socket of its own: insert the `SocketAddr`). Without one there is no key
 ///   ([`KeyError::NoPeerAddress`]).
 /// - **Trusted proxies**: only when the peer is in one of [`trust_proxies`](Self::trust_proxies)'
-///   networks is the [`ProxyHeader`] read, from the right: each hop that is itself trusted is
+///   networks is the [`ProxyHeader`] paired with that network read, from the right: each hop that is itself trusted is
 ///   skipped and the first untrusted one is the client (if every hop is trusted, the leftmost).
 ///   The leftmost entries are whatever the client wrote, so they count only past trusted hops;
 ///   headers from an untrusted peer are ignored. A hop a trusted proxy wrote that names no
-///   address (`unknown`, an obfuscated `_id`, garbage) leaves the request without a key.
+///   address (`unknown`, an obfuscated `_id`, garbage) leaves the request without a key
+///   ([`KeyError::InvalidHeader`], which [`MissingKey::Skip`](super::MissingKey::Skip) never
+///   skips). The layer fails closed on forms it does not parse, though a proxy may write them:
+///   an IPv6 zone id (`fe80::1%eth0`), an empty list entry (`1.2.3.4,,`), an IPv4 address
+///   with leading zeros (`010.1.1.1`, which some parsers read as octal).
+/// - **Networks**: a trusted network written as IPv4-mapped IPv6 (`::ffff:10.0.0.0/104`)
+///   matches the IPv4 peers it maps.
 /// - **Prefixes**: one IPv6 client usually owns a whole prefix (a /56 or /64 per customer is
 ///   common) and can pick a new address per request, so IPv6 is keyed by its first 56 bits by
 ///   default; IPv4 by the whole address. IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`, what a
 ///   dual-stack socket reports) are keyed as the IPv4 address they carry.
 ///
-/// The key is the address with its host bits zeroed.
+/// The key is the address with its host bits zeroed ([`key_of`](Self::key_of), for an
+/// extractor of one's own).
 #[derive(Clone, Debug)]
 pub struct ClientIp {
-    trusted: Vec<IpNet>,
-    header: ProxyHeader,
+    /// Each trusted network with the header its proxies write.
+    trusted: Vec<(IpNet, ProxyHeader)>,
     v4_prefix: u8,
     v6_prefix: u8,
 }
@@ -59,20 +71,21 @@ impl ClientIp {
     pub fn new() -> ClientIp {
         ClientIp {
             trusted: Vec::new(),
-            header: ProxyHeader::default(),
             v4_prefix: 32,
             v6_prefix: 56,
         }
     }
 
-    /// Trusts the proxies in `networks` to write `header` truthfully.
+    /// Trusts the proxies in `networks` to write `header` truthfully. Each call pairs its
+    /// networks with its own header: a peer in `networks` has `header` read, whatever later
+    /// calls trust. (A network given twice keeps the header of the first call.)
     pub fn trust_proxies(
         mut self,
         networks: impl IntoIterator<Item = IpNet>,
         header: ProxyHeader,
     ) -> ClientIp {
-        self.trusted.extend(networks);
-        self.header = header;
+        self.trusted
+            .extend(networks.into_iter().map(|net| (net, header)));
         self
     }
 
@@ -105,13 +118,14 @@ impl ClientIp {
     /// The client's address (before the prefix is applied) for a request from `peer`.
     pub fn client_address(&self, peer: IpAddr, req: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
         let peer = canonical(peer);
-        if !self.is_trusted(peer) {
+        let Some(header) = self.header_of(peer) else {
             return Ok(peer);
-        }
-        let (name, forwarded) = match self.header {
+        };
+        let (name, forwarded) = match header {
             ProxyHeader::XRealIp => {
                 let name = HeaderName::from_static("x-real-ip");
-                return match req.headers.get(&name) {
+                // The last line: the one the proxy next to the server wrote.
+                return match req.headers.get_all(&name).iter().next_back() {
                     None => Ok(peer),
                     Some(value) => value
                         .to_str()
@@ -127,15 +141,31 @@ impl ClientIp {
         let mut client = peer;
         for hop in hops_from_right(req.headers, &name, forwarded) {
             client = canonical(hop.ok_or_else(|| KeyError::InvalidHeader(name.clone()))?);
-            if !self.is_trusted(client) {
+            if self.header_of(client).is_none() {
                 break;
             }
         }
         Ok(client)
     }
 
-    fn is_trusted(&self, ip: IpAddr) -> bool {
-        self.trusted.iter().any(|net| net.contains(&ip))
+    /// The header of the first trusted network that holds `ip` (canonical), if any. An IPv4
+    /// address is also looked for as IPv4-mapped IPv6, the way a network may be written.
+    fn header_of(&self, ip: IpAddr) -> Option<ProxyHeader> {
+        let mapped = match ip {
+            IpAddr::V4(v4) => Some(IpAddr::V6(v4.to_ipv6_mapped())),
+            IpAddr::V6(_) => None,
+        };
+        self.trusted
+            .iter()
+            .find(|(net, _)| net.contains(&ip) || mapped.is_some_and(|m| net.contains(&m)))
+            .map(|(_, header)| *header)
+    }
+
+    /// The key of the client address `ip`: IPv4-mapped IPv6 as the IPv4 address it carries,
+    /// then the host bits past the prefix zeroed. For an extractor of one's own that finds
+    /// the address elsewhere.
+    pub fn key_of(&self, ip: IpAddr) -> IpAddr {
+        self.masked(canonical(ip))
     }
 
     /// `ip` with its host bits zeroed.
@@ -162,9 +192,17 @@ fn canonical(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// The peer address the server recorded in the request.
+/// The peer address the server recorded in the request: axum's `ConnectInfo` (feature `axum`),
+/// tonic's `TcpConnectInfo` (feature `tonic`), or a `SocketAddr`.
 #[inline]
 pub(crate) fn peer_address(req: &RequestHead<'_>) -> Option<SocketAddr> {
+    #[cfg(feature = "tonic")]
+    if let Some(info) = req
+        .extensions
+        .get::<tonic::transport::server::TcpConnectInfo>()
+    {
+        return info.remote_addr();
+    }
     #[cfg(feature = "axum")]
     if let Some(info) = req
         .extensions

@@ -31,11 +31,11 @@ impl<B: Backend> After<B> {
     /// of line: the admission with nothing to do, polled through, keeps its code compact.
     #[inline(never)]
     pub(crate) fn apply<K: BodyKind<ResB>, ResB>(
-        self,
+        mut self,
         mut response: Response<ResB>,
     ) -> Response<K::Body> {
-        self.fields.append_to(response.headers_mut());
-        let Some((shared, ticket, cost)) = self.refund else {
+        core::mem::take(&mut self.fields).append_to(response.headers_mut());
+        let Some((shared, ticket, cost)) = self.refund.take() else {
             return K::response(response);
         };
         let (parts, body) = response.into_parts();
@@ -44,6 +44,20 @@ impl<B: Backend> After<B> {
             shared.counters.bump(Count::Refunded);
         }
         Response::from_parts(parts, K::inner(body))
+    }
+}
+
+impl<B: Backend> Drop for After<B> {
+    /// An admitted request whose response never came (the client went away and the server
+    /// dropped its future, or the inner service failed) keeps its charge, unless the layer
+    /// refunds on drop.
+    fn drop(&mut self) {
+        if let Some((shared, ticket, cost)) = self.refund.take() {
+            if shared.options.refund_on_drop {
+                shared.backend.refund(ticket, cost);
+                shared.counters.bump(Count::Refunded);
+            }
+        }
     }
 }
 

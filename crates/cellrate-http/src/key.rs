@@ -82,20 +82,62 @@ impl fmt::Display for KeyError {
 
 impl std::error::Error for KeyError {}
 
-/// What the layer does with a request that has no key.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+impl KeyError {
+    /// Whether the key is really absent (the header is not there, or a user's extractor found
+    /// none), so that [`MissingKey::Skip`] may let the request through. A header that is there
+    /// but cannot be read (a hop a trusted proxy wrote as `unknown`, garbage) is not absent:
+    /// skipping it would let the client turn the limit off. No peer address is not absent
+    /// either: the server does not record it, a fault of the configuration. An extractor of
+    /// one's own that finds a key it cannot read should say so with
+    /// [`InvalidHeader`](KeyError::InvalidHeader), which is never skipped, not with `Other`.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, KeyError::MissingHeader(_) | KeyError::Other(_))
+    }
+}
+
+/// What the layer does with a request that a policy finds no key for, chosen per policy
+/// ([`Keyed::missing_key`](super::Keyed::missing_key)) or for the layer's policies that did
+/// not choose ([`RateLimitBuilder::missing_key`](super::RateLimitBuilder::missing_key)).
+///
+/// Whatever the choice, a request without a peer address ([`KeyError::NoPeerAddress`]: the
+/// server does not record it) is answered 500 with an error log line naming the fix: it is a
+/// fault of the configuration, and every request has it. A gRPC call gets the gRPC status of
+/// the HTTP one (400 is `INVALID_ARGUMENT`, 401 `UNAUTHENTICATED`, 500 `INTERNAL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MissingKey {
-    /// Answer 500 Internal Server Error and log the reason at error level: a configuration
-    /// fault shows at once instead of every client sharing one bucket.
-    #[default]
+    /// Answer 500 Internal Server Error and log the reason at error level.
     InternalError,
-    /// Answer with this status (such as 401 for a missing API key); logged at debug level.
+    /// Answer with this status, logged at debug level: the default is 400 Bad Request (the
+    /// client sent no key, or one that cannot be read); 401 suits a missing API key.
     Reject(http::StatusCode),
     /// Let the request through without charging that policy (the others still apply);
-    /// logged at debug level. It counts as `allowed` in [`LayerStats`](super::LayerStats)
-    /// (`no_key` counts only the requests the layer answered for want of a key).
+    /// logged at debug level. Only when the key is really absent ([`KeyError::is_absent`]):
+    /// a key that is there but cannot be read, such as a hop a trusted proxy wrote as
+    /// `for=unknown`, is answered 400. It counts as `allowed` in
+    /// [`LayerStats`](super::LayerStats) (`no_key` counts only the requests the layer
+    /// answered for want of a key).
     Skip,
+}
+
+impl Default for MissingKey {
+    /// 400 Bad Request: a client error, logged at debug level (a flood of keyless requests
+    /// neither fills the logs nor looks like a server fault).
+    fn default() -> Self {
+        MissingKey::Reject(http::StatusCode::BAD_REQUEST)
+    }
+}
+
+impl MissingKey {
+    /// What a policy with this choice does with `error`: `Ok(None)` skips it, `Err` leaves
+    /// the request without a key.
+    pub(crate) fn apply<K>(self, policy: &str, error: KeyError) -> Result<Option<K>, KeyError> {
+        if self == MissingKey::Skip && error.is_absent() {
+            tracing::debug!(policy, "rate limit skipped: {error}");
+            return Ok(None);
+        }
+        Err(error)
+    }
 }
 
 /// One key for every request (the key is `()`): a global limit where a keyed policy is

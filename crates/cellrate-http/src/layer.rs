@@ -3,6 +3,7 @@
 use super::backend::Backend;
 use super::body::{SameBody, WrappedBody};
 use super::headers::{policy_field, FieldChoice, PolicyInfo};
+use super::interned::static_value;
 use super::key::{MissingKey, RequestHead};
 use super::refusal::Refusal;
 use super::service::RateLimit;
@@ -70,6 +71,7 @@ pub(crate) struct Options {
     pub(crate) missing_key: MissingKey,
     pub(crate) shadow: bool,
     pub(crate) refund_if: Option<Box<RefundFn>>,
+    pub(crate) refund_on_drop: bool,
     pub(crate) on_allowed: FieldChoice,
     pub(crate) on_refused: FieldChoice,
     pub(crate) partition_key: bool,
@@ -77,9 +79,16 @@ pub(crate) struct Options {
     pub(crate) refusal: Option<Box<RefusalFn>>,
 }
 
+impl Options {
+    /// Whether an admission may be given back, so that its booking is kept.
+    pub(crate) fn refunds(&self) -> bool {
+        self.refund_if.is_some() || self.refund_on_drop
+    }
+}
+
 impl<B: Backend> RateLimitLayer<B> {
     /// A layer with the default options: cost 1, `RateLimit-Policy` and `RateLimit` on every
-    /// response, a 500 for a request with no key.
+    /// response, a 400 for a request with no key.
     pub fn new(backend: B) -> RateLimitLayer<B> {
         RateLimitLayer::builder(backend).build()
     }
@@ -98,6 +107,7 @@ impl<B: Backend> RateLimitLayer<B> {
                 missing_key: MissingKey::default(),
                 shadow: false,
                 refund_if: None,
+                refund_on_drop: false,
                 on_allowed: ietf,
                 on_refused: ietf,
                 partition_key: false,
@@ -146,7 +156,9 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         self
     }
 
-    /// What to do with a request a policy finds no key for (default: a 500 and an error log).
+    /// What to do with a request a policy finds no key for, for the policies that did not
+    /// choose ([`Keyed::missing_key`](super::Keyed::missing_key)); default 400, logged at
+    /// debug level. Redis policies have no choice of their own and follow this one.
     pub fn missing_key(mut self, missing: MissingKey) -> Self {
         self.options.missing_key = missing;
         self
@@ -161,10 +173,18 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
     }
 
     /// Gives an admitted request's tokens back when its response matches `predicate`: count
-    /// only failed logins (`|r| r.status.is_success()`, fail2ban style), or do not charge for
-    /// server errors (`|r| r.status.is_server_error()`). An error from the inner service
-    /// (rather than a response) is not refunded.
+    /// only failed logins (`|r| r.status.is_success()`, fail2ban style), or give back what the
+    /// server chose not to do (`|r| r.status == StatusCode::NOT_MODIFIED`).
     ///
+    /// Do not refund server errors (`|r| r.status.is_server_error()`): an attacker can cause
+    /// them (a 503 or 504 from an inner timeout under load, a 500 from a caught panic), and
+    /// refunding them makes requests free exactly under overload, when the limit matters
+    /// most. A predicate on 5xx is safe only if it names statuses the server decides alone,
+    /// such as `|r| r.status == StatusCode::NOT_IMPLEMENTED`.
+    ///
+    /// The predicate runs only on a response: a request whose future is dropped after its
+    /// admission (the client hung up before the response) or whose inner service returned
+    /// an error keeps its charge, unless [`refund_on_drop`](Self::refund_on_drop).
     ///
     /// # Errors
     /// [`RefundUnsupported`] if the backend cannot refund exactly (every backend of this crate
@@ -177,6 +197,22 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
             return Err(RefundUnsupported(why));
         }
         self.options.refund_if = Some(Box::new(predicate));
+        Ok(self)
+    }
+
+    /// Gives an admitted request's tokens back when it gets no response: the server dropped
+    /// its future (the client went away) or the inner service returned an error (default
+    /// no: charged). A client can then hang up before the response to have its request for
+    /// free, so turn it on only where the work happens while the response is sent (a
+    /// download, a stream), not before it.
+    ///
+    /// # Errors
+    /// [`RefundUnsupported`] if the backend cannot refund exactly.
+    pub fn refund_on_drop(mut self, on: bool) -> Result<Self, RefundUnsupported> {
+        if let Some(why) = self.backend.refund_unsupported() {
+            return Err(RefundUnsupported(why));
+        }
+        self.options.refund_on_drop = on;
         Ok(self)
     }
 
@@ -225,9 +261,11 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         self
     }
 
-    /// The layer. Starts the idle-key eviction threads of keyed policies. The layer's
-    /// `RateLimit-Policy` value (tens of bytes) is kept for the life of the process, so that
-    /// responses copy it rather than share it (docs/design.md, section 9). It states the
+    /// The layer. Starts the idle-key eviction thread of each keyed policy's limiter that has
+    /// none yet (one per limiter, however many layers share it). The layer's
+    /// `RateLimit-Policy` value (tens of bytes) lives as long as the process, made once per
+    /// distinct value however many layers state it, so that responses copy it rather than
+    /// share it (docs/design.md, section 9). It states the
     /// quotas the policies' limiters had when the policies were made; after a
     /// [`Limiter::set_quota`](cellrate::Limiter::set_quota) or
     /// [`KeyedLimiter::set_default_quota`](cellrate::KeyedLimiter::set_default_quota), each
@@ -260,15 +298,6 @@ impl<S, B, K> Layer<S> for RateLimitLayer<B, K> {
             kind: PhantomData,
         }
     }
-}
-
-/// `value` with bytes that live as long as the process: a copy of it is a copy of a pointer.
-/// A value made at run time shares its bytes through a reference count, which every response
-/// would raise and lower, on a cache line all threads share. The bytes (the policies' names
-/// and numbers) are never freed: once per layer built.
-fn static_value(value: &HeaderValue) -> HeaderValue {
-    let text = value.to_str().expect("a structured field is visible ASCII");
-    HeaderValue::from_static(Box::leak(text.to_owned().into_boxed_str()))
 }
 
 /// [`RateLimitBuilder::refund_if`] with a backend that cannot give tokens back exactly.

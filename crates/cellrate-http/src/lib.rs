@@ -58,7 +58,8 @@
 //! - [`Global`]: one shared [`Limiter`](cellrate::Limiter).
 //! - [`Keyed`]: a [`KeyedLimiter`](cellrate::KeyedLimiter) and a [`KeyExtractor`]: [`ClientIp`],
 //!   [`HeaderKey`] (an API key), [`SameKey`] (one key for all), or your own with [`from_fn`].
-//!   A background thread evicts idle keys every 60 s ([`Keyed::evict_idle_every`]).
+//!   A background thread evicts idle keys every 60 s ([`Keyed::evict_idle_every`]), one per
+//!   limiter however many layers share it.
 //! - `a.and(b)` (trait [`policy::And`]): several policies at once, all or nothing, with
 //!   [`all_of`](cellrate::all_of); up to 4. They must share one clock type.
 //! - [`Tiered`] ([`Keyed::quota_per_request`]): a quota chosen per request (free, paid).
@@ -66,24 +67,33 @@
 //!   at once with the all-or-nothing script.
 //!
 //! A request costs 1 token, or what [`RateLimitBuilder::cost`] says (by route, by
-//! `Content-Length`). A request a policy finds no key for gets a 500 and an error log line
-//! naming the fix, or what [`MissingKey`] says; it never falls into one shared bucket.
+//! `Content-Length` with [`content_length_cost`], which rounds up, stops at the burst and
+//! charges the most for a body of unstated length). A request a policy finds no key for gets a 400 logged at debug level, or what
+//! that policy's [`MissingKey`] says ([`Keyed::missing_key`]); it never falls into one shared
+//! bucket. Skipping applies only to a key that is really absent ([`KeyError::is_absent`]). A
+//! request without a peer address (the server does not record it) gets a 500 and an error log
+//! line naming the fix.
 //!
 //! # Client addresses
 //! [`ClientIp`] keys by the peer address (axum's `ConnectInfo<SocketAddr>` with the `axum`
-//! feature, or a `SocketAddr` request extension); IPv6 by its /56 prefix (one client usually
+//! feature, tonic's `TcpConnectInfo` with the `tonic` feature, or a `SocketAddr` request
+//! extension; [`ClientIp::key_of`] masks an address found elsewhere); IPv6 by its /56 prefix (one client usually
 //! owns a whole prefix), IPv4 by address. Behind proxies, list them with
-//! [`ClientIp::trust_proxies`]: only a trusted peer's header is read, from the right, skipping
+//! [`ClientIp::trust_proxies`], each set of networks with the header its proxies
+//! write: only a trusted peer's header is read, from the right, skipping
 //! trusted hops, so the entries a client wrote itself never choose its bucket.
 //!
 //! # Responses and headers
 //! A refusal is a 429 with `Retry-After` in whole seconds rounded up (a client that waits that
 //! long is admitted), a plain-text or [`problem_json`](RateLimitBuilder::problem_json) body
 //! (type [`QUOTA_EXCEEDED`]), or your own ([`RateLimitBuilder::on_refused`]). A request whose
-//! cost exceeds a burst can never pass: 429 without `Retry-After`. A gRPC call
-//! (`content-type: application/grpc`) gets `grpc-status: 8` (`RESOURCE_EXHAUSTED`), a message,
-//! and `grpc-retry-pushback-ms` (milliseconds rounded up; -1, "do not retry", for a cost above
-//! the burst).
+//! cost exceeds a burst can never pass: 429 without `Retry-After`. A gRPC or gRPC-Web call
+//! (`content-type: application/grpc...`, in any case) gets a trailers-only answer in its own
+//! content-type family: `grpc-status: 8` (`RESOURCE_EXHAUSTED`), a message, and
+//! `grpc-retry-pushback-ms` (milliseconds rounded up; -1, "do not retry", for a cost above
+//! the burst). A call without a key gets the gRPC status of the HTTP one (3
+//! `INVALID_ARGUMENT` for 400, 16 `UNAUTHENTICATED` for 401, 13 `INTERNAL` for 500). A
+//! refusal written by [`RateLimitBuilder::on_refused`] is sent as written.
 //!
 //! Admitted and refused responses carry, one item per policy
 //! (draft-ietf-httpapi-ratelimit-headers-10, RFC 9651 lists):
@@ -109,9 +119,12 @@
 //!
 //! # After the response
 //! [`RateLimitBuilder::refund_if`] gives the tokens back when the response matches (count only
-//! failed logins; do not charge for 5xx). [`RateLimitBuilder::shadow`] decides and reports
-//! without refusing, to roll a limit out; [`RateLimitLayer::stats`] counts what it would have
-//! refused.
+//! failed logins). Do not refund 5xx: an attacker can cause them, and requests would be free
+//! exactly under overload; the method's docs show safe predicates. A request admitted but
+//! never answered (its future dropped when the client hangs up, or an inner service error)
+//! keeps its charge unless [`RateLimitBuilder::refund_on_drop`]. [`RateLimitBuilder::shadow`]
+//! decides and reports without refusing, to roll a limit out; [`RateLimitLayer::stats`]
+//! counts what it would have refused.
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -119,9 +132,12 @@
 mod backend;
 mod body;
 mod client_ip;
+mod cost;
 mod forwarded;
 mod future;
+mod grpc;
 mod headers;
+mod interned;
 mod key;
 mod layer;
 mod local;
@@ -130,6 +146,7 @@ mod refusal;
 #[cfg(feature = "redis")]
 mod remote;
 mod service;
+mod slots;
 mod state;
 mod stats;
 mod upkeep;
@@ -137,6 +154,7 @@ mod upkeep;
 pub use backend::Backend;
 pub use body::{BodyKind, RateLimitBody, SameBody, WrappedBody};
 pub use client_ip::{ClientIp, ProxyHeader};
+pub use cost::content_length_cost;
 pub use future::ResponseFuture;
 pub use key::{
     from_fn, FnKey, HeaderKey, KeyError, KeyExtractor, MissingKey, RequestHead, SameKey,

@@ -171,11 +171,11 @@ where
         how: &How<'_>,
         verdict: &mut Verdict<Self::Ticket>,
     ) -> Option<Pending<Self::Ticket>> {
-        let key = match self.keyed.keys(head, how.skip_missing) {
+        let key = match self.keyed.keys(head, how.missing) {
             Ok(Some(key)) => key,
             Ok(None) => return None,
-            Err(e) => {
-                verdict.outcome = Outcome::NoKey(e);
+            Err(no_key) => {
+                no_key.record(verdict);
                 return None;
             }
         };

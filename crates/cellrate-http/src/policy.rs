@@ -2,15 +2,16 @@
 //! extractor), several joined by `.and(..)` and decided all or nothing with
 //! [`all_of`](cellrate::all_of).
 
-use super::backend::{How, Outcome, Verdict};
+use super::backend::{How, NoKey, Verdict};
 use super::headers::{checked_name, PolicyInfo};
-use super::key::{KeyError, KeyExtractor, RequestHead};
+use super::key::{KeyExtractor, MissingKey, RequestHead};
 use super::local::{alone, check_or_book, together, Booked};
-use super::state::{PolicyState, MAX_POLICIES};
+pub use super::slots::{Bucket, Slot, Slots};
+use super::state::MAX_POLICIES;
 use super::upkeep;
-use cellrate::{Allowed, Clock, Denied, KeyedBucket, KeyedLimiter, Limit, Limiter, Quota, Ticket};
+use cellrate::{Clock, KeyedLimiter, Limiter, Quota};
 use core::time::Duration;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// One limit for all requests: a shared [`Limiter`].
@@ -44,6 +45,8 @@ pub struct Keyed<E: KeyExtractor, C: Clock> {
     limiter: Arc<KeyedLimiter<E::Key, C>>,
     extractor: E,
     evict_every: Option<Duration>,
+    /// What to do with a request without a key; `None`: the layer's choice.
+    missing: Option<MissingKey>,
     /// The default quota `RateLimit-Policy` states unless a request shows it has changed.
     described: Quota,
 }
@@ -64,14 +67,27 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
             limiter,
             extractor,
             evict_every: Some(Duration::from_secs(60)),
+            missing: None,
         }
+    }
+
+    /// What to do with a request this policy finds no key for (default: the layer's
+    /// [`RateLimitBuilder::missing_key`](super::RateLimitBuilder::missing_key), 400 unless
+    /// changed). Chosen per policy: an optional API-key policy can
+    /// [`Skip`](MissingKey::Skip) requests without the key while the per-IP policy beside it
+    /// still holds them.
+    pub fn missing_key(mut self, missing: MissingKey) -> Keyed<E, C> {
+        self.missing = Some(missing);
+        self
     }
 
     /// How often a background thread removes the limiter's idle keys (full buckets, which
     /// carry no information): each pass is one [`KeyedLimiter::evict_idle`], a scan of the
     /// whole table (16 bytes per slot, `max_keys * 1.25` slots) that blocks no check. The
     /// thread holds only a weak reference and ends within one period after the limiter is
-    /// dropped. `None`: no thread (the table still reuses idle keys' slots on insert).
+    /// dropped. One thread per limiter, however many layers and policies share it: the first
+    /// layer built over it sets the period. `None`: no thread from this policy (the table
+    /// still reuses idle keys' slots on insert).
     pub fn evict_idle_every(mut self, period: Option<Duration>) -> Keyed<E, C> {
         self.evict_every = period;
         self
@@ -126,87 +142,6 @@ pub trait And: Sized + sealed::Local {
 
 impl<T: sealed::Local> And for T {}
 
-/// One policy's bucket for this request.
-pub struct Slot<'a, C: Clock> {
-    pub(crate) index: usize,
-    pub(crate) quota: Quota,
-    /// The quota the layer's `RateLimit-Policy` states for this policy.
-    pub(crate) described: &'a Quota,
-    pub(crate) bucket: Bucket<'a, C>,
-    /// A keyed hash of the key, for `pk`, when asked for.
-    pub(crate) partition: Option<u64>,
-}
-
-/// A shared limiter or one key's bucket.
-pub enum Bucket<'a, C: Clock> {
-    /// A [`Global`] policy.
-    Global(&'a Limiter<C>),
-    /// A [`Keyed`] policy.
-    Keyed(KeyedBucket<'a, C>),
-}
-
-impl<C: Clock> Slot<'_, C> {
-    pub(crate) fn limit(&self) -> &dyn Limit {
-        match &self.bucket {
-            Bucket::Global(l) => *l,
-            Bucket::Keyed(k) => k,
-        }
-    }
-
-    pub(crate) fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        match &self.bucket {
-            Bucket::Global(l) => l.check_n(cost),
-            Bucket::Keyed(k) => k.check_n(cost),
-        }
-    }
-
-    /// What the headers show of this bucket after `answer`.
-    pub(crate) fn state(&self, answer: &Result<Allowed, Denied>) -> PolicyState {
-        PolicyState {
-            partition: self.partition,
-            ..PolicyState::of_answer(&self.quota, answer)
-        }
-    }
-
-    /// Gives back the booking `ticket` of this policy's bucket.
-    pub(crate) fn give_back(&self, ticket: Ticket) {
-        let reservation = match &self.bucket {
-            Bucket::Global(l) => l.attach(ticket),
-            Bucket::Keyed(k) => k.attach(ticket),
-        };
-        if let Some(reservation) = reservation {
-            reservation.cancel();
-        }
-    }
-}
-
-/// The buckets of one request, on the stack.
-pub struct Slots<'a, C: Clock> {
-    pub(crate) items: [Option<Slot<'a, C>>; MAX_POLICIES],
-    pub(crate) len: usize,
-    /// The keyed hasher of `pk`, when the headers show it.
-    hasher: Option<&'a RandomState>,
-}
-
-impl<'a, C: Clock> Slots<'a, C> {
-    pub(crate) fn new(hasher: Option<&'a RandomState>) -> Self {
-        Slots {
-            items: Default::default(),
-            len: 0,
-            hasher,
-        }
-    }
-
-    fn push(&mut self, slot: Slot<'a, C>) {
-        self.items[self.len] = Some(slot);
-        self.len += 1;
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Slot<'a, C>> {
-        self.items[..self.len].iter().flatten()
-    }
-}
-
 pub(crate) mod sealed {
     use super::*;
 
@@ -219,8 +154,9 @@ pub(crate) mod sealed {
         /// How many policies.
         const COUNT: usize;
 
-        /// The keys of this request.
-        fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError>;
+        /// The keys of this request, or why there is none and the choice of the policy that
+        /// found none (`layer`'s when it made none).
+        fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey>;
         /// Decides a request in `verdict`: a policy alone by its own check, a set of several
         /// all or nothing.
         fn decide_into(
@@ -247,7 +183,7 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
     type Keys = ();
     const COUNT: usize = 1;
 
-    fn keys(&self, _: &RequestHead<'_>, _: bool) -> Result<(), KeyError> {
+    fn keys(&self, _: &RequestHead<'_>, _: MissingKey) -> Result<(), NoKey> {
         Ok(())
     }
 
@@ -294,14 +230,15 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
     type Keys = Option<E::Key>;
     const COUNT: usize = 1;
 
-    fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError> {
+    fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey> {
         match self.extractor.extract(head) {
             Ok(key) => Ok(Some(key)),
-            Err(e) if skip_missing => {
-                tracing::debug!(policy = %self.name, "rate limit skipped: {e}");
-                Ok(None)
+            Err(e) => {
+                let choice = self.missing.unwrap_or(layer);
+                choice
+                    .apply(&self.name, e)
+                    .map_err(|e| NoKey(e, self.missing))
             }
-            Err(e) => Err(e),
         }
     }
 
@@ -313,13 +250,10 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         how: &How<'_>,
         out: &mut Verdict<Booked<Self::Keys>>,
     ) {
-        let key = match self.keys(head, how.skip_missing) {
+        let key = match self.keys(head, how.missing) {
             Ok(Some(key)) => key,
             Ok(None) => return, // skipped: admitted, and nothing to show
-            Err(e) => {
-                out.outcome = Outcome::NoKey(e);
-                return;
-            }
+            Err(no_key) => return no_key.record(out),
         };
         // The limiter's own check: its clock read as coarsely as its quota allows.
         let answer = check_or_book(
@@ -362,7 +296,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
 
     fn start_upkeep(&self) {
         if let Some(period) = self.evict_every {
-            upkeep::evict_idle_every(Arc::downgrade(&self.limiter), period);
+            upkeep::evict_idle_every(&self.limiter, period);
         }
     }
 }
@@ -372,10 +306,10 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
     type Keys = (A::Keys, B::Keys);
     const COUNT: usize = A::COUNT + B::COUNT;
 
-    fn keys(&self, head: &RequestHead<'_>, skip_missing: bool) -> Result<Self::Keys, KeyError> {
+    fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey> {
         Ok((
-            self.first.keys(head, skip_missing)?,
-            self.second.keys(head, skip_missing)?,
+            self.first.keys(head, layer)?,
+            self.second.keys(head, layer)?,
         ))
     }
 
@@ -386,9 +320,9 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
         how: &How<'_>,
         out: &mut Verdict<Booked<Self::Keys>>,
     ) {
-        match self.keys(head, how.skip_missing) {
+        match self.keys(head, how.missing) {
             Ok(keys) => together(self, keys, cost, how, out),
-            Err(e) => out.outcome = Outcome::NoKey(e),
+            Err(no_key) => no_key.record(out),
         }
     }
 

@@ -2,7 +2,9 @@
 //! answer to a request without a key.
 
 use super::backend::{Backend, Verdict};
+use super::grpc::{self, Grpc};
 use super::headers::{push_quoted, Fields};
+use super::key::{KeyError, MissingKey};
 use super::layer::Shared;
 use super::state::{ceil_millis_of, ceil_secs_of};
 use bytes::Bytes;
@@ -13,8 +15,6 @@ use http::{Response, StatusCode};
 /// The problem type of draft-ietf-httpapi-ratelimit-headers for a refused request.
 pub const QUOTA_EXCEEDED: &str = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 
-static GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
-static GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
 static GRPC_PUSHBACK: HeaderName = HeaderName::from_static("grpc-retry-pushback-ms");
 
 /// A refused request, for a custom refusal response
@@ -32,7 +32,8 @@ impl Refusal<'_> {
         self.retry_after
     }
 
-    /// Whether the request is a gRPC call (`content-type: application/grpc...`).
+    /// Whether the request is a gRPC or gRPC-Web call (`content-type: application/grpc...`,
+    /// in any case).
     pub fn is_grpc(&self) -> bool {
         self.grpc
     }
@@ -49,19 +50,20 @@ pub(crate) fn refuse<B: Backend>(
     verdict: &Verdict<B::Ticket>,
     retry_after: Option<Duration>,
     cost: u32,
-    grpc: bool,
+    kind: Option<Grpc>,
 ) -> Response<Bytes> {
     let violated: Vec<&str> = verdict.violated(&shared.policies, cost).collect();
+    let grpc = kind.is_some();
     let refusal = Refusal {
         retry_after,
         grpc,
         violated: &violated,
     };
-    let mut response = match &shared.options.refusal {
-        Some(respond) => respond(&refusal),
-        None if grpc => grpc_refusal(retry_after),
-        None if shared.options.problem_json => problem(&refusal),
-        None => plain(StatusCode::TOO_MANY_REQUESTS, too_many(retry_after)),
+    let mut response = match (&shared.options.refusal, kind) {
+        (Some(respond), _) => respond(&refusal),
+        (None, Some(kind)) => grpc_refusal(kind, retry_after),
+        (None, None) if shared.options.problem_json => problem(&refusal),
+        (None, None) => plain(StatusCode::TOO_MANY_REQUESTS, too_many(retry_after)),
     };
     let headers = response.headers_mut();
     if let (Some(wait), false) = (retry_after, grpc) {
@@ -121,14 +123,9 @@ fn problem(refusal: &Refusal<'_>) -> Response<Bytes> {
     );
     response
 }
-
 /// A trailers-only gRPC answer: status 8, the pushback in milliseconds rounded up (-1, "do
 /// not retry", when the request can never pass).
-fn grpc_refusal(retry_after: Option<Duration>) -> Response<Bytes> {
-    let mut response = Response::new(Bytes::new());
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-    headers.insert(GRPC_STATUS.clone(), HeaderValue::from_static("8"));
+fn grpc_refusal(kind: Grpc, retry_after: Option<Duration>) -> Response<Bytes> {
     let (message, pushback) = match retry_after {
         Some(wait) => {
             let ms = ceil_millis_of(wait);
@@ -139,19 +136,39 @@ fn grpc_refusal(retry_after: Option<Duration>) -> Response<Bytes> {
             "-1".into(),
         ),
     };
-    // Both are printable ASCII with no '%': valid as they are (gRPC percent-encodes others).
-    headers.insert(GRPC_MESSAGE.clone(), header(message));
-    headers.insert(GRPC_PUSHBACK.clone(), header(pushback));
+    let mut response = grpc::answer(kind, 8, &message);
+    let pushback = HeaderValue::try_from(pushback).expect("an integer is a header value");
+    response
+        .headers_mut()
+        .insert(GRPC_PUSHBACK.clone(), pushback);
     response
 }
 
-fn header(text: String) -> HeaderValue {
-    HeaderValue::try_from(text).expect("printable ASCII")
-}
-
-/// Whether a request is a gRPC call.
-pub(crate) fn is_grpc(headers: &http::HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
+/// The answer to a request without a key (`error`) under the policy's `choice`: a 4xx logged
+/// at debug level, or a 500 logged at error level for a fault of the configuration (no peer
+/// address, or [`MissingKey::InternalError`]); for a gRPC call, its trailers-only equivalent.
+#[cold]
+pub(crate) fn no_key(error: &KeyError, choice: MissingKey, kind: Option<Grpc>) -> Response<Bytes> {
+    let status = match (error, choice) {
+        (KeyError::NoPeerAddress, _) | (_, MissingKey::InternalError) => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+        (_, MissingKey::Reject(status)) => status,
+        // Skip reaches here only for a key that is there but cannot be read.
+        (_, MissingKey::Skip) => StatusCode::BAD_REQUEST,
+    };
+    let text = if status.is_server_error() {
+        tracing::error!("rate limit: no key for the request, answered {status}: {error}");
+        "no rate limit key for this request (the server log says why)"
+    } else {
+        tracing::debug!("rate limit: request without a key answered {status}: {error}");
+        "no rate limit key in this request"
+    };
+    match kind {
+        Some(kind) => grpc::answer(kind, grpc::code_of(status), text),
+        None => {
+            let reason = status.canonical_reason().unwrap_or("Error");
+            plain(status, format!("{reason}: {text}\n"))
+        }
+    }
 }

@@ -3,15 +3,16 @@
 use super::backend::{Backend, How, Outcome, Verdict};
 use super::body::{BodyKind, SameBody};
 use super::future::{After, ResponseFuture};
+use super::grpc::Grpc;
 use super::headers::Fields;
 use super::key::{MissingKey, RequestHead};
 use super::layer::Shared;
-use super::refusal::{is_grpc, plain, refuse};
+use super::refusal::{no_key, refuse};
 use super::stats::Count;
 use bytes::Bytes;
 use core::marker::PhantomData;
 use core::task::{Context, Poll};
-use http::{HeaderMap, Request, Response, StatusCode};
+use http::{HeaderMap, Request, Response};
 use std::sync::Arc;
 use tower_service::Service;
 
@@ -66,8 +67,9 @@ where
         let cost = options.cost.as_ref().map_or(1, |cost| cost(&head));
         let how = How {
             skip_missing: options.missing_key == MissingKey::Skip,
+            missing: options.missing_key,
             partition: options.partition_key.then_some(&shared.hasher),
-            ticket: options.refund_if.is_some(),
+            ticket: options.refunds(),
             figures: options.on_allowed.ietf || options.on_allowed.legacy,
         };
         let mut verdict = Verdict::bare(Outcome::Allowed);
@@ -108,7 +110,7 @@ fn admit<B: Backend>(
     if let Outcome::Allowed = verdict.outcome {
         shared.counters.bump(Count::Allowed);
         let figures = options.on_allowed.ietf || options.on_allowed.legacy;
-        if !figures && options.refund_if.is_none() {
+        if !figures && !options.refunds() {
             return Ok(None);
         }
         return Ok(Some(admitted(shared, verdict, cost)));
@@ -124,8 +126,8 @@ fn admitted<B: Backend>(
     cost: u32,
 ) -> After<B> {
     let options = &shared.options;
-    let refund = match (&options.refund_if, verdict.ticket.take()) {
-        (Some(_), Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
+    let refund = match (options.refunds(), verdict.ticket.take()) {
+        (true, Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
         _ => None,
     };
     After::new(fields(shared, verdict), refund)
@@ -163,8 +165,8 @@ fn not_admitted<B: Backend>(
         }
         Outcome::Refused(retry_after) => {
             counters.bump(Count::Refused);
-            // Only a refusal depends on the protocol: gRPC answers in its own status.
-            let grpc = is_grpc(request_headers);
+            // Only the layer's own answers depend on the protocol: gRPC answers in its status.
+            let grpc = Grpc::of(request_headers);
             Err(refuse(shared, verdict, *retry_after, cost, grpc))
         }
         Outcome::NoKey(e) => {
@@ -173,21 +175,8 @@ fn not_admitted<B: Backend>(
                 tracing::warn!("rate limit (shadow): no key for the request: {e}");
                 return Ok(None);
             }
-            Err(match options.missing_key {
-                MissingKey::Reject(status) => {
-                    tracing::debug!("rate limit: request rejected with {status}: {e}");
-                    plain(status, String::new())
-                }
-                _ => {
-                    tracing::error!("rate limit: no key for the request, answered 500: {e}");
-                    plain(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "Internal Server Error: no rate limit key for this request \
-                         (the server log says why)\n"
-                            .into(),
-                    )
-                }
-            })
+            let choice = verdict.missing.unwrap_or(options.missing_key);
+            Err(no_key(e, choice, Grpc::of(request_headers)))
         }
     }
 }

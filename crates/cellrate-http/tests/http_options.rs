@@ -157,21 +157,22 @@ async fn tiers_and_header_keys() {
 #[tokio::test]
 async fn skipping_a_missing_key_keeps_the_other_policies() {
     use cellrate_http::policy::And;
-    let ips = Arc::new(KeyedLimiter::<IpAddr, _>::with_clock(
+    let keys = Arc::new(KeyedLimiter::<HeaderValue, _>::with_clock(
         Quota::per_minute(1),
         ManualClock::new(),
     ));
     let global = limiter(Quota::per_minute(1).with_burst(2));
+    let api_key = HeaderKey::new(HeaderName::from_static("x-api-key"));
     let layer = RateLimitLayer::builder(
-        Keyed::new("ip", ips, ClientIp::new()).and(Global::new("global", global)),
+        Keyed::new("api-key", keys, api_key).and(Global::new("global", global)),
     )
     .missing_key(MissingKey::Skip)
     .build();
     let app = Router::new()
         .route("/", get(|| async { "ok" }))
         .layer(layer.clone());
-    // No ConnectInfo: the per-IP policy has no key and is skipped; the global one holds.
-    let client = HttpClient::new(serve(app, false).await);
+    // No API key: that policy is skipped; the global one holds.
+    let client = HttpClient::new(serve(app, true).await);
     assert_eq!(client.get("/", &[]).await.status, StatusCode::OK);
     let second = client.get("/", &[]).await;
     assert_eq!(ratelimit(&second), [("global".into(), 0, 60)]);

@@ -13,8 +13,11 @@ mod redis_support;
 mod test_files;
 
 mod http_axum;
+mod http_charges;
 mod http_grpc;
+mod http_missing_key;
 mod http_options;
+mod http_proxies;
 mod http_redis;
 
 /// Every `.rs` file of `tests/` is compiled by some test target.

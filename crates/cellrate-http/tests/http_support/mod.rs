@@ -75,6 +75,18 @@ impl HttpClient {
         }
     }
 
+    /// GET `path`, or the error of a request that got no response (the server hung up).
+    pub async fn try_get(&self, path: &str) -> Result<StatusCode, String> {
+        let req = Request::get(format!("{}{path}", self.base)).body(Empty::new());
+        let response = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            self.client.request(req.unwrap()),
+        )
+        .await
+        .expect("an answer within 10 s");
+        response.map(|r| r.status()).map_err(|e| e.to_string())
+    }
+
     /// GET `path` as the client `ip`, through a proxy that appends it to X-Forwarded-For.
     pub async fn get_as(&self, path: &str, ip: &str) -> Answer {
         self.get(path, &[("x-forwarded-for", ip)]).await
