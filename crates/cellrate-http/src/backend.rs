@@ -54,11 +54,6 @@ pub(crate) mod sealed {
 
 /// How to decide: the layer's options that reach the backend.
 pub struct How<'a> {
-    /// Let a request through a policy whose key is missing (the layer's choice, for the
-    /// policies that did not make their own). Read by the Redis policies only (in-process
-    /// ones read `missing`, which tells a key that is absent from one that cannot be read).
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) skip_missing: bool,
     /// The layer's choice for a request without a key, for the policies without their own.
     pub(crate) missing: MissingKey,
     /// A keyed hasher for `pk`, when asked for.

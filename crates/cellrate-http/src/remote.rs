@@ -178,14 +178,15 @@ impl sealed::Backend for RedisPolicies {
         for (i, policy) in self.policies.iter().enumerate() {
             match (policy.key)(head) {
                 Ok(key) => keys.push(Some(key)),
-                Err(e) if how.skip_missing => {
-                    tracing::debug!(policy = %policy.name, "rate limit skipped: {e}");
-                    keys.push(None);
-                }
-                Err(e) => {
-                    verdict.outcome = Outcome::NoKey(e);
-                    return None;
-                }
+                // Skipped only when the layer says so and the key is really absent, never for
+                // a hop a trusted proxy wrote that cannot be read.
+                Err(e) => match how.missing.apply::<()>(&policy.name, e) {
+                    Ok(_) => keys.push(None),
+                    Err(e) => {
+                        verdict.outcome = Outcome::NoKey(e);
+                        return None;
+                    }
+                },
             }
             quotas[i] = policy.quota_of.as_ref().map(|f| f(head));
         }

@@ -5,7 +5,7 @@ use super::body::{BodyKind, SameBody};
 use super::future::{After, ResponseFuture};
 use super::grpc::Grpc;
 use super::headers::Fields;
-use super::key::{MissingKey, RequestHead};
+use super::key::RequestHead;
 use super::layer::Shared;
 use super::refusal::{no_key, refuse};
 use super::stats::Count;
@@ -66,7 +66,6 @@ where
         let head = RequestHead::of(&req);
         let cost = options.cost.as_ref().map_or(1, |cost| cost(&head));
         let how = How {
-            skip_missing: options.missing_key == MissingKey::Skip,
             missing: options.missing_key,
             partition: options.partition_key.then_some(&shared.hasher),
             ticket: options.refunds(),

@@ -350,3 +350,36 @@ fn a_quota_chosen_per_request_is_told_as_redis_enforces_it() {
         assert_eq!(items[0].2, 2, "t of the next token: {items:?}");
     });
 }
+
+/// A layer that skips requests without a key still refuses one whose trusted proxy wrote a
+/// hop it cannot read: for a Redis policy as for an in-process one, rotating such hops is no
+/// way past the limit.
+#[test]
+fn a_redis_policy_never_skips_a_hop_a_trusted_proxy_wrote_unreadably() {
+    let Some(server) = RedisServer::start("a_redis_policy_never_skips_an_unreadable_hop") else {
+        return;
+    };
+    runtime().block_on(async {
+        let options = RedisOptions::default().key_prefix("skip:");
+        let limiter = RedisLimiter::connect_with(&server.url(), Quota::per_minute(1), options)
+            .await
+            .unwrap();
+        let layer =
+            RateLimitLayer::builder(RedisPolicy::new("ip", limiter, behind_loopback_proxy()))
+                .missing_key(cellrate_http::MissingKey::Skip)
+                .build();
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(layer);
+        let client = HttpClient::new(serve(app, true).await);
+        for hop in ["unknown", "_hidden", "garbage", "1.2.3.4,,"] {
+            let answer = client.get("/", &[("x-forwarded-for", hop)]).await;
+            assert_eq!(
+                answer.status,
+                StatusCode::BAD_REQUEST,
+                "{hop}: {}",
+                answer.body
+            );
+        }
+    });
+}
