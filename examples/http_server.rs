@@ -11,7 +11,6 @@
 
 use axum::{routing::get, Router};
 use cellrate::{KeyedLimiter, Limiter, Quota};
-use cellrate_http::policy::And;
 use cellrate_http::{ClientIp, Global, Keyed, RateLimitLayer};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 use super::backend::Backend;
 use super::body::BodyKind;
 use super::headers::Fields;
-use super::layer::Shared;
+use super::shared::Shared;
 use super::stats::Count;
 use core::future::Future;
 use core::pin::Pin;

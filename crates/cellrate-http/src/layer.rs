@@ -2,25 +2,21 @@
 
 use super::backend::Backend;
 use super::body::{SameBody, WrappedBody};
-use super::headers::{policy_field, FieldChoice, PolicyInfo};
+use super::headers::{policy_field, FieldChoice};
 use super::interned::static_value;
 use super::key::{MissingKey, RequestHead};
 use super::refusal::Refusal;
 use super::service::RateLimit;
+use super::shared::{Options, Shared};
 use super::state::MAX_POLICIES;
 use super::stats::{Counters, LayerStats};
 use bytes::Bytes;
 use core::marker::PhantomData;
-use http::header::HeaderValue;
 use http::{response, Response};
 use std::fmt;
 use std::hash::RandomState;
 use std::sync::Arc;
 use tower_layer::Layer;
-
-type CostFn = dyn Fn(&RequestHead<'_>) -> u32 + Send + Sync;
-type RefundFn = dyn Fn(&response::Parts) -> bool + Send + Sync;
-type RefusalFn = dyn Fn(&Refusal<'_>) -> Response<Bytes> + Send + Sync;
 
 /// A tower [`Layer`] that rate limits requests with the policies of a [`Backend`].
 ///
@@ -51,38 +47,6 @@ impl<B, K> fmt::Debug for RateLimitLayer<B, K> {
             .field("policies", &names)
             .field("stats", &self.stats())
             .finish_non_exhaustive()
-    }
-}
-
-/// What every clone of a layer shares.
-pub(crate) struct Shared<B> {
-    pub(crate) backend: B,
-    pub(crate) policies: Vec<PolicyInfo>,
-    /// `RateLimit-Policy` for the configured quotas, the same on every response.
-    pub(crate) static_policy: HeaderValue,
-    pub(crate) options: Options,
-    pub(crate) counters: Counters,
-    pub(crate) hasher: RandomState,
-}
-
-/// The options of a layer; see [`RateLimitBuilder`].
-pub(crate) struct Options {
-    pub(crate) cost: Option<Box<CostFn>>,
-    pub(crate) missing_key: MissingKey,
-    pub(crate) shadow: bool,
-    pub(crate) refund_if: Option<Box<RefundFn>>,
-    pub(crate) refund_on_drop: bool,
-    pub(crate) on_allowed: FieldChoice,
-    pub(crate) on_refused: FieldChoice,
-    pub(crate) partition_key: bool,
-    pub(crate) problem_json: bool,
-    pub(crate) refusal: Option<Box<RefusalFn>>,
-}
-
-impl Options {
-    /// Whether an admission may be given back, so that its booking is kept.
-    pub(crate) fn refunds(&self) -> bool {
-        self.refund_if.is_some() || self.refund_on_drop
     }
 }
 

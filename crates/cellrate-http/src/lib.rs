@@ -5,7 +5,6 @@
 //! ```no_run
 //! use axum::{routing::get, Router};
 //! use cellrate_http::{ClientIp, Global, Keyed, RateLimitLayer};
-//! use cellrate_http::policy::And;
 //! use cellrate::{KeyedLimiter, Limiter, Quota};
 //! use std::net::{IpAddr, SocketAddr};
 //! use std::sync::Arc;
@@ -60,7 +59,7 @@
 //!   [`HeaderKey`] (an API key), [`SameKey`] (one key for all), or your own with [`from_fn`].
 //!   A background thread evicts idle keys every 60 s ([`Keyed::evict_idle_every`]), one per
 //!   limiter however many layers share it.
-//! - `a.and(b)` (trait [`policy::And`]): several policies at once, all or nothing, with
+//! - `a.and(b)` (a method of every policy): several policies at once, all or nothing, with
 //!   [`all_of`](cellrate::all_of); up to 4. They must share one clock type.
 //! - [`Tiered`] ([`Keyed::quota_per_request`]): a quota chosen per request (free, paid).
 //! - With the `redis` feature, [`RedisPolicy`]: buckets in Redis shared by every server, several
@@ -126,9 +125,11 @@
 //! decides and reports without refusing, to roll a limit out; [`RateLimitLayer::stats`]
 //! counts what it would have refused.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod answers;
 mod backend;
 mod body;
 mod client_ip;
@@ -141,16 +142,18 @@ mod interned;
 mod key;
 mod layer;
 mod local;
-pub mod policy;
+mod policy;
 mod refusal;
 #[cfg(feature = "redis")]
 mod remote;
 mod service;
+mod shared;
 mod slots;
 mod state;
 mod stats;
 mod upkeep;
 
+pub use answers::QUOTA_EXCEEDED;
 pub use backend::Backend;
 pub use body::{BodyKind, RateLimitBody, SameBody, WrappedBody};
 pub use client_ip::{ClientIp, ProxyHeader};
@@ -161,7 +164,7 @@ pub use key::{
 };
 pub use layer::{RateLimitBuilder, RateLimitLayer, RefundUnsupported};
 pub use policy::{Both, Global, Keyed, Tiered};
-pub use refusal::{Refusal, QUOTA_EXCEEDED};
+pub use refusal::Refusal;
 #[cfg(feature = "redis")]
 pub use remote::{RedisKey, RedisPolicies, RedisPolicy};
 pub use service::RateLimit;

@@ -1,19 +1,19 @@
 //! Deciding with in-process limiters: at once, in `call`, with no allocation.
 
-use super::backend::{sealed, How, Outcome, Pending, Verdict};
+use super::backend::{self, How, NoKey, Outcome, Pending, Verdict};
 use super::headers::PolicyInfo;
-use super::key::{KeyExtractor, RequestHead};
-use super::policy::{sealed::Local, Slots, Tiered};
+use super::key::{MissingKey, RequestHead};
+use super::slots::Slots;
 use super::state::{PolicyState, MAX_POLICIES};
 use cellrate::{all_of, Allowed, Clock, Denied, Limit, Quota, Reservation, Ticket};
 use core::time::Duration;
-use std::hash::BuildHasher;
+use sealed::Local;
 
 /// What an admission keeps to be given back after its response: the keys of the request and,
 /// per policy, its booking.
 pub struct Booked<K> {
     keys: K,
-    tickets: [Option<Ticket>; MAX_POLICIES],
+    pub(crate) tickets: [Option<Ticket>; MAX_POLICIES],
 }
 
 /// The answer of a check, or of a booking when a give-back may follow (`keep`): the booking's
@@ -32,7 +32,7 @@ pub(crate) fn check_or_book<'a, C: Clock + ?Sized + 'a>(
     }
 }
 
-impl<P: Local> sealed::Backend for P {
+impl<P: Local> backend::sealed::Backend for P {
     type Ticket = Booked<P::Keys>;
 
     fn policies(&self) -> Vec<PolicyInfo> {
@@ -151,57 +151,38 @@ pub(crate) fn together<P: Local>(
     }
 }
 
-impl<E, C, F> sealed::Backend for Tiered<E, C, F>
-where
-    E: KeyExtractor,
-    C: Clock + Send + Sync + 'static,
-    F: Fn(&RequestHead<'_>, &E::Key) -> Quota + Send + Sync + 'static,
-{
-    // The key and its booking (under the quota it was charged with).
-    type Ticket = Booked<E::Key>;
+pub(crate) mod sealed {
+    use super::*;
 
-    fn policies(&self) -> Vec<PolicyInfo> {
-        sealed::Backend::policies(&self.keyed)
-    }
+    /// What a set of in-process policies does for the layer.
+    pub trait Local: Send + Sync + 'static {
+        /// The clock all policies of a layer share.
+        type Clock: Clock + Send + Sync + 'static;
+        /// The keys of one request, one per keyed policy (`None`: skipped).
+        type Keys: Send + 'static;
+        /// How many policies.
+        const COUNT: usize;
 
-    fn decide(
-        &self,
-        head: &RequestHead<'_>,
-        cost: u32,
-        how: &How<'_>,
-        verdict: &mut Verdict<Self::Ticket>,
-    ) -> Option<Pending<Self::Ticket>> {
-        let key = match self.keyed.keys(head, how.missing) {
-            Ok(Some(key)) => key,
-            Ok(None) => return None,
-            Err(no_key) => {
-                no_key.record(verdict);
-                return None;
-            }
-        };
-        let quota = (self.quota_of)(head, &key);
-        let limiter = self.keyed.limiter();
-        let bucket = limiter.key(&key).with_quota(&quota);
-        let answer = check_or_book(
-            how.ticket,
-            || limiter.key(&key).with_quota(&quota).check_n(cost),
-            |wait| bucket.reserve_n(cost, wait),
+        /// The keys of this request, or why there is none and the choice of the policy that
+        /// found none (`layer`'s when it made none).
+        fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey>;
+        /// Decides a request in `verdict`: a policy alone by its own check, a set of several
+        /// all or nothing.
+        fn decide_into(
+            &self,
+            head: &RequestHead<'_>,
+            cost: u32,
+            how: &How<'_>,
+            verdict: &mut Verdict<Booked<Self::Keys>>,
         );
-        verdict.quotas[0] = Some(quota);
-        let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        alone(verdict, answer, (&quota, &quota), partition, how, key);
-        None
-    }
-
-    fn refund(&self, booked: Booked<E::Key>, _cost: u32) {
-        if let Some(ticket) = booked.tickets[0] {
-            if let Some(reservation) = self.keyed.limiter().attach(ticket) {
-                reservation.cancel();
-            }
-        }
-    }
-
-    fn start_upkeep(&self) {
-        Local::start_upkeep(&self.keyed)
+        /// The buckets of `keys` (with their `pk` when `out` has a hasher); `first` is this
+        /// set's first policy index.
+        fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, Self::Clock>);
+        /// The policies, in order.
+        fn describe(&self, out: &mut Vec<PolicyInfo>);
+        /// The first policy's clock.
+        fn clock(&self) -> &Self::Clock;
+        /// Starts the idle-key eviction threads.
+        fn start_upkeep(&self);
     }
 }

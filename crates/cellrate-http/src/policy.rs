@@ -2,11 +2,11 @@
 //! extractor), several joined by `.and(..)` and decided all or nothing with
 //! [`all_of`](cellrate::all_of).
 
-use super::backend::{How, NoKey, Verdict};
+use super::backend::{self, How, NoKey, Pending, Verdict};
 use super::headers::{checked_name, PolicyInfo};
 use super::key::{KeyExtractor, MissingKey, RequestHead};
-use super::local::{alone, check_or_book, together, Booked};
-pub use super::slots::{Bucket, Slot, Slots};
+use super::local::{alone, check_or_book, sealed, together, Booked};
+use super::slots::{Bucket, Slot, Slots};
 use super::state::MAX_POLICIES;
 use super::upkeep;
 use cellrate::{Clock, KeyedLimiter, Limiter, Quota};
@@ -125,56 +125,44 @@ pub struct Tiered<E: KeyExtractor, C: Clock, F> {
     pub(crate) quota_of: F,
 }
 
-/// Joining policies with `.and(..)`.
-pub trait And: Sized + sealed::Local {
-    /// `self` and `other`, all or nothing. At most 4 policies in all.
-    fn and<B: sealed::Local<Clock = Self::Clock>>(self, other: B) -> Both<Self, B> {
-        assert!(
-            Self::COUNT + B::COUNT <= MAX_POLICIES,
-            "a layer enforces at most {MAX_POLICIES} policies"
-        );
-        Both {
-            first: self,
-            second: other,
-        }
-    }
+/// `self` and `other`, all or nothing: [`Both`]. At most 4 policies in all.
+fn both<A: sealed::Local, B: sealed::Local<Clock = A::Clock>>(first: A, second: B) -> Both<A, B> {
+    assert!(
+        A::COUNT + B::COUNT <= MAX_POLICIES,
+        "a layer enforces at most {MAX_POLICIES} policies"
+    );
+    Both { first, second }
 }
 
-impl<T: sealed::Local> And for T {}
+/// The `.and(..)` of each in-process policy: the same method on every one.
+macro_rules! and_method {
+    () => {
+        /// This policy and `other`, decided all or nothing (each request spends in both or in
+        /// neither). At most 4 policies in all.
+        ///
+        /// # Panics
+        /// If the two together hold more than 4 policies.
+        pub fn and<P: sealed::Local<Clock = C>>(self, other: P) -> Both<Self, P> {
+            both(self, other)
+        }
+    };
+}
 
-pub(crate) mod sealed {
-    use super::*;
+impl<C: Clock + Send + Sync + 'static> Global<C> {
+    and_method!();
+}
 
-    /// What a set of in-process policies does for the layer.
-    pub trait Local: Send + Sync + 'static {
-        /// The clock all policies of a layer share.
-        type Clock: Clock + Send + Sync + 'static;
-        /// The keys of one request, one per keyed policy (`None`: skipped).
-        type Keys: Send + 'static;
-        /// How many policies.
-        const COUNT: usize;
+impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> Keyed<E, C> {
+    and_method!();
+}
 
-        /// The keys of this request, or why there is none and the choice of the policy that
-        /// found none (`layer`'s when it made none).
-        fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey>;
-        /// Decides a request in `verdict`: a policy alone by its own check, a set of several
-        /// all or nothing.
-        fn decide_into(
-            &self,
-            head: &RequestHead<'_>,
-            cost: u32,
-            how: &How<'_>,
-            verdict: &mut Verdict<Booked<Self::Keys>>,
-        );
-        /// The buckets of `keys` (with their `pk` when `out` has a hasher); `first` is this
-        /// set's first policy index.
-        fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, Self::Clock>);
-        /// The policies, in order.
-        fn describe(&self, out: &mut Vec<PolicyInfo>);
-        /// The first policy's clock.
-        fn clock(&self) -> &Self::Clock;
-        /// Starts the idle-key eviction threads.
-        fn start_upkeep(&self);
+impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> Both<A, B> {
+    /// These policies and `other`, decided all or nothing. At most 4 policies in all.
+    ///
+    /// # Panics
+    /// If they hold more than 4 policies together.
+    pub fn and<P: sealed::Local<Clock = A::Clock>>(self, other: P) -> Both<Self, P> {
+        both(self, other)
     }
 }
 
@@ -343,5 +331,60 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
     fn start_upkeep(&self) {
         self.first.start_upkeep();
         self.second.start_upkeep();
+    }
+}
+
+impl<E, C, F> backend::sealed::Backend for Tiered<E, C, F>
+where
+    E: KeyExtractor,
+    C: Clock + Send + Sync + 'static,
+    F: Fn(&RequestHead<'_>, &E::Key) -> Quota + Send + Sync + 'static,
+{
+    // The key and its booking (under the quota it was charged with).
+    type Ticket = Booked<E::Key>;
+
+    fn policies(&self) -> Vec<PolicyInfo> {
+        backend::sealed::Backend::policies(&self.keyed)
+    }
+
+    fn decide(
+        &self,
+        head: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+        verdict: &mut Verdict<Self::Ticket>,
+    ) -> Option<Pending<Self::Ticket>> {
+        let key = match sealed::Local::keys(&self.keyed, head, how.missing) {
+            Ok(Some(key)) => key,
+            Ok(None) => return None,
+            Err(no_key) => {
+                no_key.record(verdict);
+                return None;
+            }
+        };
+        let quota = (self.quota_of)(head, &key);
+        let limiter = self.keyed.limiter();
+        let bucket = limiter.key(&key).with_quota(&quota);
+        let answer = check_or_book(
+            how.ticket,
+            || limiter.key(&key).with_quota(&quota).check_n(cost),
+            |wait| bucket.reserve_n(cost, wait),
+        );
+        verdict.quotas[0] = Some(quota);
+        let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
+        alone(verdict, answer, (&quota, &quota), partition, how, key);
+        None
+    }
+
+    fn refund(&self, booked: Booked<E::Key>, _cost: u32) {
+        if let Some(ticket) = booked.tickets[0] {
+            if let Some(reservation) = self.keyed.limiter().attach(ticket) {
+                reservation.cancel();
+            }
+        }
+    }
+
+    fn start_upkeep(&self) {
+        sealed::Local::start_upkeep(&self.keyed)
     }
 }

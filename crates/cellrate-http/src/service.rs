@@ -1,13 +1,13 @@
 //! `RateLimit`: the service. Readiness passes through; the decision is made in `call`.
 
+use super::answers::{no_key, refuse};
 use super::backend::{Backend, How, Outcome, Verdict};
 use super::body::{BodyKind, SameBody};
 use super::future::{After, ResponseFuture};
 use super::grpc::Grpc;
 use super::headers::Fields;
 use super::key::RequestHead;
-use super::layer::Shared;
-use super::refusal::{no_key, refuse};
+use super::shared::Shared;
 use super::stats::Count;
 use bytes::Bytes;
 use core::marker::PhantomData;

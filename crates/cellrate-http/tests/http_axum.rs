@@ -6,7 +6,6 @@ use crate::http_support;
 
 use axum::{routing::get, Router};
 use cellrate::{KeyedLimiter, Limiter, ManualClock, Quota};
-use cellrate_http::policy::And;
 use cellrate_http::{ClientIp, Global, Keyed, ProxyHeader, RateLimitLayer};
 use http::StatusCode;
 use http_support::{parse_list, ratelimit, serve, HttpClient};

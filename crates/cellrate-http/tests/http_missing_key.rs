@@ -6,7 +6,6 @@ use crate::http_support;
 
 use axum::{routing::get, Router};
 use cellrate::{KeyedLimiter, ManualClock, Quota};
-use cellrate_http::policy::And;
 use cellrate_http::{ClientIp, HeaderKey, Keyed, MissingKey, ProxyHeader, RateLimitLayer};
 use http::{HeaderName, HeaderValue, StatusCode};
 use http_support::{serve, HttpClient};

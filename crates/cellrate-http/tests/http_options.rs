@@ -156,7 +156,6 @@ async fn tiers_and_header_keys() {
 
 #[tokio::test]
 async fn skipping_a_missing_key_keeps_the_other_policies() {
-    use cellrate_http::policy::And;
     let keys = Arc::new(KeyedLimiter::<HeaderValue, _>::with_clock(
         Quota::per_minute(1),
         ManualClock::new(),
@@ -295,7 +294,6 @@ async fn a_lone_keyed_policy_shows_a_partition_key_per_client() {
 #[tokio::test]
 async fn a_refusal_on_a_lagging_reading_pushes_back_for_the_lag_too() {
     use crate::common::LaggingClock;
-    use cellrate_http::policy::And;
     // 10 ms a token, 100 ms deep: the layer reads the coarse time, which lags by up to 2 ms.
     let quota = Quota::per_second(100).with_burst(10);
     let clock = LaggingClock::new(Duration::from_millis(1), Duration::from_millis(2));
@@ -341,7 +339,6 @@ async fn a_refusal_on_a_lagging_reading_pushes_back_for_the_lag_too() {
 #[tokio::test]
 async fn the_policy_header_states_a_quota_changed_while_running() {
     use cellrate::QuotaChange;
-    use cellrate_http::policy::And;
     let global = limiter(Quota::per_second(10).with_burst(10));
     let ips = Arc::new(KeyedLimiter::<IpAddr, _>::with_clock(
         Quota::per_minute(1).with_burst(5),

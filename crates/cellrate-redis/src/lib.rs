@@ -78,6 +78,7 @@
 //! [`RedisLimiter::reserve_all_of_n`] tells each key's own figures. [`RedisOptions::deny_cache`]
 //! refuses keys Redis just refused without a round trip.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod all_of;

@@ -1,0 +1,46 @@
+//! `Shared`: what every clone of a layer and of its services holds, the options included.
+
+use super::headers::{FieldChoice, PolicyInfo};
+use super::key::{MissingKey, RequestHead};
+use super::refusal::Refusal;
+use super::stats::Counters;
+use bytes::Bytes;
+use http::header::HeaderValue;
+use http::{response, Response};
+use std::hash::RandomState;
+
+pub(crate) type CostFn = dyn Fn(&RequestHead<'_>) -> u32 + Send + Sync;
+pub(crate) type RefundFn = dyn Fn(&response::Parts) -> bool + Send + Sync;
+pub(crate) type RefusalFn = dyn Fn(&Refusal<'_>) -> Response<Bytes> + Send + Sync;
+
+/// What every clone of a layer shares.
+pub(crate) struct Shared<B> {
+    pub(crate) backend: B,
+    pub(crate) policies: Vec<PolicyInfo>,
+    /// `RateLimit-Policy` for the configured quotas, the same on every response.
+    pub(crate) static_policy: HeaderValue,
+    pub(crate) options: Options,
+    pub(crate) counters: Counters,
+    pub(crate) hasher: RandomState,
+}
+
+/// The options of a layer; see [`RateLimitBuilder`](super::RateLimitBuilder).
+pub(crate) struct Options {
+    pub(crate) cost: Option<Box<CostFn>>,
+    pub(crate) missing_key: MissingKey,
+    pub(crate) shadow: bool,
+    pub(crate) refund_if: Option<Box<RefundFn>>,
+    pub(crate) refund_on_drop: bool,
+    pub(crate) on_allowed: FieldChoice,
+    pub(crate) on_refused: FieldChoice,
+    pub(crate) partition_key: bool,
+    pub(crate) problem_json: bool,
+    pub(crate) refusal: Option<Box<RefusalFn>>,
+}
+
+impl Options {
+    /// Whether an admission may be given back, so that its booking is kept.
+    pub(crate) fn refunds(&self) -> bool {
+        self.refund_if.is_some() || self.refund_on_drop
+    }
+}
