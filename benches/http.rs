@@ -21,7 +21,8 @@
 //!
 //! Then the same apps on two threads at once (`http_threads.rs`): each thread serves requests
 //! through one shared app (one limiter), chunks kept only where the threads overlapped, as
-//! the other multi-thread rows (`overlap.rs`).
+//! the other multi-thread rows (`overlap.rs`); and real servers on loopback under `wrk`
+//! (`http_load.rs`).
 //!
 //! Run: `cargo bench -p cellrate-benches --features http -- http` (about a minute).
 //! `HTTP_BENCH_ONLY=<subject>` serves one subject alone, for a profiler: one chunk to warm up,
@@ -255,6 +256,7 @@ pub fn main() {
             .write();
     }
     crate::http_threads::main();
+    crate::http_load::main();
 }
 
 /// The added-time rows: label, cellrate's subject, tower_governor's, and the baseline.

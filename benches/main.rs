@@ -13,6 +13,7 @@
 //! cargo bench -p cellrate-benches -- changed_paired     # what a quota change costs
 //! cargo bench -p cellrate-benches --features redis -- redis
 //! cargo bench -p cellrate-benches --features http -- http    # the HTTP layer, paired
+//! cargo bench -p cellrate-benches --features http -- http_load   # its servers under wrk only
 //! ```
 //!
 //! Add `--features quanta` for cellrate on QuantaClock beside governor. A first argument that
@@ -25,6 +26,8 @@ mod core;
 mod hot_cas;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+mod http_load;
 #[cfg(feature = "http")]
 mod http_threads;
 mod keyed;
@@ -56,6 +59,8 @@ fn main() {
         Some("redis") => redis::main(),
         #[cfg(feature = "http")]
         Some("http") => http::main(),
+        #[cfg(feature = "http")]
+        Some("http_load") => http_load::main(),
         _ => criterion_suites(),
     }
 }

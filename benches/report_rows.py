@@ -128,6 +128,22 @@ def http_tables(records):
             c, g = r["cellrate"], r["governor"]
             lines.append(f"| {r['name']} | {c[1]:.0f} ({c[0]:.0f}-{c[2]:.0f}) | "
                          f"{g[1]:.0f} ({g[0]:.0f}-{g[2]:.0f}) | {r['ratio']:.2f} |")
+    load = [r for r in records if r["kind"] == "load"]
+    if load:
+        first = load[0]
+        lines += ["", "Real axum servers on loopback, each on a one-worker tokio runtime, driven "
+                  f"by `wrk -t1 -c{int(first['connections'])} -d{int(first['secs'])}s --latency` "
+                  f"({int(first['rounds'])} rounds, the servers in rotating order); each layer "
+                  "with its defaults (cellrate writes `RateLimit` headers on every response, "
+                  "tower_governor none on admitted ones); median (min-max) over the rounds, "
+                  "x bare taken within each round:", "",
+                  "| server | requests/s | x bare | p50 latency, µs | p99 latency, µs |",
+                  "|---|---|---|---|---|"]
+        for r in load:
+            q, b = r["per_sec"], r["of_bare"]
+            lines.append(f"| {r['name']} | {q[1]:,.0f} ({q[0]:,.0f}-{q[2]:,.0f}) | "
+                         f"{b[1]:.2f} ({b[0]:.2f}-{b[2]:.2f}) | {r['p50_us'][1]:.0f} | "
+                         f"{r['p99_us'][1]:.0f} |")
     return lines
 
 
