@@ -43,8 +43,9 @@ pub struct KeyedStats {
     /// ([`OverflowPolicy::EvictNearestNew`](crate::OverflowPolicy::EvictNearestNew)).
     pub overflow_evictions: u64,
     /// New keys denied for lack of room
-    /// ([`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys), or any policy
-    /// when every slot of the window was being inserted at that instant).
+    /// ([`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys), any policy in a
+    /// limiter built with [`start_empty`](crate::KeyedLimiterBuilder::start_empty), or any
+    /// policy when every slot of the window was being inserted at that instant).
     pub overflow_denials: u64,
 }
 

@@ -4,8 +4,9 @@
 //! is ready, so waiters wake in booking order, one emission interval apart, and never poll the
 //! limiter. A cost above the burst, or a wait beyond `max_wait`, is refused at once, never a
 //! hang. A keyed limiter that has no room for a new key refuses the booking for a while
-//! ([`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys)); a wait books again
-//! after that while `max_wait` allows.
+//! ([`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys), or any policy under
+//! [`start_empty`](crate::KeyedLimiterBuilder::start_empty)); a wait books again after that
+//! while `max_wait` allows.
 //!
 //! # When a wait ends
 //! A booking whose tokens are there by the bucket's own time (the reading every operation on it

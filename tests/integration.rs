@@ -26,6 +26,7 @@ mod give_back_schedules;
 mod keyed;
 mod keyed_batch;
 mod keyed_differential;
+mod keyed_flood;
 mod keyed_overflow;
 mod keyed_shaping;
 mod keyed_tenure;

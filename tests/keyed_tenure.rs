@@ -1,6 +1,6 @@
 //! Where the keyed table meets give-backs, the clock and `start_empty`: a give-back of an
 //! evicted bucket never reaches the key's next bucket, eviction never changes what a key holds
-//! (a full key comes back full, also under `start_empty`, and a flood cannot empty anyone),
+//! (a full key comes back full, also under `start_empty`; floods are in `keyed_flood.rs`),
 //! sweeps never drop a bucket that is not full at the checks' own time, a handle decides under
 //! the live default quota, and a new key's wait waits for room.
 
@@ -77,34 +77,6 @@ fn a_start_empty_key_removed_while_full_comes_back_full() {
     assert!(limiter.check_key_n_at(&7, 10, depth).is_ok());
     // A key never seen still starts empty.
     assert!(limiter.check_key_at(&8, depth).is_err());
-}
-
-#[test]
-fn a_flood_of_new_keys_under_start_empty_cannot_empty_a_key() {
-    // 1,000 slots; the victim spends 1 of its 10, then a flood of new keys, each stored empty
-    // by its first (refused) check, fills and keeps overflowing the table.
-    let limiter = KeyedLimiter::<u64, _>::builder(Quota::per_second(10))
-        .max_keys(800)
-        .clock(ManualClock::new())
-        .start_empty()
-        .overflow(OverflowPolicy::EvictNearestNew)
-        .build();
-    let victim = u64::MAX;
-    assert!(limiter.check_key_at(&victim, ms(0)).is_err());
-    let full = ms(1_000);
-    assert!(limiter.check_key_at(&victim, full).is_ok()); // 9 of 10 left
-    for flood in 0..20_000u64 {
-        let _ = limiter.check_key_at(&flood, full);
-    }
-    assert!(
-        limiter.stats().overflow_evictions > 10_000,
-        "the flood overflowed"
-    );
-    assert_eq!(
-        limiter.key(&victim).available_at(full),
-        9,
-        "the flood emptied a key that held tokens"
-    );
 }
 
 /// The checks of a 16 ms-deep quota read a time 1 ms behind; a sweep at the exact time must not

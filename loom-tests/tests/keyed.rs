@@ -258,7 +258,7 @@ fn an_unmasked_tat_gives_a_give_back_to_another_key() {
     bounded(TWO_THREADS).check(|| give_back_eviction_model(Broken::UnmaskedTat));
 }
 
-/// Two slots, overflow policy `EvictNearestFull` (the default). Key `x` (burst 2) booked one
+/// Two slots, overflow policy `EvictNearestNew` (the default). Key `x` (burst 2) booked one
 /// token at 0, to be taken back (TAT `T`, in slot 0); key `y` holds slot 1, full again at
 /// 1,000. One thread cancels the booking at 0. Another checks key `w` at 0, which finds no
 /// room and evicts the bucket nearest to full, `x`'s, then checks `x` at 0 again, which evicts

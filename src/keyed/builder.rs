@@ -130,7 +130,9 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     }
 
     /// New keys start empty (full one bucket depth after they are first seen) instead of
-    /// full. A check of a new key then records it even when it spends nothing.
+    /// full. A check of a new key then records it even when it spends nothing. A bucket that
+    /// is not full is then never removed for a new key: one that finds no room is refused,
+    /// whatever the [`OverflowPolicy`] (its docs say what a flood of new keys costs).
     pub fn start_empty(self) -> Self {
         KeyedLimiterBuilder {
             start_empty: true,

@@ -196,8 +196,9 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
 
     /// Blocks the thread until one token is there, however long that takes; the rules of
     /// [`Limiter::wait`](crate::Limiter::wait). A new key that finds no room in the table
-    /// (under [`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys)) waits
-    /// for room too.
+    /// (under [`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys), or any
+    /// policy under [`start_empty`](crate::KeyedLimiterBuilder::start_empty)) waits for room
+    /// too.
     pub fn wait(&self) -> Result<Allowed, Denied> {
         self.wait_n(1, Duration::MAX)
     }

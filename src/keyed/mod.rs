@@ -8,6 +8,8 @@ mod batch;
 mod builder;
 mod default_quota;
 mod fingerprint;
+#[cfg(all(test, not(loom)))]
+mod flood_stress_tests;
 mod key_bucket;
 mod observe;
 mod stats;
@@ -37,23 +39,43 @@ use table::{Request, Table};
 
 /// What a new key does when no slot of its window is free and no bucket in it is idle.
 ///
-/// A key removed for a new one loses its history: when it is next seen it is a new key again,
-/// full, or empty in a limiter built with
-/// [`start_empty`](crate::KeyedLimiterBuilder::start_empty). (A key removed because it was
+/// A key removed for a new one loses its history: when it is next seen it is a new key again.
+/// Where new keys start full, that costs it nothing: it comes back full. In a limiter built
+/// with [`start_empty`](crate::KeyedLimiterBuilder::start_empty) it would come back empty,
+/// losing the tokens it held (or, in debt, be let off what it owed), so there no bucket that
+/// is not full is ever removed for a new key, whatever the policy: a new key that finds no
+/// room is refused as under [`DenyNewKeys`](Self::DenyNewKeys). (A key removed because it was
 /// idle loses nothing: it was full, and it comes back full, also under `start_empty`.)
+///
+/// # What a flood of new keys can do
+/// A key's window is chosen by a secret pseudorandom function, so a flood cannot aim at one:
+/// to leave a new key no room it must fill about every free slot of the table, and keep them
+/// filled. A key of the flood holds its slot until its bucket is full again: one emission
+/// interval per token it spent, and under `start_empty` at least one depth (burst times
+/// interval) from when it was first seen, more if it books ahead. That takes about as many
+/// new keys per interval (under `start_empty`, per depth) as the table has free slots: under
+/// `start_empty`, at the default `max_keys` (1,310,720 slots) and 10 a second with a burst of
+/// 10 (a depth of 1 s), 1.3 million new keys a second, less the keys held. While it lasts:
+/// - under `EvictNearestNew` in a limiter whose keys start full, new keys are admitted and
+///   the keys removed for them come back full: the flood refills buckets (the attacker's own
+///   too), and empties none;
+/// - under `DenyNewKeys`, and under either policy with `start_empty`, new keys are refused,
+///   each with the time until room comes ([`Denied::retry_after`]); a new key's
+///   [`wait`](crate::KeyedBucket::wait) waits for it; no key the table holds loses a token.
+///
+/// Under `start_empty` a key removed while full is remembered through at least as many later
+/// removals of full buckets as the table has slots, and at most twice as many (docs/design.md,
+/// 6.5): a flood of 2.6 million new keys at the default `max_keys`, each stored and later
+/// removed full, makes every key absent all through it come back empty.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OverflowPolicy {
-    /// Remove the bucket nearest to the state a new key starts in, and give its slot to the
-    /// new key: the key whose reset changes least. In a limiter whose keys start full that is
-    /// the bucket nearest to full (smallest TAT): it comes back full, so a reset never costs a
-    /// key tokens, and an attacker flooding new keys can at worst refill other keys' buckets
-    /// (or his own). Under `start_empty` it is the bucket nearest to empty, never one in debt:
-    /// it comes back empty, having lost at most the tokens it had, the fewest in its window, so
-    /// a flood of new keys (each stored empty) evicts its own keys and cannot empty anyone
-    /// else's. Counted in [`KeyedStats::overflow_evictions`](crate::KeyedStats::overflow_evictions). Never
-    /// denies a request for lack of room (but for one whose window holds only inserts in
-    /// progress, or, under `start_empty`, only buckets in debt).
+    /// Remove the bucket nearest to full (smallest TAT) and give its slot to the new key: the
+    /// key whose reset changes least. It comes back full, so a reset never costs a key tokens.
+    /// Counted in [`KeyedStats::overflow_evictions`](crate::KeyedStats::overflow_evictions).
+    /// Never denies a request for lack of room (but for one whose window holds only inserts
+    /// in progress). Under `start_empty` no bucket that is not full is removed, so this is
+    /// [`DenyNewKeys`](Self::DenyNewKeys) there.
     #[default]
     EvictNearestNew,
     /// Deny the new key, with a `retry_after` of the time until the bucket nearest to full in

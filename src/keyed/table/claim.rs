@@ -33,7 +33,8 @@ use crate::outcome::Denied;
 /// [`OverflowPolicy`](crate::OverflowPolicy), so that the table needs nothing of the public face.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Overflow {
-    /// Remove the bucket nearest to full in the window.
+    /// Remove the bucket nearest to full in the window; in a table that starts keys empty,
+    /// none that is not full (see `Insert::loss`).
     EvictNearestNew,
     /// Deny the new key.
     DenyNewKeys,
@@ -43,8 +44,8 @@ pub(crate) enum Overflow {
 pub(super) type Held = (usize, KeyWord, u64);
 
 /// What a scan met: the first free slot (with its K), the first idle bucket, and the bucket
-/// whose removal loses the least (nearest to the state a new key starts in) with what it
-/// loses.
+/// that may be removed for the key though not idle, nearest to full, with its TAT's lead on
+/// `now` (none in a table that starts keys empty).
 #[derive(Default)]
 pub(super) struct Room {
     pub(super) free: Option<(usize, KeyWord)>,
@@ -157,19 +158,15 @@ impl Insert<'_> {
     }
 
     /// What removing a bucket at `tat` (not idle) to make room loses, to rank victims; `None`
-    /// for one that may not be removed. A key removed comes back as a new key: full in a table
-    /// that starts keys full, which costs it nothing (it gains its spent tokens), so the
-    /// victim is the bucket nearest to full, and the one whose reset grants least; empty in a
-    /// table that starts keys empty, which costs it its tokens, so the victim is the bucket
-    /// nearest to empty, and never one in debt (booked beyond empty), whose debt would be
-    /// forgiven.
+    /// for one that may not be removed. A key removed comes back as a new key. Full, in a
+    /// table that starts keys full: that costs it nothing (it gains the tokens it spent), so
+    /// any bucket may go, and the victim is the one nearest to full, whose reset grants least.
+    /// Empty, in a table that starts keys empty: that costs a bucket that is not full the
+    /// tokens it holds and those it would refill by its return, and forgives one in debt what
+    /// it owes, so none may go (docs/design.md, 6.5): only an idle bucket, which comes back
+    /// full (`seen.rs`), makes room there, and without one the new key is refused.
     fn loss(&self, tat: u64, req: &Request<'_>) -> Option<u64> {
-        let ahead = tat - req.now;
-        if self.seen.is_none() {
-            return Some(ahead);
-        }
-        let depth = req.quota.depth_ns();
-        (ahead <= depth).then(|| depth - ahead)
+        self.seen.is_none().then(|| tat - req.now)
     }
 
     /// Claims room for the key (a free slot, or by the overflow policy) and resolves the claim.
@@ -188,8 +185,9 @@ impl Insert<'_> {
             (None, None, _, _) => {
                 self.counters.count_denial();
                 // Room appears when the bucket nearest to full in the window is full (it is
-                // not yet: its TAT is after `now`, or it would have been free). With no such
-                // bucket, every slot is being inserted into: room appears very soon.
+                // not yet: its TAT is after `now`, or it would have been free), or when one
+                // is given back to full sooner. With no such bucket, every slot is being
+                // inserted into: room appears very soon.
                 let wait = self.nearest_full(home, req).unwrap_or(1);
                 // No tokens: the key has no bucket to hold any.
                 let empty = level(wait.max(req.quota.depth_ns()), req.quota);

@@ -1,0 +1,277 @@
+//! Floods of new keys against the keys a table holds, under every overflow policy, with keys
+//! starting full or empty: new keys that book ahead (stored in debt) or are only checked, on
+//! tables of one to four keys' capacity, beside `baseline::MutexBucket` per held key. A
+//! request of one key never changes what another key holds, but for a reset to full in a
+//! table that starts keys full (which costs nothing); a held key decides as the exact bucket
+//! of its own requests; and a new key with no room is refused with the time until there is
+//! room, its wait waiting for it.
+
+use cellrate::baseline::MutexBucket;
+use cellrate::{KeyedLimiter, ManualClock, MonotonicClock, Nanos, OverflowPolicy, Quota};
+use std::time::{Duration, Instant};
+
+fn ms(n: u64) -> Nanos {
+    Nanos::new(n * 1_000_000)
+}
+
+const POLICIES: [OverflowPolicy; 2] =
+    [OverflowPolicy::EvictNearestNew, OverflowPolicy::DenyNewKeys];
+
+fn table(
+    max_keys: usize,
+    policy: OverflowPolicy,
+    start_empty: bool,
+) -> KeyedLimiter<u64, ManualClock> {
+    let builder = KeyedLimiter::<u64, _>::builder(Quota::per_second(10))
+        .max_keys(max_keys)
+        .clock(ManualClock::new())
+        .overflow(policy);
+    if start_empty {
+        builder.start_empty().build()
+    } else {
+        builder.build()
+    }
+}
+
+/// Under `start_empty`, a flood of new keys, each checked (stored empty) or booking ahead (a
+/// `reserve_n`, `wait` or `until_ready` of a key never seen: stored in debt). No bucket that is
+/// not full may make room there, under either policy: the flood fills the free slots, then is
+/// refused, and the key that held 9 of its 10 tokens keeps them.
+#[test]
+fn a_flood_of_new_keys_booking_ahead_under_start_empty_cannot_empty_a_key() {
+    for policy in POLICIES {
+        for book_ahead in [true, false] {
+            let limiter = table(800, policy, true);
+            let victim = u64::MAX;
+            assert!(limiter.check_key_at(&victim, ms(0)).is_err());
+            let full = ms(1_000);
+            assert!(limiter.check_key_at(&victim, full).is_ok()); // 9 of 10 left
+            for flood in 0..20_000u64 {
+                let _ = if book_ahead {
+                    limiter
+                        .key(&flood)
+                        .reserve_n_at(1, Duration::from_secs(1), full)
+                        .map(|r| r.commit())
+                } else {
+                    limiter.check_key_at(&flood, full)
+                };
+            }
+            let how = format!("{policy:?}, booking ahead {book_ahead}");
+            assert_eq!(
+                limiter.key(&victim).available_at(full),
+                9,
+                "{how}: the flood emptied a key that held tokens"
+            );
+            let stats = limiter.stats();
+            assert_eq!(stats.overflow_evictions, 0, "{how}");
+            assert!(
+                stats.overflow_denials > 10_000,
+                "{how}: the flood overflowed"
+            );
+        }
+    }
+}
+
+/// The refusal of a new key for lack of room under `start_empty` says when room comes: when the
+/// bucket nearest to full in its window is full. Then the key gets a bucket, empty.
+#[test]
+fn a_new_key_refused_for_room_under_start_empty_is_told_when_room_comes() {
+    let limiter = table(1, OverflowPolicy::EvictNearestNew, true);
+    assert!(limiter.check_key_at(&1, ms(0)).is_err()); // empty, full at 1 s
+    assert!(limiter.check_key_at(&2, ms(500)).is_err()); // full at 1.5 s
+    let refused = limiter.check_key_at(&3, ms(600)).unwrap_err();
+    assert_eq!(refused.retry_after(), Some(Duration::from_millis(400)));
+    assert_eq!(limiter.stats().overflow_denials, 1);
+    assert_eq!(limiter.key(&1).available_at(ms(600)), 6);
+    // At 1 s key 1 is full: its slot goes to key 3, and key 1 comes back full.
+    assert!(
+        limiter.check_key_at(&3, ms(1_000)).is_err(),
+        "key 3 starts empty"
+    );
+    assert_eq!(limiter.key(&1).available_at(ms(1_000)), 10);
+    assert_eq!(limiter.key(&3).available_at(ms(1_100)), 1);
+    assert_eq!(limiter.stats().overflow_evictions, 0);
+}
+
+/// Two slots held by keys full again 30 ms and 60 ms after they were first seen (start empty):
+/// a third key's wait (100 ms deep, so that both are less than a depth from full) waits for
+/// room, then for its own token, and empties no one.
+#[test]
+fn a_new_keys_wait_under_start_empty_waits_for_room() {
+    let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
+        .max_keys(1)
+        .clock(MonotonicClock::new())
+        .start_empty()
+        .build();
+    let quota = |ms| Quota::try_new(Duration::from_millis(ms), 1).unwrap();
+    let _ = limiter.key(&1).with_quota(&quota(30)).check();
+    let _ = limiter.key(&2).with_quota(&quota(60)).check();
+    let start = Instant::now();
+    let deep = quota(100);
+    let refused = limiter
+        .key(&3)
+        .with_quota(&deep)
+        .reserve_n(1, Duration::ZERO);
+    assert!(refused.is_err());
+    assert_eq!(limiter.stats().overflow_denials, 1, "refused for room");
+    limiter.key(&3).with_quota(&deep).wait().unwrap();
+    let waited = start.elapsed();
+    // Room at 30 ms, then the new key's own 100 ms from empty.
+    assert!(waited >= Duration::from_millis(120), "{waited:?}");
+    assert_eq!(limiter.stats().overflow_evictions, 0);
+    // A wait bounded by less than the time until room is refused.
+    assert!(limiter.key(&4).wait_n(1, Duration::from_millis(1)).is_err());
+}
+
+/// A tiny generator of schedules (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// One schedule on a table of `max_keys` keys' capacity: `held` keys (one slot fewer than the
+/// table has) are seen at 0, then every step is a request of one of them or of a key never
+/// seen (a check, or a booking ahead kept, under the default quota, the held keys' or a short
+/// one, so that some flood keys soon become full and make room), or a sweep. The clock moves less than
+/// a depth of the default quota in all, so a held key is never full and never idle.
+fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u64) {
+    let limiter = table(max_keys, policy, start_empty);
+    let quota = Quota::per_second(10).with_burst(50); // 5 s deep
+    let short = Quota::try_new(Duration::from_millis(1), 2).unwrap();
+    let held: Vec<u64> = (0..limiter.capacity() as u64 - 1).collect();
+    let oracles: Vec<MutexBucket<ManualClock>> = held
+        .iter()
+        .map(|_| {
+            let exact = MutexBucket::with_clock(quota, ManualClock::new());
+            if start_empty {
+                exact.start_empty_at(Nanos::ZERO)
+            } else {
+                exact
+            }
+        })
+        .collect();
+    // Where a key removed for a new one comes back full, it may hold more than its exact
+    // bucket: only the other keys' tokens are compared there, never to drop.
+    let resets_refill = !start_empty && policy == OverflowPolicy::EvictNearestNew;
+    let mut rng = Rng(seed | 1);
+    let mut now = 0u64;
+    let mut fresh = 1u64 << 40;
+    let what = |step: usize| {
+        format!(
+            "{policy:?}, start_empty {start_empty}, max_keys {max_keys}, seed {seed}, step {step}"
+        )
+    };
+    for (&key, exact) in held.iter().zip(&oracles) {
+        let got = limiter
+            .key(&key)
+            .with_quota(&quota)
+            .check_n_at(1, Nanos::ZERO);
+        assert_eq!(got.is_ok(), exact.check_n_at(1, Nanos::ZERO).is_ok());
+    }
+    for step in 0..600 {
+        now += rng.below(8) * 1_000_000; // at most 4.2 s in all
+        let at = Nanos::new(now);
+        let before: Vec<u32> = held
+            .iter()
+            .map(|k| limiter.key(k).with_quota(&quota).available_at(at))
+            .collect();
+        let denials = limiter.stats().overflow_denials;
+        let cost = 1 + rng.below(3) as u32;
+        let wait = Duration::from_millis(rng.below(3) * 100);
+        let actor = match rng.below(10) {
+            0..=3 => {
+                let h = rng.below(held.len() as u64) as usize;
+                let key = limiter.key(&held[h]).with_quota(&quota);
+                let nanos = wait.as_nanos() as u64;
+                let check = rng.below(2) == 0;
+                let got = if check {
+                    key.check_n_at(cost, at).is_ok()
+                } else {
+                    key.reserve_n_at(cost, wait, at).map(|r| r.commit()).is_ok()
+                };
+                if limiter.stats().overflow_denials > denials {
+                    // Refused for room: nothing carried out, the exact bucket is not asked.
+                    assert!(!got, "{}: admitted and refused for room", what(step));
+                    assert!(!start_empty, "{}: a held key lost its slot", what(step));
+                } else if !resets_refill {
+                    let want = if check {
+                        oracles[h].check_n_at(cost, at).is_ok()
+                    } else {
+                        oracles[h].reserve_n_at(cost, nanos, at).is_ok()
+                    };
+                    assert_eq!(
+                        got,
+                        want,
+                        "{}: held key {h} against its exact bucket",
+                        what(step)
+                    );
+                }
+                Some(h)
+            }
+            4..=8 => {
+                fresh += 1;
+                let key = limiter.key(&fresh);
+                let key = match rng.below(3) {
+                    0 => key,
+                    1 => key.with_quota(&quota),
+                    _ => key.with_quota(&short),
+                };
+                if rng.below(3) == 0 {
+                    let _ = key.check_n_at(1, at);
+                } else {
+                    let _ = key.reserve_n_at(cost, wait, at).map(|r| r.commit());
+                }
+                None
+            }
+            _ => {
+                limiter.evict_idle_at(at);
+                None
+            }
+        };
+        for (h, key) in held.iter().enumerate().filter(|&(h, _)| Some(h) != actor) {
+            let after = limiter.key(key).with_quota(&quota).available_at(at);
+            if resets_refill {
+                assert!(
+                    after >= before[h],
+                    "{}: held key {h} lost tokens ({} to {after})",
+                    what(step),
+                    before[h]
+                );
+            } else {
+                assert_eq!(
+                    after,
+                    before[h],
+                    "{}: held key {h} changed by another's request",
+                    what(step)
+                );
+            }
+        }
+    }
+    if start_empty {
+        assert_eq!(limiter.stats().overflow_evictions, 0, "{}", what(600));
+    }
+}
+
+#[test]
+fn floods_on_tiny_tables_never_cost_a_held_key_a_token() {
+    for max_keys in 1..=4 {
+        for policy in POLICIES {
+            for start_empty in [true, false] {
+                for seed in 0..20 {
+                    schedule(
+                        max_keys,
+                        policy,
+                        start_empty,
+                        seed * 0x9E37_79B9 + max_keys as u64,
+                    );
+                }
+            }
+        }
+    }
+}
