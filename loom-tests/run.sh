@@ -3,7 +3,8 @@
 #
 # Most two-thread models run exhaustively. The others set a preemption bound in their own code,
 # stated in each model's doc comment: the keyed insert, reuse and eviction models 5, the keyed
-# re-insert model 4, the keyed duplicate-insert models 3, and the three-thread models 2 to 4.
+# re-insert and start_empty takeover models 4, the keyed duplicate-insert models 3, and the
+# three-thread models 2 to 4.
 # The keyed models take most of the run; a cold build of the loom configuration comes on top
 # (BENCHMARKS.md says how long both take).
 set -euo pipefail

@@ -269,6 +269,21 @@ impl<K: core::hash::Hash + Eq, C: Clock> KeyedLimiter<K, C> {
             .build_tiny(slots, window, broken)
     }
 
+    /// [`loom_tiny`](Self::loom_tiny) for a limiter whose new keys start empty.
+    #[doc(hidden)]
+    pub fn loom_tiny_start_empty(
+        quota: Quota,
+        clock: C,
+        slots: usize,
+        window: usize,
+        broken: Broken,
+    ) -> Self {
+        KeyedLimiterBuilder::new(quota)
+            .clock(clock)
+            .start_empty()
+            .build_tiny(slots, window, broken)
+    }
+
     /// How many slots hold a bucket or a claim of `key`.
     #[doc(hidden)]
     pub fn loom_slots_holding<Q: core::hash::Hash + ?Sized>(&self, key: &Q) -> usize

@@ -166,7 +166,9 @@ impl Insert<'_> {
     /// it owes, so none may go (docs/design.md, 6.5): only an idle bucket, which comes back
     /// full (`seen.rs`), makes room there, and without one the new key is refused.
     fn loss(&self, tat: u64, req: &Request<'_>) -> Option<u64> {
-        self.seen.is_none().then(|| tat - req.now)
+        let starts_full = self.seen.is_none();
+        (starts_full || self.slots.faults.evicts_not_full_under_start_empty())
+            .then(|| tat - req.now)
     }
 
     /// Claims room for the key (a free slot, or by the overflow policy) and resolves the claim.

@@ -28,6 +28,9 @@ pub enum Broken {
     /// Give a booking's tokens back to the key's bucket without checking that it is the
     /// bucket the booking was made in (the tenure of its receipt).
     GiveBackToAnyTenure,
+    /// Let a new key of a table that starts keys empty remove a bucket that is not full (the
+    /// one nearest to full), as a table that starts keys full does.
+    EvictNotFullUnderStartEmpty,
 }
 
 /// The broken step of one table, if any: none outside loom (a zero-sized value).
@@ -84,4 +87,6 @@ questions! {
     claim_hides_bucket => ClaimHidesBucket,
     /// Whether a give-back skips the comparison of the key's tenure with its receipt's.
     skips_tenure_check => GiveBackToAnyTenure,
+    /// Whether a table that starts keys empty ranks buckets that are not full as victims.
+    evicts_not_full_under_start_empty => EvictNotFullUnderStartEmpty,
 }
