@@ -1,7 +1,7 @@
 //! `ResponseFuture`: the inner service's future with the headers (and a refund) applied to its
 //! response, or the layer's own answer.
 
-use super::backend::Backend;
+use super::backend::{sealed, Backend};
 use super::body::BodyKind;
 use super::headers::Fields;
 use super::shared::Shared;
@@ -16,15 +16,24 @@ use std::sync::Arc;
 pub(crate) type BoxedAnswer<Body, E> =
     Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
 
+/// A refund to be made, or not, once the response is seen: the layer, the booking and its cost.
+pub(crate) type Refund<B> = (Arc<Shared<B>>, <B as sealed::Backend>::Ticket, u32);
+
 /// What happens to an admitted request's response.
 pub(crate) struct After<B: Backend> {
     fields: Fields,
-    refund: Option<(Arc<Shared<B>>, B::Ticket, u32)>,
+    // Boxed: a ticket holds a booking per policy (hundreds of bytes), and this future is moved
+    // several times on its way to the executor (axum boxes it); only layers that refund pay
+    // for the allocation.
+    refund: Option<Box<Refund<B>>>,
 }
 
 impl<B: Backend> After<B> {
-    pub(crate) fn new(fields: Fields, refund: Option<(Arc<Shared<B>>, B::Ticket, u32)>) -> Self {
-        After { fields, refund }
+    pub(crate) fn new(fields: Fields, refund: Option<Refund<B>>) -> Self {
+        After {
+            fields,
+            refund: refund.map(Box::new),
+        }
     }
 
     /// Adds the headers, and refunds the request if its response matches the predicate. Out
@@ -35,9 +44,10 @@ impl<B: Backend> After<B> {
         mut response: Response<ResB>,
     ) -> Response<K::Body> {
         core::mem::take(&mut self.fields).append_to(response.headers_mut());
-        let Some((shared, ticket, cost)) = self.refund.take() else {
+        let Some(refund) = self.refund.take() else {
             return K::response(response);
         };
+        let (shared, ticket, cost) = *refund;
         let (parts, body) = response.into_parts();
         if shared.options.refund_if.as_ref().is_some_and(|p| p(&parts)) {
             shared.backend.refund(ticket, cost);
@@ -52,7 +62,8 @@ impl<B: Backend> Drop for After<B> {
     /// dropped its future, or the inner service failed) keeps its charge, unless the layer
     /// refunds on drop.
     fn drop(&mut self) {
-        if let Some((shared, ticket, cost)) = self.refund.take() {
+        if let Some(refund) = self.refund.take() {
+            let (shared, ticket, cost) = *refund;
             if shared.options.refund_on_drop {
                 shared.backend.refund(ticket, cost);
                 shared.counters.bump(Count::Refunded);
@@ -85,8 +96,9 @@ pin_project_lite::pin_project! {
         Passed { #[pin] fut: F },
         // Admitted and passed on, the response to be changed.
         Called { #[pin] fut: F, after: Option<After<B>> },
-        // Answered by the layer.
-        Done { response: Option<Response<K::Body>> },
+        // Answered by the layer. Boxed: a response is larger than the rest of this future, which
+        // every admitted request moves several times (axum boxes it).
+        Done { response: Option<Box<Response<K::Body>>> },
         // Waiting for a remote decision (Redis), then the inner service.
         Boxed { fut: BoxedAnswer<K::Body, E> },
     }
@@ -122,7 +134,7 @@ impl<F, B: Backend, K: BodyKind<ResB>, ResB, E> ResponseFuture<F, B, K, ResB, E>
     pub(crate) fn answered(answer: Response<bytes::Bytes>) -> Self {
         ResponseFuture {
             kind: Kind::Done {
-                response: Some(answer.map(K::answer)),
+                response: Some(Box::new(answer.map(K::answer))),
             },
         }
     }
@@ -153,10 +165,34 @@ where
                     .expect("ResponseFuture polled after completion");
                 Poll::Ready(Ok(after.apply::<K, ResB>(response)))
             }
-            KindProjection::Done { response } => Poll::Ready(Ok(response
+            KindProjection::Done { response } => Poll::Ready(Ok(*response
                 .take()
                 .expect("ResponseFuture polled after completion"))),
             KindProjection::Boxed { fut } => fut.as_mut().poll(cx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::body::SameBody;
+    use crate::{ClientIp, Keyed};
+    use bytes::Bytes;
+    use core::future::Future;
+    use core::pin::Pin;
+
+    type Inner = Pin<Box<dyn Future<Output = Result<http::Response<Bytes>, ()>> + Send>>;
+
+    /// The response future is moved several times per request (axum boxes it): it holds the
+    /// inner future, the header fields and a pointer, not a booking per policy.
+    #[test]
+    fn the_response_future_stays_small() {
+        type B = Keyed<ClientIp, cellrate::TickClock>;
+        let future = core::mem::size_of::<super::ResponseFuture<Inner, B, SameBody, Bytes, ()>>();
+        let fields = core::mem::size_of::<crate::headers::Fields>();
+        assert!(
+            future <= core::mem::size_of::<Inner>() + fields + 16,
+            "{future} bytes"
+        );
     }
 }
