@@ -1,17 +1,17 @@
-//! `Refusal`: what a custom refusal response is told of the request it refuses.
+//! `Denial`: what a custom refusal response is told of the request it refuses.
 
 use core::time::Duration;
 
 /// A refused request, for a custom refusal response
-/// ([`RateLimitBuilder::on_refused`](super::RateLimitBuilder::on_refused)).
+/// ([`RateLimitBuilder::on_denied`](super::RateLimitBuilder::on_denied)).
 #[derive(Debug)]
-pub struct Refusal<'a> {
+pub struct Denial<'a> {
     pub(crate) retry_after: Option<Duration>,
     pub(crate) grpc: bool,
     pub(crate) violated: &'a [&'a str],
 }
 
-impl Refusal<'_> {
+impl Denial<'_> {
     /// When the same request would pass; `None` if it never can (its cost exceeds a burst).
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
