@@ -1,8 +1,8 @@
-//! `Denial`: what a custom refusal response is told of the request it refuses.
+//! `Denial`: what a custom response to a denied request is told of it.
 
 use core::time::Duration;
 
-/// A refused request, for a custom refusal response
+/// A denied request, for a custom response to it
 /// ([`RateLimitBuilder::on_denied`](super::RateLimitBuilder::on_denied)).
 #[derive(Debug)]
 pub struct Denial<'a> {
@@ -23,7 +23,7 @@ impl Denial<'_> {
         self.grpc
     }
 
-    /// The names of the policies that refused it.
+    /// The names of the policies that denied it.
     pub fn violated_policies(&self) -> &[&str] {
         self.violated
     }

@@ -109,7 +109,8 @@ pub enum MissingKey {
     /// Answer 500 Internal Server Error and log the reason at error level.
     InternalError,
     /// Answer with this status, logged at debug level: the default is 400 Bad Request (the
-    /// client sent no key, or one that cannot be read); 401 suits a missing API key.
+    /// client sent no key, or one that cannot be read); 401 suits a missing API key. Counted
+    /// in `no_key` of [`LayerStats`](super::LayerStats), not in `denied`.
     Deny(http::StatusCode),
     /// Let the request through without charging that policy (the others still apply);
     /// logged at debug level. Only when the key is really absent ([`KeyError::is_absent`]):

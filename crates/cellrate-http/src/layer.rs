@@ -186,7 +186,8 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         self
     }
 
-    /// Whether refusals carry `RateLimit-Policy` and `RateLimit` (default yes).
+    /// Whether the answers to denied requests carry `RateLimit-Policy` and `RateLimit`
+    /// (default yes).
     pub fn headers_on_denied(mut self, on: bool) -> Self {
         self.options.on_denied.ietf = on;
         self
@@ -215,7 +216,7 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         self
     }
 
-    /// Writes refusals with `respond` instead. The layer then adds `Retry-After` (HTTP) and the
+    /// Writes the answers to denied requests with `respond` instead. The layer then adds `Retry-After` (HTTP) and the
     /// rate limit headers the response does not already have.
     pub fn on_denied(
         mut self,
