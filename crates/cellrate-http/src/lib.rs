@@ -23,6 +23,19 @@
 //! # }
 //! ```
 //!
+//! | Job | Type |
+//! |---|---|
+//! | The layer and its options | [`RateLimitLayer`] (`new`, `builder`) and [`RateLimitBuilder`]; the service [`RateLimit`] |
+//! | One limit for all | [`Global`] |
+//! | A limit per key | [`Keyed`] with a [`KeyExtractor`]: [`ClientIp`] (with [`ProxyHeader`]), [`HeaderKey`], [`SameKey`], [`from_fn`] |
+//! | A quota per request (tiers) | [`Tiered`] |
+//! | Buckets in Redis (feature `redis`) | `RedisPolicy`, `RedisPolicies`, `RedisKey` |
+//! | Several policies at once | `a.and(b)`: [`Both`] |
+//! | A request without a key | [`MissingKey`], [`KeyError`] |
+//! | Your own answer to a denied request | [`Denial`] ([`RateLimitBuilder::on_denied`]) |
+//! | Counts of the layer's answers | [`LayerStats`] ([`RateLimitLayer::stats`]) |
+//! | Bodies | [`SameBody`], [`WrappedBody`], [`RateLimitBody`] |
+//!
 //! # The layer
 //! [`RateLimitLayer`] makes a [`RateLimit`] service. `poll_ready` is the inner service's and
 //! the decision is made in `call`, since it needs the request; a refusal is a response, not a
