@@ -42,7 +42,7 @@ async fn main() -> std::io::Result<()> {
     let policy = Keyed::new("per-key", Arc::new(per_key), extractor)
         .quota_per_request(|_: &RequestHead<'_>, key: &HeaderValue| plan_of(key));
     let limit = RateLimitLayer::builder(policy)
-        .missing_key(MissingKey::Reject(StatusCode::UNAUTHORIZED))
+        .missing_key(MissingKey::Deny(StatusCode::UNAUTHORIZED))
         .build();
     let app = Router::new()
         .route("/", get(|| async { "hello\n" }))

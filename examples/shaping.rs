@@ -1,14 +1,13 @@
 //! Policing versus shaping: 20 requests sent back to back to a limiter of 5 per second with a
 //! burst of 2.
 //!
-//! - Policing (`check_n`) answers at once: the burst is served, the rest is rejected with the
+//! - Policing (`check_n`) answers at once: the burst is served, the rest is denied with the
 //!   time after which a retry would pass (an HTTP 429 with `Retry-After`).
 //! - Shaping books every request a slot instead (`reserve_n`), one emission interval (200 ms)
 //!   after the one before, and `wait_n` sleeps until that slot: all 20 are served, the first
 //!   two at once and the last about 3.6 s in, in the order they asked.
 //!
-//! Run with `cargo run --release --example shaping`. The times are real: shaping takes about
-//! 3.6 seconds.
+//! Run with `cargo run --release --example shaping` (the times are real: about 3.6 s).
 
 use cellrate::{Clock, Limiter, Quota};
 use std::time::{Duration, Instant};
@@ -26,10 +25,9 @@ fn limiter() -> Limiter {
 }
 
 fn main() {
+    let interval = limiter().quota().emission_interval().as_millis();
     println!(
-        "{REQUESTS} requests, back to back, against {PER_SECOND} per second with a burst of \
-         {BURST} (one token every {} ms)",
-        limiter().quota().emission_interval().as_millis(),
+        "{REQUESTS} requests back to back; {PER_SECOND}/s, burst {BURST}, one per {interval} ms"
     );
     police();
     plan();
@@ -38,7 +36,7 @@ fn main() {
 
 /// Policing: a yes or no at once for each request.
 fn police() {
-    println!("\nPolicing with check_n: what does not fit is rejected");
+    println!("\nPolicing with check_n: what does not fit is denied");
     let limiter = limiter();
     let start = Instant::now();
     let mut served = 0;
@@ -49,8 +47,8 @@ fn police() {
                 format!("served ({} left)", allowed.remaining())
             }
             Err(denied) => match denied.retry_after() {
-                Some(wait) => format!("rejected, retry after {}", ms(wait)),
-                None => "rejected for good".to_string(),
+                Some(wait) => format!("denied, retry after {}", ms(wait)),
+                None => "denied for good".to_string(),
             },
         };
         println!("  {} request {request:>2}: {verdict}", ms(start.elapsed()));
@@ -67,7 +65,7 @@ fn plan() {
     let slots: Vec<String> = (0..REQUESTS)
         .map(|_| match limiter.reserve_n_at(1, MAX_WAIT, now) {
             Ok(reservation) => reservation.ready_in_at(now).as_millis().to_string(),
-            Err(denied) => format!("refused: {denied}"),
+            Err(denied) => format!("denied: {denied}"),
         })
         .collect();
     println!("  slots, ms from now: {}", slots.join(" "));
@@ -95,10 +93,8 @@ fn shape() {
             Err(denied) => println!("  {} request {request:>2}: {denied}", ms(sent)),
         }
     }
-    println!(
-        "  served {REQUESTS} of {REQUESTS} in {}",
-        ms(start.elapsed())
-    );
+    let total = ms(start.elapsed());
+    println!("  served {REQUESTS} of {REQUESTS} in {total}");
 }
 
 /// A duration in milliseconds with one decimal, right-aligned.

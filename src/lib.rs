@@ -11,6 +11,25 @@
 //! }
 //! ```
 //!
+//! # Which type for which job
+//! | Job | Type |
+//! |---|---|
+//! | A rate: an interval per token and a burst | [`Quota`] (`per_second(100).with_burst(10)`) |
+//! | One limit for everything | [`Limiter`]: `check`, `check_n`, `check_at` |
+//! | A limit per key (user, IP, API key) | [`KeyedLimiter`], built by [`KeyedLimiterBuilder`]; `check_key`, or a key's handle [`KeyedBucket`] (`limiter.key(&k)`) with a limiter's verbs |
+//! | The answer of a check | [`Allowed`] (spent) or [`Denied`] (nothing spent, `retry_after`) |
+//! | Book now, go later, cancel if not needed | [`Reservation`] (`reserve_n`), its [`Ticket`] |
+//! | Wait for tokens | `wait` (blocking) and `until_ready` (feature `async`) on a limiter, a handle or a reservation |
+//! | Several limits, all or nothing | [`all_of`] → [`AllOf`] over [`Limit`]s |
+//! | Pace a stream, sink or writer | `pace::PaceExt` (feature `async`) |
+//! | Change a quota live | `set_quota`, the rules in [`QuotaChange`] |
+//! | Time | [`Clock`]: [`TickClock`] (the default), [`MonotonicClock`], [`ManualClock`] (tests), [`CachedClock`], `QuantaClock` (feature `quanta`); [`Nanos`] |
+//! | Counts | `named("api")` then `stats()`: [`Stats`], [`KeyedStats`] |
+//! | The reference the tests compare with | [`baseline::MutexBucket`] |
+//!
+//! HTTP and gRPC servers: the `cellrate-http` crate (a tower layer). Buckets shared by
+//! processes through Redis: the `cellrate-redis` crate.
+//!
 //! # The model
 //! A bucket is a token bucket of capacity `burst` that earns one token per
 //! `emission_interval`. It is stored as one number, the theoretical arrival time (TAT): the

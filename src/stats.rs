@@ -14,7 +14,7 @@
 pub struct Stats {
     /// Requests admitted (of cost 1 or more).
     pub allowed: u64,
-    /// Requests refused.
+    /// Requests denied.
     pub denied: u64,
     /// Requests of cost 0 answered: peeks, which spend nothing.
     pub peeks: u64,
@@ -30,7 +30,7 @@ pub struct Stats {
 pub struct KeyedStats {
     /// Requests admitted (of cost 1 or more).
     pub allowed: u64,
-    /// Requests refused.
+    /// Requests denied.
     pub denied: u64,
     /// Requests of cost 0 answered: peeks, which spend nothing.
     pub peeks: u64,

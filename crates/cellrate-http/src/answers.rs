@@ -2,10 +2,10 @@
 //! answer to a request without a key.
 
 use super::backend::{Backend, Verdict};
+use super::denial::Denial;
 use super::grpc::{self, Grpc};
 use super::headers::{push_quoted, Fields};
 use super::key::{KeyError, MissingKey};
-use super::refusal::Refusal;
 use super::shared::Shared;
 use super::state::{ceil_millis_of, ceil_secs_of};
 use bytes::Bytes;
@@ -28,14 +28,14 @@ pub(crate) fn refuse<B: Backend>(
 ) -> Response<Bytes> {
     let violated: Vec<&str> = verdict.violated(&shared.policies, cost).collect();
     let grpc = kind.is_some();
-    let refusal = Refusal {
+    let refusal = Denial {
         retry_after,
         grpc,
         violated: &violated,
     };
-    let mut response = match (&shared.options.refusal, kind) {
+    let mut response = match (&shared.options.denial, kind) {
         (Some(respond), _) => respond(&refusal),
-        (None, Some(kind)) => grpc_refusal(kind, retry_after),
+        (None, Some(kind)) => grpc_denial(kind, retry_after),
         (None, None) if shared.options.problem_json => problem(&refusal),
         (None, None) => plain(StatusCode::TOO_MANY_REQUESTS, too_many(retry_after)),
     };
@@ -47,7 +47,7 @@ pub(crate) fn refuse<B: Backend>(
         }
     }
     let fields = Fields::new(
-        shared.options.on_refused,
+        shared.options.on_denied,
         &shared.policies,
         &shared.static_policy,
         &verdict.states,
@@ -75,7 +75,7 @@ fn too_many(retry_after: Option<Duration>) -> String {
     }
 }
 
-fn problem(refusal: &Refusal<'_>) -> Response<Bytes> {
+fn problem(refusal: &Denial<'_>) -> Response<Bytes> {
     let mut policies = String::new();
     for (i, name) in refusal.violated.iter().enumerate() {
         if i > 0 {
@@ -99,7 +99,7 @@ fn problem(refusal: &Refusal<'_>) -> Response<Bytes> {
 }
 /// A trailers-only gRPC answer: status 8, the pushback in milliseconds rounded up (-1, "do
 /// not retry", when the request can never pass).
-fn grpc_refusal(kind: Grpc, retry_after: Option<Duration>) -> Response<Bytes> {
+fn grpc_denial(kind: Grpc, retry_after: Option<Duration>) -> Response<Bytes> {
     let (message, pushback) = match retry_after {
         Some(wait) => {
             let ms = ceil_millis_of(wait);
@@ -127,7 +127,7 @@ pub(crate) fn no_key(error: &KeyError, choice: MissingKey, kind: Option<Grpc>) -
         (KeyError::NoPeerAddress, _) | (_, MissingKey::InternalError) => {
             StatusCode::INTERNAL_SERVER_ERROR
         }
-        (_, MissingKey::Reject(status)) => status,
+        (_, MissingKey::Deny(status)) => status,
         // Skip reaches here only for a key that is there but cannot be read.
         (_, MissingKey::Skip) => StatusCode::BAD_REQUEST,
     };

@@ -109,8 +109,9 @@ pub enum MissingKey {
     /// Answer 500 Internal Server Error and log the reason at error level.
     InternalError,
     /// Answer with this status, logged at debug level: the default is 400 Bad Request (the
-    /// client sent no key, or one that cannot be read); 401 suits a missing API key.
-    Reject(http::StatusCode),
+    /// client sent no key, or one that cannot be read); 401 suits a missing API key. Counted
+    /// in `no_key` of [`LayerStats`](super::LayerStats), not in `denied`.
+    Deny(http::StatusCode),
     /// Let the request through without charging that policy (the others still apply);
     /// logged at debug level. Only when the key is really absent ([`KeyError::is_absent`]):
     /// a key that is there but cannot be read, such as a hop a trusted proxy wrote as
@@ -124,7 +125,7 @@ impl Default for MissingKey {
     /// 400 Bad Request: a client error, logged at debug level (a flood of keyless requests
     /// neither fills the logs nor looks like a server fault).
     fn default() -> Self {
-        MissingKey::Reject(http::StatusCode::BAD_REQUEST)
+        MissingKey::Deny(http::StatusCode::BAD_REQUEST)
     }
 }
 

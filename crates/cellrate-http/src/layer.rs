@@ -2,10 +2,10 @@
 
 use super::backend::Backend;
 use super::body::{SameBody, WrappedBody};
+use super::denial::Denial;
 use super::headers::{policy_field, FieldChoice};
 use super::interned::static_value;
 use super::key::{MissingKey, RequestHead};
-use super::refusal::Refusal;
 use super::service::RateLimit;
 use super::shared::{Options, Shared};
 use super::state::MAX_POLICIES;
@@ -73,10 +73,10 @@ impl<B: Backend> RateLimitLayer<B> {
                 refund_if: None,
                 refund_on_drop: false,
                 on_allowed: ietf,
-                on_refused: ietf,
+                on_denied: ietf,
                 partition_key: false,
                 problem_json: false,
-                refusal: None,
+                denial: None,
             },
         }
     }
@@ -186,9 +186,10 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         self
     }
 
-    /// Whether refusals carry `RateLimit-Policy` and `RateLimit` (default yes).
-    pub fn headers_on_refused(mut self, on: bool) -> Self {
-        self.options.on_refused.ietf = on;
+    /// Whether the answers to denied requests carry `RateLimit-Policy` and `RateLimit`
+    /// (default yes).
+    pub fn headers_on_denied(mut self, on: bool) -> Self {
+        self.options.on_denied.ietf = on;
         self
     }
 
@@ -196,7 +197,7 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
     /// until the bucket is full), for the policy with the fewest tokens left (default no).
     pub fn legacy_headers(mut self, on: bool) -> Self {
         self.options.on_allowed.legacy = on;
-        self.options.on_refused.legacy = on;
+        self.options.on_denied.legacy = on;
         self
     }
 
@@ -215,13 +216,13 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         self
     }
 
-    /// Writes refusals with `respond` instead. The layer then adds `Retry-After` (HTTP) and the
+    /// Writes the answers to denied requests with `respond` instead. The layer then adds `Retry-After` (HTTP) and the
     /// rate limit headers the response does not already have.
-    pub fn on_refused(
+    pub fn on_denied(
         mut self,
-        respond: impl Fn(&Refusal<'_>) -> Response<Bytes> + Send + Sync + 'static,
+        respond: impl Fn(&Denial<'_>) -> Response<Bytes> + Send + Sync + 'static,
     ) -> Self {
-        self.options.refusal = Some(Box::new(respond));
+        self.options.denial = Some(Box::new(respond));
         self
     }
 

@@ -23,6 +23,19 @@
 //! # }
 //! ```
 //!
+//! | Job | Type |
+//! |---|---|
+//! | The layer and its options | [`RateLimitLayer`] (`new`, `builder`) and [`RateLimitBuilder`]; the service [`RateLimit`] |
+//! | One limit for all | [`Global`] |
+//! | A limit per key | [`Keyed`] with a [`KeyExtractor`]: [`ClientIp`] (with [`ProxyHeader`]), [`HeaderKey`], [`SameKey`], [`from_fn`] |
+//! | A quota per request (tiers) | [`Tiered`] |
+//! | Buckets in Redis (feature `redis`) | `RedisPolicy`, `RedisPolicies`, `RedisKey` |
+//! | Several policies at once | `a.and(b)`: [`Both`] |
+//! | A request without a key | [`MissingKey`], [`KeyError`] |
+//! | Your own answer to a denied request | [`Denial`] ([`RateLimitBuilder::on_denied`]) |
+//! | Counts of the layer's answers | [`LayerStats`] ([`RateLimitLayer::stats`]) |
+//! | Bodies | [`SameBody`], [`WrappedBody`], [`RateLimitBody`] |
+//!
 //! # The layer
 //! [`RateLimitLayer`] makes a [`RateLimit`] service. `poll_ready` is the inner service's and
 //! the decision is made in `call`, since it needs the request; a refusal is a response, not a
@@ -85,14 +98,14 @@
 //! # Responses and headers
 //! A refusal is a 429 with `Retry-After` in whole seconds rounded up (a client that waits that
 //! long is admitted), a plain-text or [`problem_json`](RateLimitBuilder::problem_json) body
-//! (type [`QUOTA_EXCEEDED`]), or your own ([`RateLimitBuilder::on_refused`]). A request whose
+//! (type [`QUOTA_EXCEEDED`]), or your own ([`RateLimitBuilder::on_denied`]). A request whose
 //! cost exceeds a burst can never pass: 429 without `Retry-After`. A gRPC or gRPC-Web call
 //! (`content-type: application/grpc...`, in any case) gets a trailers-only answer in its own
 //! content-type family: `grpc-status: 8` (`RESOURCE_EXHAUSTED`), a message, and
 //! `grpc-retry-pushback-ms` (milliseconds rounded up; -1, "do not retry", for a cost above
 //! the burst). A call without a key gets the gRPC status of the HTTP one (3
 //! `INVALID_ARGUMENT` for 400, 16 `UNAUTHENTICATED` for 401, 13 `INTERNAL` for 500). A
-//! refusal written by [`RateLimitBuilder::on_refused`] is sent as written.
+//! refusal written by [`RateLimitBuilder::on_denied`] is sent as written.
 //!
 //! Admitted and refused responses carry, one item per policy
 //! (draft-ietf-httpapi-ratelimit-headers-10, RFC 9651 lists):
@@ -134,6 +147,7 @@ mod backend;
 mod body;
 mod client_ip;
 mod cost;
+mod denial;
 mod forwarded;
 mod future;
 mod grpc;
@@ -143,7 +157,6 @@ mod key;
 mod layer;
 mod local;
 mod policy;
-mod refusal;
 #[cfg(feature = "redis")]
 mod remote;
 mod service;
@@ -158,13 +171,13 @@ pub use backend::Backend;
 pub use body::{BodyKind, RateLimitBody, SameBody, WrappedBody};
 pub use client_ip::{ClientIp, ProxyHeader};
 pub use cost::content_length_cost;
+pub use denial::Denial;
 pub use future::ResponseFuture;
 pub use key::{
     from_fn, FnKey, HeaderKey, KeyError, KeyExtractor, MissingKey, RequestHead, SameKey,
 };
 pub use layer::{RateLimitBuilder, RateLimitLayer, RefundUnsupported};
 pub use policy::{Both, Global, Keyed, Tiered};
-pub use refusal::Refusal;
 #[cfg(feature = "redis")]
 pub use remote::{RedisKey, RedisPolicies, RedisPolicy};
 pub use service::RateLimit;

@@ -1,8 +1,8 @@
 //! `Shared`: what every clone of a layer and of its services holds, the options included.
 
+use super::denial::Denial;
 use super::headers::{FieldChoice, PolicyInfo};
 use super::key::{MissingKey, RequestHead};
-use super::refusal::Refusal;
 use super::stats::Counters;
 use bytes::Bytes;
 use http::header::HeaderValue;
@@ -11,7 +11,7 @@ use std::hash::RandomState;
 
 pub(crate) type CostFn = dyn Fn(&RequestHead<'_>) -> u32 + Send + Sync;
 pub(crate) type RefundFn = dyn Fn(&response::Parts) -> bool + Send + Sync;
-pub(crate) type RefusalFn = dyn Fn(&Refusal<'_>) -> Response<Bytes> + Send + Sync;
+pub(crate) type DenialFn = dyn Fn(&Denial<'_>) -> Response<Bytes> + Send + Sync;
 
 /// What every clone of a layer shares.
 pub(crate) struct Shared<B> {
@@ -32,10 +32,10 @@ pub(crate) struct Options {
     pub(crate) refund_if: Option<Box<RefundFn>>,
     pub(crate) refund_on_drop: bool,
     pub(crate) on_allowed: FieldChoice,
-    pub(crate) on_refused: FieldChoice,
+    pub(crate) on_denied: FieldChoice,
     pub(crate) partition_key: bool,
     pub(crate) problem_json: bool,
-    pub(crate) refusal: Option<Box<RefusalFn>>,
+    pub(crate) denial: Option<Box<DenialFn>>,
 }
 
 impl Options {

@@ -11,9 +11,9 @@ use cellrate::StripedCounts;
 pub struct LayerStats {
     /// Requests admitted.
     pub allowed: u64,
-    /// Requests refused (429 or `RESOURCE_EXHAUSTED`): the `denied` of [`Stats`](cellrate::Stats).
+    /// Requests denied (429 or `RESOURCE_EXHAUSTED`): the `denied` of [`Stats`](cellrate::Stats).
     pub denied: u64,
-    /// Requests shadow mode let through that the limit would have refused.
+    /// Requests shadow mode let through that the limit would have denied.
     pub shadow_denied: u64,
     /// Requests answered by [`MissingKey`](super::MissingKey) because a policy found no key
     /// (in shadow mode: let through).

@@ -134,7 +134,7 @@ async fn a_call_without_a_key_gets_a_grpc_status() {
         (Keyed::new("k", keys(), api_key()), Code::InvalidArgument),
         (
             Keyed::new("k", keys(), api_key())
-                .missing_key(MissingKey::Reject(http::StatusCode::UNAUTHORIZED)),
+                .missing_key(MissingKey::Deny(http::StatusCode::UNAUTHORIZED)),
             Code::Unauthenticated,
         ),
         (

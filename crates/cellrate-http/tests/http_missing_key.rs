@@ -97,10 +97,10 @@ async fn the_policys_own_status_is_answered() {
     let layer = RateLimitLayer::builder(
         Keyed::new("ip", keyed::<IpAddr>(5), ClientIp::new()).and(
             Keyed::new("api-key", keyed::<HeaderValue>(5), api_key())
-                .missing_key(MissingKey::Reject(StatusCode::UNAUTHORIZED)),
+                .missing_key(MissingKey::Deny(StatusCode::UNAUTHORIZED)),
         ),
     )
-    .missing_key(MissingKey::Reject(StatusCode::FORBIDDEN))
+    .missing_key(MissingKey::Deny(StatusCode::FORBIDDEN))
     .build();
     let client = client_of(layer).await;
     assert_eq!(client.get("/", &[]).await.status, StatusCode::UNAUTHORIZED);

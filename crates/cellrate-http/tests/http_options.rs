@@ -128,7 +128,7 @@ async fn tiers_and_header_keys() {
         }
     });
     let layer = RateLimitLayer::builder(tiered)
-        .missing_key(MissingKey::Reject(StatusCode::UNAUTHORIZED))
+        .missing_key(MissingKey::Deny(StatusCode::UNAUTHORIZED))
         .build();
     let app = Router::new()
         .route("/", get(|| async { "ok" }))

@@ -10,6 +10,16 @@
 //! [`RedisOptions::start_empty`]). Needs Redis 5 or later; tested against redis-server 7.0
 //! (alone, a replica pair failed over, Sentinel, a Cluster resharded under load, TLS).
 //!
+//! | Job | Type |
+//! |---|---|
+//! | The shared limiter | [`RedisLimiter`] (`connect`, `connect_with`): `check_key`, `check_key_n`, `check_many` |
+//! | How to connect, when Redis does not answer | [`RedisOptions`], [`FailurePolicy`], [`ClientIdentity`] (TLS), [`ErrorHook`] |
+//! | Several keys, all or nothing | `check_all_of_n`, `reserve_all_of_n`: [`JointBooking`] or [`JointDenial`] |
+//! | Book now, go later | `reserve_key_n`: a [`Booking`] |
+//! | Counts and the most denied keys | `stats()`: [`RedisStats`]; `top_denied` |
+//! | Key names | [`key_part`], [`MAX_KEY_LEN`], [`MAX_PART_LEN`] |
+//! | What went wrong | [`Error`] |
+//!
 //! ```no_run
 //! use cellrate::Quota;
 //! use cellrate_redis::{FailurePolicy, RedisLimiter, RedisOptions};

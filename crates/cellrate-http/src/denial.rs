@@ -1,17 +1,17 @@
-//! `Refusal`: what a custom refusal response is told of the request it refuses.
+//! `Denial`: what a custom response to a denied request is told of it.
 
 use core::time::Duration;
 
-/// A refused request, for a custom refusal response
-/// ([`RateLimitBuilder::on_refused`](super::RateLimitBuilder::on_refused)).
+/// A denied request, for a custom response to it
+/// ([`RateLimitBuilder::on_denied`](super::RateLimitBuilder::on_denied)).
 #[derive(Debug)]
-pub struct Refusal<'a> {
+pub struct Denial<'a> {
     pub(crate) retry_after: Option<Duration>,
     pub(crate) grpc: bool,
     pub(crate) violated: &'a [&'a str],
 }
 
-impl Refusal<'_> {
+impl Denial<'_> {
     /// When the same request would pass; `None` if it never can (its cost exceeds a burst).
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
@@ -23,7 +23,7 @@ impl Refusal<'_> {
         self.grpc
     }
 
-    /// The names of the policies that refused it.
+    /// The names of the policies that denied it.
     pub fn violated_policies(&self) -> &[&str] {
         self.violated
     }
