@@ -19,7 +19,7 @@ pub const QUOTA_EXCEEDED: &str = "https://iana.org/assignments/http-problem-type
 static GRPC_PUSHBACK: HeaderName = HeaderName::from_static("grpc-retry-pushback-ms");
 
 /// The answer to a refused request.
-pub(crate) fn refuse<B: Backend>(
+pub(crate) fn deny<B: Backend>(
     shared: &Shared<B>,
     verdict: &Verdict<B::Ticket>,
     retry_after: Option<Duration>,

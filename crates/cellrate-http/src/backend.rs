@@ -72,8 +72,8 @@ pub type Pending<T> = Pin<Box<dyn Future<Output = Verdict<T>> + Send>>;
 pub enum Outcome {
     /// Admitted: its tokens are spent.
     Allowed,
-    /// Refused: nothing spent. `None`: the cost exceeds a burst, it can never pass.
-    Refused(Option<Duration>),
+    /// Denied: nothing spent. `None`: the cost exceeds a burst, it can never pass.
+    Denied(Option<Duration>),
     /// A policy found no key (and is not configured to skip it).
     NoKey(KeyError),
 }

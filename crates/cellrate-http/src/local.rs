@@ -98,7 +98,7 @@ pub(crate) fn alone<K>(
                 verdict.ticket = Some(Booked { keys, tickets });
             }
         }
-        Err(denied) => verdict.outcome = Outcome::Refused(denied.retry_after()),
+        Err(denied) => verdict.outcome = Outcome::Denied(denied.retry_after()),
     }
 }
 
@@ -147,7 +147,7 @@ pub(crate) fn together<P: Local>(
                 verdict.ticket = Some(Booked { keys, tickets });
             }
         }
-        Err(denied) => verdict.outcome = Outcome::Refused(denied.retry_after()),
+        Err(denied) => verdict.outcome = Outcome::Denied(denied.retry_after()),
     }
 }
 

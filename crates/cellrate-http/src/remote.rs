@@ -298,7 +298,7 @@ async fn decide(
         }
     };
     if let Some(denied) = refused {
-        verdict.outcome = Outcome::Refused(denied.retry_after());
+        verdict.outcome = Outcome::Denied(denied.retry_after());
     }
     (verdict, Bookings(bookings))
 }

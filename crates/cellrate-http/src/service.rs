@@ -1,6 +1,6 @@
 //! `RateLimit`: the service. Readiness passes through; the decision is made in `call`.
 
-use super::answers::{no_key, refuse};
+use super::answers::{deny, no_key};
 use super::backend::{Backend, How, Outcome, Verdict};
 use super::body::{BodyKind, SameBody};
 use super::future::{After, ResponseFuture};
@@ -158,15 +158,15 @@ fn not_admitted<B: Backend>(
     match &verdict.outcome {
         // Decided in `admit`, which counts it; here only for a whole match.
         Outcome::Allowed => Ok(Some(admitted(shared, verdict, cost))),
-        Outcome::Refused(_) if options.shadow => {
-            counters.bump(Count::ShadowRefused);
+        Outcome::Denied(_) if options.shadow => {
+            counters.bump(Count::ShadowDenied);
             Ok(Some(After::new(fields(shared, verdict), None)))
         }
-        Outcome::Refused(retry_after) => {
-            counters.bump(Count::Refused);
+        Outcome::Denied(retry_after) => {
+            counters.bump(Count::Denied);
             // Only the layer's own answers depend on the protocol: gRPC answers in its status.
             let grpc = Grpc::of(request_headers);
-            Err(refuse(shared, verdict, *retry_after, cost, grpc))
+            Err(deny(shared, verdict, *retry_after, cost, grpc))
         }
         Outcome::NoKey(e) => {
             counters.bump(Count::NoKey);

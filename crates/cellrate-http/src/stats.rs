@@ -26,8 +26,8 @@ pub struct LayerStats {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Count {
     Allowed,
-    Refused,
-    ShadowRefused,
+    Denied,
+    ShadowDenied,
     NoKey,
     Refunded,
 }
