@@ -123,18 +123,6 @@ fn a_new_keys_wait_under_start_empty_waits_for_room() {
     assert!(limiter.key(&4).wait_n(1, Duration::from_millis(1)).is_err());
 }
 
-/// A tiny generator of schedules (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// One schedule on a table of `max_keys` keys' capacity: `held` keys (one slot fewer than the
 /// table has) are seen at 0, then every step is a request of one of them or of a key never
 /// seen (a check, or a booking ahead kept, under the default quota, the held keys' or a short
@@ -159,7 +147,7 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
     // Where a key removed for a new one comes back full, it may hold more than its exact
     // bucket: only the other keys' tokens are compared there, never to drop.
     let resets_refill = !start_empty && policy == OverflowPolicy::EvictNearestNew;
-    let mut rng = Rng(seed | 1);
+    let mut rng = fastrand::Rng::with_seed(seed | 1);
     let mut now = 0u64;
     let mut fresh = 1u64 << 40;
     let what = |step: usize| {
@@ -175,21 +163,21 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
         assert_eq!(got.is_ok(), exact.check_n_at(1, Nanos::ZERO).is_ok());
     }
     for step in 0..600 {
-        now += rng.below(8) * 1_000_000; // at most 4.2 s in all
+        now += rng.u64(..8) * 1_000_000; // at most 4.2 s in all
         let at = Nanos::new(now);
         let before: Vec<u32> = held
             .iter()
             .map(|k| limiter.key(k).with_quota(&quota).available_at(at))
             .collect();
         let denials = limiter.stats().overflow_denials;
-        let cost = 1 + rng.below(3) as u32;
-        let wait = Duration::from_millis(rng.below(3) * 100);
-        let actor = match rng.below(10) {
+        let cost = 1 + rng.u64(..3) as u32;
+        let wait = Duration::from_millis(rng.u64(..3) * 100);
+        let actor = match rng.u64(..10) {
             0..=3 => {
-                let h = rng.below(held.len() as u64) as usize;
+                let h = rng.u64(..held.len() as u64) as usize;
                 let key = limiter.key(&held[h]).with_quota(&quota);
                 let nanos = wait.as_nanos() as u64;
-                let check = rng.below(2) == 0;
+                let check = rng.u64(..2) == 0;
                 let got = if check {
                     key.check_n_at(cost, at).is_ok()
                 } else {
@@ -217,12 +205,12 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
             4..=8 => {
                 fresh += 1;
                 let key = limiter.key(&fresh);
-                let key = match rng.below(3) {
+                let key = match rng.u64(..3) {
                     0 => key,
                     1 => key.with_quota(&quota),
                     _ => key.with_quota(&short),
                 };
-                if rng.below(3) == 0 {
+                if rng.u64(..3) == 0 {
                     let _ = key.check_n_at(1, at);
                 } else {
                     let _ = key.reserve_n_at(cost, wait, at).map(|r| r.commit());

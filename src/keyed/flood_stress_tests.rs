@@ -24,32 +24,20 @@ const BUDGET: Duration = Duration::from_millis(300);
 /// How far the clock may move in all: less than a held key's depth (10 s).
 const LAST: u64 = 9_000_000_000;
 
-/// A tiny generator of choices (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// One held key's thread: its requests, each beside the exact bucket.
 fn use_held(limiter: &KeyedLimiter<u64, ManualClock>, key: u64, quota: Quota, seed: u64) {
-    let mut rng = Rng(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     pause_now_and_then(seed.rotate_left(17));
     let exact = MutexBucket::with_clock(quota, ManualClock::new()).start_empty_at(Nanos::ZERO);
     let deadline = Instant::now() + BUDGET;
     while Instant::now() < deadline {
         let at = limiter.clock().now();
-        let cost = 1 + rng.below(3) as u32;
-        let (got, want) = if rng.below(2) == 0 {
+        let cost = 1 + rng.u64(..3) as u32;
+        let (got, want) = if rng.u64(..2) == 0 {
             let got = limiter.check_key_n_at(&key, cost, at).is_ok();
             (got, exact.check_n_at(cost, at).is_ok())
         } else {
-            let wait = rng.below(3) * 100_000_000;
+            let wait = rng.u64(..3) * 100_000_000;
             let booked = limiter
                 .key(&key)
                 .reserve_n_at(cost, Duration::from_nanos(wait), at);
@@ -70,7 +58,7 @@ fn use_held(limiter: &KeyedLimiter<u64, ManualClock>, key: u64, quota: Quota, se
 
 /// One flooder's thread: new keys, each checked or booking ahead, and now and then a sweep.
 fn flood(limiter: &KeyedLimiter<u64, ManualClock>, quota: Quota, thread: u64) {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (thread + 1) << 32);
+    let mut rng = fastrand::Rng::with_seed(0x9E37_79B9_7F4A_7C15 ^ (thread + 1) << 32);
     pause_now_and_then(thread.wrapping_mul(0xBF58_476D_1CE4_E5B9) | 1);
     let short = Quota::try_new(Duration::from_millis(1), 2).unwrap();
     let deadline = Instant::now() + BUDGET;
@@ -79,15 +67,15 @@ fn flood(limiter: &KeyedLimiter<u64, ManualClock>, quota: Quota, thread: u64) {
         fresh += 1;
         let at = limiter.clock().now();
         let key = limiter.key(&fresh);
-        let key = if rng.below(4) == 0 {
+        let key = if rng.u64(..4) == 0 {
             key.with_quota(&quota)
         } else {
             key.with_quota(&short)
         };
-        match rng.below(8) {
+        match rng.u64(..8) {
             0..=4 => {
-                let wait = Duration::from_millis(rng.below(20));
-                let _ = key.reserve_n_at(1 + rng.below(2) as u32, wait, at);
+                let wait = Duration::from_millis(rng.u64(..20));
+                let _ = key.reserve_n_at(1 + rng.u64(..2) as u32, wait, at);
             }
             5 | 6 => {
                 let _ = key.check_n_at(1, at);
@@ -123,13 +111,13 @@ fn stress(max_keys: usize, policy: OverflowPolicy) {
             s.spawn(move || flood(limiter, quota, thread));
         }
         // The clock: a fraction of a millisecond at a time, never a held key's depth in all.
-        let mut rng = Rng(max_keys as u64 | 1 << 20);
+        let mut rng = fastrand::Rng::with_seed(max_keys as u64 | 1 << 20);
         let deadline = Instant::now() + BUDGET;
         while Instant::now() < deadline {
             if limiter.clock().now().as_u64() < LAST {
                 limiter
                     .clock()
-                    .advance(Duration::from_micros(rng.below(300)));
+                    .advance(Duration::from_micros(rng.u64(..300)));
             }
             std::thread::yield_now();
         }
