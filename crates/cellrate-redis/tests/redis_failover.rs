@@ -42,8 +42,15 @@ fn follows(
         answers.push(rt.block_on(limiter.check_key("fresh")).is_ok());
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(rt.block_on(limiter.check_key("k")).is_err(), "k was full");
     let stats = limiter.stats();
+    // `k` must be denied by Redis itself: an answer the failure policy gave (a deadline missed
+    // on a busy machine) tells nothing of what the new primary holds, so it is asked again.
+    let k_denied = (0..20).find_map(|_| {
+        let before = limiter.stats().failed_open;
+        let answer = rt.block_on(limiter.check_key("k"));
+        (limiter.stats().failed_open == before).then_some(answer.is_err())
+    });
+    assert_eq!(k_denied, Some(true), "k was full");
     assert_eq!(
         stats.allowed,
         3 + 3,
