@@ -5,7 +5,7 @@
 //! - `keyed_check_{1000,1000000}_keys`: u64 keys, one thread;
 //! - `keyed_check_100000_string_keys`: 16-character `String` keys (cellrate looks up by `&str`);
 //! - `keyed_parts`: the fingerprint hash and the clock reads a check is made of;
-//! - `keyed_batch`: cellrate's `check_many_n` (one clock read per batch of 64 keys, and the
+//! - `keyed_batch`: cellrate's `check_many` (one clock read per batch of 64 keys, and the
 //!   slots of the next keys fetched while one is decided) against one `check_key` per key for
 //!   cellrate and governor, at 1,000 and 1,000,000 u64 keys, in checks per second;
 //! - `keyed_floor`: the physical floor of a check at 1,000,000 keys, one random compare-and-swap
@@ -109,7 +109,7 @@ fn u64_keys(c: &mut Criterion) {
         });
         drop(ours);
 
-        // The same table in 2 MiB pages (`huge_pages()`, off by default): only a table of
+        // The same table in 2 MiB pages (`huge_pages(true)`, off by default): only a table of
         // at least one huge page takes them, so only the 1,000,000-key row has this subject.
         let ours: KeyedLimiter<u64> = huge_page_limiter(&key_refs);
         if ours.huge_pages() {

@@ -1,6 +1,6 @@
 //! Memory per key of cellrate's `KeyedLimiter` and governor 0.10's default keyed limiter, at
 //! 1,000,000 keys (100,000 with `BENCH_QUICK=1`): u64 keys and 16-character `String` keys. Also cellrate's table in huge
-//! pages (`huge_pages()`), and what they cost a table that holds few keys: 1,000 keys in
+//! pages (`huge_pages(true)`), and what they cost a table that holds few keys: 1,000 keys in
 //! a table of the default capacity, with and without.
 //!
 //! Two measures per case, each case in a fresh child process so that they do not mix:
@@ -148,7 +148,7 @@ fn run(case: &str) {
             || {
                 cellrate::KeyedLimiter::<u64>::builder(quota)
                     .max_keys(keys())
-                    .huge_pages()
+                    .huge_pages(true)
                     .build()
             },
             |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),
@@ -165,7 +165,7 @@ fn run(case: &str) {
             1_000,
             || {
                 cellrate::KeyedLimiter::<u64>::builder(quota)
-                    .huge_pages()
+                    .huge_pages(true)
                     .build()
             },
             |l, i| assert!(l.check_key(&u64_key(i)).is_ok()),

@@ -38,7 +38,7 @@ VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed
            "cached": "both on a clock refreshed every 1 ms (CachedClock, QuantaUpkeepClock)",
            "read": "outcome read (cellrate: remaining() and reset_after(); governor: its "
                    "snapshot's remaining_burst_capacity())",
-           "batch": "cellrate check_many_n (one call per 64 keys)"}
+           "batch": "cellrate check_many (one call per 64 keys)"}
 
 Result = namedtuple("Result", "group parts name column variant ns elements run")
 

@@ -114,16 +114,19 @@ impl<C: Clock> MutexBucket<C> {
         }
     }
 
-    /// The same bucket, but empty now.
-    pub fn start_empty(self) -> MutexBucket<C> {
+    /// With `on`, the same bucket but empty now; with `false`, the bucket as it is.
+    pub fn start_empty(self, on: bool) -> MutexBucket<C> {
         let now = self.clock.now();
-        self.start_empty_at(now)
+        self.start_empty_at(on, now)
     }
 
     /// [`MutexBucket::start_empty`] with the time passed in. Within one bucket depth of
     /// [`Nanos::MAX`] the full-again time stops one nanosecond short of it, as the GCRA TAT
     /// does.
-    pub fn start_empty_at(self, now: Nanos) -> MutexBucket<C> {
+    pub fn start_empty_at(self, on: bool, now: Nanos) -> MutexBucket<C> {
+        if !on {
+            return self;
+        }
         let quota = self.quota();
         let full_in = quota.depth_ns().min(LAST_FULL.saturating_sub(now.as_u64()));
         let mut state = self.lock();

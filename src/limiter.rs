@@ -69,16 +69,28 @@ impl<C: Clock> Limiter<C> {
         }
     }
 
-    /// The same limiter, but empty now: it admits nothing until tokens arrive, and is full one
-    /// bucket depth (`burst * emission_interval`) later. For cold starts that must not burst,
-    /// such as many instances restarting at once after a deploy.
-    pub fn start_empty(self) -> Limiter<C> {
+    /// With `on`, the same limiter but empty now: it admits nothing until tokens arrive, and
+    /// is full one bucket depth (`burst * emission_interval`) later. For cold starts that must
+    /// not burst, such as many instances restarting at once after a deploy. With `false`, the
+    /// limiter as it is. The keyed builder and `cellrate-redis`'s options take the same
+    /// `start_empty(bool)`.
+    ///
+    /// ```
+    /// use cellrate::{Limiter, Quota};
+    ///
+    /// let limiter = Limiter::new(Quota::per_second(10)).start_empty(true);
+    /// assert!(limiter.check().is_err());
+    /// ```
+    pub fn start_empty(self, on: bool) -> Limiter<C> {
         let now = now_for(&self.clock, &self.quota());
-        self.start_empty_at(now)
+        self.start_empty_at(on, now)
     }
 
     /// [`Limiter::start_empty`] with the time passed in.
-    pub fn start_empty_at(self, now: Nanos) -> Limiter<C> {
+    pub fn start_empty_at(self, on: bool, now: Nanos) -> Limiter<C> {
+        if !on {
+            return self;
+        }
         let quota = self.quota();
         let limiter = Limiter {
             cells: Cells::new(quota, gcra::empty_at(now.as_u64(), &quota)),

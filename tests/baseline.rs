@@ -74,8 +74,8 @@ impl Pair {
         let bucket = MutexBucket::with_clock(quota, ManualClock::new());
         let (limiter, bucket) = match empty_at {
             Some(t) => (
-                limiter.start_empty_at(Nanos::new(t)),
-                bucket.start_empty_at(Nanos::new(t)),
+                limiter.start_empty_at(true, Nanos::new(t)),
+                bucket.start_empty_at(true, Nanos::new(t)),
             ),
             None => (limiter, bucket),
         };
@@ -202,7 +202,7 @@ impl Pair {
     fn replay(&self) -> Result<(), TestCaseError> {
         let mut exact = MutexBucket::with_clock(self.quota, ManualClock::new());
         if let Some(t) = self.empty_at {
-            exact = exact.start_empty_at(Nanos::new(t));
+            exact = exact.start_empty_at(true, Nanos::new(t));
         }
         for carried in &self.log {
             match *carried {

@@ -199,11 +199,11 @@ fn a_start_empty_keys_booking_keeps_its_bucket_through_new_keys_booking_ahead() 
         let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(10))
             .max_keys(1)
             .clock(ManualClock::new())
-            .start_empty()
+            .start_empty(true)
             .overflow(OverflowPolicy::EvictNearestNew)
             .build();
         let oracle = MutexBucket::with_clock(Quota::per_second(10), ManualClock::new())
-            .start_empty_at(ms(0));
+            .start_empty_at(true, ms(0));
         assert!(limiter.check_key_at(&1, ms(0)).is_err(), "starts empty");
         let booked = limiter.key(&1).reserve_n_at(5, NO_WAIT, ms(1_000)).unwrap();
         let oracle_booked = oracle.reserve_n_at(5, 0, ms(1_000)).unwrap();

@@ -189,7 +189,7 @@ fn start_empty_keys_fill_over_one_depth() {
     let l = KeyedLimiter::<u64, _>::builder(quota(3))
         .clock(clock.clone())
         .max_keys(16)
-        .start_empty()
+        .start_empty(true)
         .build();
     assert_eq!(l.key(&1).available(), 0, "a new key starts empty");
     let denied = l.check_key(&1).unwrap_err();

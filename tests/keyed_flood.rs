@@ -22,15 +22,12 @@ fn table(
     policy: OverflowPolicy,
     start_empty: bool,
 ) -> KeyedLimiter<u64, ManualClock> {
-    let builder = KeyedLimiter::<u64, _>::builder(Quota::per_second(10))
+    KeyedLimiter::<u64, _>::builder(Quota::per_second(10))
         .max_keys(max_keys)
         .clock(ManualClock::new())
-        .overflow(policy);
-    if start_empty {
-        builder.start_empty().build()
-    } else {
-        builder.build()
-    }
+        .overflow(policy)
+        .start_empty(start_empty)
+        .build()
 }
 
 /// Under `start_empty`, a flood of new keys, each checked (stored empty) or booking ahead (a
@@ -101,7 +98,7 @@ fn a_new_keys_wait_under_start_empty_waits_for_room() {
     let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
         .max_keys(1)
         .clock(MonotonicClock::new())
-        .start_empty()
+        .start_empty(true)
         .build();
     let quota = |ms| Quota::try_new(Duration::from_millis(ms), 1).unwrap();
     let _ = limiter.key(&1).with_quota(&quota(30)).check();
@@ -138,7 +135,7 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
         .map(|_| {
             let exact = MutexBucket::with_clock(quota, ManualClock::new());
             if start_empty {
-                exact.start_empty_at(Nanos::ZERO)
+                exact.start_empty_at(true, Nanos::ZERO)
             } else {
                 exact
             }

@@ -59,7 +59,7 @@ fn a_settle_of_an_evicted_tenure_gives_nothing_back_either() {
 fn a_start_empty_key_removed_while_full_comes_back_full() {
     let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(10))
         .clock(ManualClock::new())
-        .start_empty()
+        .start_empty(true)
         .build();
     assert!(
         limiter.check_key_at(&7, ms(0)).is_err(),

@@ -81,7 +81,7 @@ fn limiter_new_reads_the_tick_clock_and_starts_full() {
 
 #[test]
 fn start_empty_at_holds_no_tokens_and_is_full_one_depth_later() {
-    let l = limiter(quota(10, 5)).start_empty_at(at(1_000));
+    let l = limiter(quota(10, 5)).start_empty_at(true, at(1_000));
     assert_eq!(l.available_at(at(1_000)), 0);
     let denied = l.check_n_at(1, at(1_000)).unwrap_err();
     assert_eq!(denied.retry_after(), Some(ns(10)));
@@ -97,7 +97,7 @@ fn start_empty_at_holds_no_tokens_and_is_full_one_depth_later() {
 fn start_empty_reads_the_clock() {
     let clock = ManualClock::new();
     clock.set(at(7_000));
-    let l = Limiter::with_clock(quota(10, 5), clock.clone()).start_empty();
+    let l = Limiter::with_clock(quota(10, 5), clock.clone()).start_empty(true);
     assert_eq!((l.clock().now(), l.quota()), (at(7_000), quota(10, 5)));
     assert_eq!(l.available(), 0);
     assert!(l.check().is_err());
@@ -105,6 +105,29 @@ fn start_empty_reads_the_clock() {
     assert_eq!(l.available(), 4);
     clock.advance(ns(1));
     assert_eq!(l.available(), 5);
+}
+
+/// `start_empty(false)`, as on the keyed builder and the Redis options, changes nothing: a
+/// full limiter stays full, a spent one keeps its spend.
+#[test]
+fn start_empty_false_leaves_the_limiter_as_it_is() {
+    assert_eq!(
+        limiter(quota(10, 5)).start_empty(false).available_at(at(0)),
+        5
+    );
+    let spent = limiter(quota(10, 5));
+    spent.check_n_at(3, at(0)).unwrap();
+    let kept = spent.start_empty_at(false, at(0));
+    assert_eq!(kept.available_at(at(0)), 2);
+    let keyed = cellrate::KeyedLimiter::<u64, _>::builder(quota(10, 5))
+        .clock(ManualClock::new())
+        .start_empty(true)
+        .start_empty(false)
+        .build();
+    assert_eq!(
+        keyed.check_key_n_at(&1, 5, at(0)).map(|a| a.remaining()),
+        Ok(0)
+    );
 }
 
 #[test]

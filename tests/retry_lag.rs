@@ -49,12 +49,8 @@ fn forms(quota: Quota, clock: &LaggingClock) -> Vec<(&'static str, Check)> {
         ),
         ("key().check_n", Box::new(move || f.key(&7).check_n(1))),
         (
-            "check_many_n",
-            Box::new(move || {
-                let mut decisions = Vec::new();
-                g.check_many_n([&7u64], 1, &mut decisions);
-                decisions[0]
-            }),
+            "check_many",
+            Box::new(move || g.check_many(&[(&7u64, 1)])[0]),
         ),
     ]
 }

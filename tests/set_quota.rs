@@ -176,7 +176,7 @@ fn a_change_near_the_end_of_the_clock_is_denied_never_wrapped() {
 fn start_empty_after_a_change_keeps_the_new_quota() {
     let limiter = limiter(free());
     limiter.set_quota(pro(), QuotaChange::Full);
-    let limiter = limiter.start_empty_at(at(0));
+    let limiter = limiter.start_empty_at(true, at(0));
     assert_eq!(limiter.quota(), pro());
     assert_eq!(limiter.available_at(at(10_000_000_000)), 500);
 }

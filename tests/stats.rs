@@ -28,8 +28,8 @@ fn script(check: impl Fn(u32) -> Result<cellrate::Allowed, cellrate::Denied>, cl
 fn a_named_limiter_counts_across_start_empty_and_quota_changes() {
     let clock = ManualClock::new();
     let orders: [fn(Limiter<ManualClock>) -> Limiter<ManualClock>; 2] = [
-        |limiter| limiter.start_empty().named("a"),
-        |limiter| limiter.named("b").start_empty(),
+        |limiter| limiter.start_empty(true).named("a"),
+        |limiter| limiter.named("b").start_empty(true),
     ];
     for order in orders {
         let limiter = order(Limiter::with_clock(quota(), clock.clone()));
@@ -97,8 +97,7 @@ fn a_named_keyed_limiter_counts_checks_through_every_form() {
     // The handle, a tier, the batch and a wait: bob spends his 3, then is refused twice.
     let bob = limiter.key("bob");
     bob.check_n(2).unwrap();
-    let mut decisions = Vec::new();
-    limiter.check_many_n(["bob", "bob", "carol"], 1, &mut decisions);
+    let decisions = limiter.check_many(&[("bob", 1), ("bob", 1), ("carol", 1)]);
     assert_eq!(decisions.iter().filter(|d| d.is_ok()).count(), 2);
     bob.wait_n(1, Duration::ZERO).unwrap_err();
     let stats = limiter.stats();

@@ -40,7 +40,7 @@ pub fn default_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
 /// [`cellrate_limiter`] with its table advised to huge pages.
 pub fn huge_page_limiter(keys: &[&u64]) -> KeyedLimiter<u64> {
     let builder = KeyedLimiter::builder(Quota::per_second(RATE)).max_keys(keys.len());
-    holding(builder.huge_pages().build(), keys)
+    holding(builder.huge_pages(true).build(), keys)
 }
 
 /// [`cellrate_limiter`] with SipHash-1-3 fingerprints instead of the default AES-CMAC.

@@ -15,75 +15,70 @@ use core::hash::Hash;
 const LOOKAHEAD: usize = 8;
 
 impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
-    /// Spends `cost` tokens of each key's bucket, one key after the other, at one reading of
-    /// the clock, and appends one decision per key to `decisions`, in the order of `keys`.
+    /// Spends each request's `cost` tokens of its key's bucket, one request after the other,
+    /// at one reading of the clock, and answers one decision per request, in order (the same
+    /// call and shape as `cellrate-redis`'s `RedisLimiter::check_many`).
     ///
     /// The decisions are exactly those of [`check_key_n_at`](Self::check_key_n_at) called
-    /// for each key in turn at that reading (a key listed twice sees its first spend). Each
-    /// check is atomic on its own, as a single check is; the batch is not all-or-nothing (see
-    /// [`all_of`](crate::all_of) for that). The batch is faster when the table does not fit in
-    /// the cache: while one key is decided, the slots of the next few are already being
+    /// for each request in turn at that reading (a key listed twice sees its first spend).
+    /// Each check is atomic on its own, as a single check is; the batch is not all-or-nothing
+    /// (see [`all_of`](crate::all_of) for that). The batch is faster when the table does not
+    /// fit in the cache: while one key is decided, the slots of the next few are already being
     /// fetched, and the clock is read once (see BENCHMARKS.md, `keyed_batch`).
     ///
     /// ```
     /// use cellrate::{KeyedLimiter, Quota};
     ///
-    /// let limiter = KeyedLimiter::<String>::new(Quota::per_second(10).with_burst(1));
-    /// let requests = ["alice", "bob", "alice"];
-    /// let mut decisions = Vec::new();
-    /// limiter.check_many_n(requests, 1, &mut decisions);
+    /// let limiter = KeyedLimiter::<String>::new(Quota::per_second(10).with_burst(2));
+    /// let decisions = limiter.check_many(&[("alice", 1), ("bob", 2), ("alice", 2)]);
     /// let allowed: Vec<bool> = decisions.iter().map(Result::is_ok).collect();
     /// assert_eq!(allowed, [true, true, false]);
     /// ```
-    pub fn check_many_n<'a, Q>(
-        &self,
-        keys: impl IntoIterator<Item = &'a Q>,
-        cost: u32,
-        decisions: &mut Vec<Result<Allowed, Denied>>,
-    ) where
+    pub fn check_many<Q>(&self, requests: &[(&Q, u32)]) -> Vec<Result<Allowed, Denied>>
+    where
         K: Borrow<Q>,
-        Q: Hash + ?Sized + 'a,
+        Q: Hash + ?Sized,
     {
-        let (first, quota) = (decisions.len(), self.quota());
-        self.check_many_n_at(keys, cost, now_for(&self.clock, &quota), decisions);
-        for decision in &mut decisions[first..] {
+        let quota = self.quota();
+        let mut decisions = self.check_many_at(requests, now_for(&self.clock, &quota));
+        for decision in &mut decisions {
             if let Err(denied) = decision {
                 *denied = lagged(&self.clock, &quota, *denied);
             }
         }
+        decisions
     }
 
-    /// [`check_many_n`](Self::check_many_n) at a time passed in.
-    pub fn check_many_n_at<'a, Q>(
+    /// [`check_many`](Self::check_many) at a time passed in.
+    pub fn check_many_at<Q>(
         &self,
-        keys: impl IntoIterator<Item = &'a Q>,
-        cost: u32,
+        requests: &[(&Q, u32)],
         now: Nanos,
-        decisions: &mut Vec<Result<Allowed, Denied>>,
-    ) where
+    ) -> Vec<Result<Allowed, Denied>>
+    where
         K: Borrow<Q>,
-        Q: Hash + ?Sized + 'a,
+        Q: Hash + ?Sized,
     {
         let (now, quota) = (now.as_u64(), self.quota());
-        let first = decisions.len();
-        let decide = |fp: u64| {
+        let mut decisions = Vec::with_capacity(requests.len());
+        let decide = |(fp, cost): (u64, u32)| {
             let request = self.request(fp, cost, &quota, now, 0);
             self.table
                 .spend(&request)
                 .map(|(_, booking)| booking.allowed)
         };
-        // Fingerprints hashed and prefetched, not yet decided: `queued` of them from `oldest`.
-        let mut ahead = [0u64; LOOKAHEAD];
+        // Requests hashed and prefetched, not yet decided: `queued` of them from `oldest`.
+        let mut ahead = [(0u64, 0u32); LOOKAHEAD];
         let (mut oldest, mut queued) = (0, 0);
-        for key in keys {
+        for &(key, cost) in requests {
             let fp = self.fingerprint(key);
             self.table.prefetch_home(fp);
             if queued == LOOKAHEAD {
                 decisions.push(decide(ahead[oldest]));
-                ahead[oldest] = fp;
+                ahead[oldest] = (fp, cost);
                 oldest = (oldest + 1) % LOOKAHEAD;
             } else {
-                ahead[(oldest + queued) % LOOKAHEAD] = fp;
+                ahead[(oldest + queued) % LOOKAHEAD] = (fp, cost);
                 queued += 1;
             }
         }
@@ -91,9 +86,10 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
             decisions.push(decide(ahead[(oldest + k) % LOOKAHEAD]));
         }
         if let Some(named) = self.named_ref() {
-            for decision in &decisions[first..] {
+            for (decision, &(_, cost)) in decisions.iter().zip(requests) {
                 named.record(cost, decision);
             }
         }
+        decisions
     }
 }

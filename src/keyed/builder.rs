@@ -32,7 +32,7 @@ pub(crate) const WINDOW: usize = 512;
 ///     .max_keys(10_000)
 ///     .clock(ManualClock::new())
 ///     .overflow(OverflowPolicy::DenyNewKeys)
-///     .start_empty()
+///     .start_empty(true)
 ///     .build();
 /// assert!(limiter.check_key(&7).is_err()); // a new key starts empty
 /// ```
@@ -129,13 +129,13 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
         }
     }
 
-    /// New keys start empty (full one bucket depth after they are first seen) instead of
-    /// full. A check of a new key then records it even when it spends nothing. A bucket that
+    /// With `on`, new keys start empty (full one bucket depth after they are first seen)
+    /// instead of full (the default, `false`). A check of a new key then records it even when it spends nothing. A bucket that
     /// is not full is then never removed for a new key: one that finds no room is refused,
     /// whatever the [`OverflowPolicy`] (its docs say what a flood of new keys costs).
-    pub fn start_empty(self) -> Self {
+    pub fn start_empty(self, on: bool) -> Self {
         KeyedLimiterBuilder {
-            start_empty: true,
+            start_empty: on,
             ..self
         }
     }
@@ -146,8 +146,8 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
         KeyedLimiterBuilder { policy, ..self }
     }
 
-    /// Back the table with 2 MiB huge pages where Linux offers them (transparent huge pages in
-    /// `madvise` or `always` mode; default off). A check of a random key among 1,000,000 then
+    /// With `on`, back the table with 2 MiB huge pages where Linux offers them (transparent
+    /// huge pages in `madvise` or `always` mode; default `false`). A check of a random key among 1,000,000 then
     /// misses the cache but not the TLB, and takes less time (BENCHMARKS.md, the keyed rows).
     ///
     /// The price is resident memory: the kernel commits a whole 2 MiB page at the first touch
@@ -157,9 +157,9 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     /// that hold no whole aligned 2 MiB page (under 2 MiB, and up to 4 MiB depending on where
     /// the allocator puts them: `max_keys` under about 105,000 to 210,000);
     /// [`KeyedLimiter::huge_pages`] tells whether the advice was given.
-    pub fn huge_pages(self) -> Self {
+    pub fn huge_pages(self, on: bool) -> Self {
         KeyedLimiterBuilder {
-            huge_pages: true,
+            huge_pages: on,
             ..self
         }
     }
@@ -280,7 +280,7 @@ impl<K: core::hash::Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     ) -> Self {
         KeyedLimiterBuilder::new(quota)
             .clock(clock)
-            .start_empty()
+            .start_empty(true)
             .build_tiny(slots, window, broken)
     }
 
@@ -331,7 +331,7 @@ mod tests {
         None
     }
 
-    /// With `huge_pages()` the advice reaches the kernel for the table's own mapping, and
+    /// With `huge_pages(true)` the advice reaches the kernel for the table's own mapping, and
     /// only then; the limiter works the same. Skipped where the kernel refuses the advice (no
     /// transparent huge pages built in) or smaps shows no flags.
     #[test]
@@ -341,7 +341,7 @@ mod tests {
         let build = |keys, huge| {
             let builder = KeyedLimiter::<u64>::builder(Quota::per_hour(5)).max_keys(keys);
             if huge {
-                builder.huge_pages().build()
+                builder.huge_pages(true).build()
             } else {
                 builder.build()
             }

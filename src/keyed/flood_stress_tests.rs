@@ -28,7 +28,8 @@ const LAST: u64 = 9_000_000_000;
 fn use_held(limiter: &KeyedLimiter<u64, ManualClock>, key: u64, quota: Quota, seed: u64) {
     let mut rng = fastrand::Rng::with_seed(seed);
     pause_now_and_then(seed.rotate_left(17));
-    let exact = MutexBucket::with_clock(quota, ManualClock::new()).start_empty_at(Nanos::ZERO);
+    let exact =
+        MutexBucket::with_clock(quota, ManualClock::new()).start_empty_at(true, Nanos::ZERO);
     let deadline = Instant::now() + BUDGET;
     while Instant::now() < deadline {
         let at = limiter.clock().now();
@@ -92,7 +93,7 @@ fn stress(max_keys: usize, policy: OverflowPolicy) {
     let limiter = KeyedLimiter::<u64, _>::builder(quota)
         .max_keys(max_keys)
         .clock(ManualClock::new())
-        .start_empty()
+        .start_empty(true)
         .overflow(policy)
         .build();
     let held: Vec<u64> = (0..limiter.capacity() as u64 - 1).collect();

@@ -163,12 +163,9 @@ impl Local {
         if tables.len() >= MAX_TABLES {
             return None;
         }
-        let builder = KeyedLimiter::<String>::builder(share).max_keys(self.max_keys);
-        let builder = if self.start_empty {
-            builder.start_empty()
-        } else {
-            builder
-        };
+        let builder = KeyedLimiter::<String>::builder(share)
+            .max_keys(self.max_keys)
+            .start_empty(self.start_empty);
         let table = Arc::new(builder.try_build().ok()?);
         tables.push((share, table.clone()));
         Some(table)

@@ -241,15 +241,15 @@ impl RedisOptions {
         self
     }
 
-    /// Buckets start empty instead of full: a key Redis does not hold is empty at first sight
+    /// With `on`, buckets start empty instead of full (the default, `false`): a key Redis does not hold is empty at first sight
     /// (the first check of it that is not a peek), so that clients seen for the first time,
     /// or again after a long absence, cannot burst. That first sight is written even when it
     /// is denied, and every key then lives until its bucket is full plus
     /// [`forget_after`](Self::forget_after()), after which it is forgotten and would start
     /// empty again. (With buckets that start full, a key lives exactly until its bucket is
     /// full: a missing key is a full bucket.)
-    pub fn start_empty(mut self) -> RedisOptions {
-        self.start_empty = true;
+    pub fn start_empty(mut self, on: bool) -> RedisOptions {
+        self.start_empty = on;
         self
     }
 

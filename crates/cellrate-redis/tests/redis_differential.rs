@@ -55,7 +55,7 @@ impl Model {
     fn fresh(&self, now: Nanos) -> Limiter<ManualClock> {
         let limiter = Limiter::with_clock(self.quota, ManualClock::new());
         if self.start_empty {
-            limiter.start_empty_at(now)
+            limiter.start_empty_at(true, now)
         } else {
             limiter
         }
@@ -92,7 +92,9 @@ fn redis_decisions_equal_the_in_process_limiter() {
                 .expiry_margin(Duration::from_secs(600))
                 .deadline(Duration::from_secs(5));
             if s.start_empty {
-                options = options.start_empty().forget_after(Duration::from_secs(600));
+                options = options
+                    .start_empty(true)
+                    .forget_after(Duration::from_secs(600));
             }
             let limiter = rt
                 .block_on(RedisLimiter::connect_with(&server.url(), quota, options))
