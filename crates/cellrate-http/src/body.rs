@@ -42,12 +42,12 @@ pub struct SameBody;
 impl<ResB: From<Bytes>> BodyKind<ResB> for SameBody {
     type Body = ResB;
 
-    #[inline(always)]
+    #[inline]
     fn inner(body: ResB) -> ResB {
         body
     }
 
-    #[inline(always)]
+    #[inline]
     fn response(response: http::Response<ResB>) -> http::Response<ResB> {
         response // untouched: not even taken apart and put together again
     }
@@ -67,7 +67,7 @@ pub struct WrappedBody;
 impl<ResB> BodyKind<ResB> for WrappedBody {
     type Body = RateLimitBody<ResB>;
 
-    #[inline(always)]
+    #[inline]
     fn inner(body: ResB) -> RateLimitBody<ResB> {
         RateLimitBody::Inner { body }
     }

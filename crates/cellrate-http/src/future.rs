@@ -106,7 +106,7 @@ pin_project_lite::pin_project! {
 
 impl<F, B: Backend, K: BodyKind<ResB>, ResB, E> ResponseFuture<F, B, K, ResB, E> {
     /// The future of an admitted request with nothing to do to its response.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn passed(fut: F) -> Self {
         ResponseFuture {
             kind: Kind::Passed { fut },
@@ -116,7 +116,7 @@ impl<F, B: Backend, K: BodyKind<ResB>, ResB, E> ResponseFuture<F, B, K, ResB, E>
     /// The future of an admitted request: `fut`, then `after` applied to its response.
     // Built with `after` empty, then given it: built whole at once, the inner future (hundreds
     // of bytes) was copied twice on the way to its place instead of being written there.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn called(fut: F, after: After<B>) -> Self {
         let mut called = ResponseFuture {
             kind: Kind::Called { fut, after: None },

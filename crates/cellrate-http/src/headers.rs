@@ -63,7 +63,7 @@ impl Fields {
     /// The fields for `states` (one per policy; `None` for a policy that did not apply).
     /// `quotas` overrides the quota a policy was described with (a per-request tier, or a
     /// quota changed while running).
-    #[inline(always)]
+    #[inline]
     pub(crate) fn new(
         choice: FieldChoice,
         policies: &[PolicyInfo],

@@ -41,7 +41,7 @@ impl<P: Local> backend::sealed::Backend for P {
         out
     }
 
-    #[inline(always)]
+    #[inline]
     fn decide(
         &self,
         head: &RequestHead<'_>,
@@ -72,7 +72,7 @@ impl<P: Local> backend::sealed::Backend for P {
 /// Records the `answer` of a policy decided alone (index 0) under `quota` (the live one, and
 /// the one `RateLimit-Policy` states): its figures when a header will show them (a refusal
 /// always does), the booking of an admission when asked for.
-#[inline(always)]
+#[inline]
 pub(crate) fn alone<K>(
     verdict: &mut Verdict<Booked<K>>,
     (answer, ticket): (Result<Allowed, Denied>, Option<Ticket>),

@@ -175,7 +175,7 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
         Ok(())
     }
 
-    #[inline(always)]
+    #[inline]
     fn decide_into(
         &self,
         _: &RequestHead<'_>,
@@ -230,7 +230,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         }
     }
 
-    #[inline(always)]
+    #[inline]
     fn decide_into(
         &self,
         head: &RequestHead<'_>,
