@@ -69,25 +69,27 @@ impl<P: Local> backend::sealed::Backend for P {
     }
 }
 
-/// Records the `answer` of a policy decided alone (index 0) under `quota` (the live one, and
-/// the one `RateLimit-Policy` states): its figures when a header will show them (a refusal
-/// always does), the booking of an admission when asked for.
+/// Records the `answer` of a policy decided alone (index 0) under `quota` (the live one, read
+/// only when a figure needs it) and `described` (the one `RateLimit-Policy` states): its
+/// figures when a header will show them (a refusal always does), the booking of an admission
+/// when asked for.
 #[inline(always)]
 pub(crate) fn alone<K>(
     verdict: &mut Verdict<Booked<K>>,
     (answer, ticket): (Result<Allowed, Denied>, Option<Ticket>),
-    (quota, described): (&Quota, &Quota),
+    (quota, described): (impl FnOnce() -> Quota, &Quota),
     partition: Option<u64>,
     how: &How<'_>,
     keys: K,
 ) {
     if how.figures || answer.is_err() {
+        let quota = quota();
         verdict.states[0] = Some(PolicyState {
             partition,
-            ..PolicyState::of_answer(quota, &answer)
+            ..PolicyState::of_answer(&quota, &answer)
         });
-        if quota != described {
-            verdict.quotas[0] = Some(*quota);
+        if quota != *described {
+            verdict.quotas[0] = Some(quota);
         }
     }
     match answer {
@@ -95,7 +97,7 @@ pub(crate) fn alone<K>(
             if how.ticket {
                 let mut tickets = [None; MAX_POLICIES];
                 tickets[0] = ticket;
-                verdict.ticket = Some(Booked { keys, tickets });
+                verdict.ticket = Some(Box::new(Booked { keys, tickets }));
             }
         }
         Err(denied) => verdict.outcome = Outcome::Denied(denied.retry_after()),
@@ -144,7 +146,7 @@ pub(crate) fn together<P: Local>(
     match answer {
         Ok(()) => {
             if how.ticket {
-                verdict.ticket = Some(Booked { keys, tickets });
+                verdict.ticket = Some(Box::new(Booked { keys, tickets }));
             }
         }
         Err(denied) => verdict.outcome = Outcome::Denied(denied.retry_after()),

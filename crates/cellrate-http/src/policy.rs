@@ -188,8 +188,8 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
             || self.limiter.check_n(cost),
             |wait| self.limiter.reserve_n(cost, wait),
         );
-        let quota = self.limiter.quota();
-        alone(out, answer, (&quota, &self.described), None, how, ());
+        let quota = || self.limiter.quota();
+        alone(out, answer, (quota, &self.described), None, how, ());
     }
 
     fn fill<'a>(&'a self, _: &(), first: usize, out: &mut Slots<'a, C>) {
@@ -251,11 +251,11 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         );
         // The index of a lone policy is 0, as `fill` would give it.
         let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        let quota = self.limiter.quota();
+        let quota = || self.limiter.quota();
         alone(
             out,
             answer,
-            (&quota, &self.described),
+            (quota, &self.described),
             partition,
             how,
             Some(key),
@@ -372,7 +372,7 @@ where
         );
         verdict.quotas[0] = Some(quota);
         let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        alone(verdict, answer, (&quota, &quota), partition, how, key);
+        alone(verdict, answer, (|| quota, &quota), partition, how, key);
         None
     }
 

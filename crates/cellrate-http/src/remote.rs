@@ -205,7 +205,7 @@ impl sealed::Backend for RedisPolicies {
             }
             verdict.quotas = quotas;
             if ticket && matches!(verdict.outcome, Outcome::Allowed) {
-                verdict.ticket = Some(bookings);
+                verdict.ticket = Some(Box::new(bookings));
             }
             verdict
         }))

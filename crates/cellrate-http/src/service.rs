@@ -59,7 +59,10 @@ where
         self.inner.poll_ready(cx)
     }
 
-    #[inline]
+    // Out of line: inlined into the services around it (`MapErr`, axum's `MapIntoResponse`),
+    // the future was built on the stack and then copied into the wrapper's; called, it is
+    // built in the caller's slot.
+    #[inline(never)]
     fn call(&mut self, req: Request<ReqB>) -> Self::Future {
         let shared = &self.shared;
         let options = &shared.options;
