@@ -185,6 +185,7 @@ impl ClientIp {
 }
 
 /// An IPv4-mapped IPv6 address as the IPv4 address it carries; any other as it is.
+#[inline]
 fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
