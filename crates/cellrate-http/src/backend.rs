@@ -74,8 +74,9 @@ pub enum Outcome {
     Allowed,
     /// Denied: nothing spent. `None`: the cost exceeds a burst, it can never pass.
     Denied(Option<Duration>),
-    /// A policy found no key (and is not configured to skip it).
-    NoKey(KeyError),
+    /// A policy found no key (and is not configured to skip it). Boxed: every verdict is
+    /// dropped, and an outcome that owns nothing but a pointer is dropped in a compare.
+    NoKey(Box<KeyError>),
 }
 
 /// A decision with the figures for the headers.
@@ -125,7 +126,7 @@ pub struct NoKey(pub(crate) KeyError, pub(crate) Option<MissingKey>);
 impl NoKey {
     /// The request is answered for want of a key.
     pub(crate) fn record<T>(self, verdict: &mut Verdict<T>) {
-        verdict.outcome = Outcome::NoKey(self.0);
+        verdict.outcome = Outcome::NoKey(Box::new(self.0));
         verdict.missing = self.1;
     }
 }

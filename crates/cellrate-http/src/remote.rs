@@ -183,7 +183,7 @@ impl sealed::Backend for RedisPolicies {
                 Err(e) => match how.missing.apply::<()>(&policy.name, e) {
                     Ok(_) => keys.push(None),
                     Err(e) => {
-                        verdict.outcome = Outcome::NoKey(e);
+                        verdict.outcome = Outcome::NoKey(Box::new(e));
                         return None;
                     }
                 },

@@ -140,7 +140,7 @@ fn fields<B: Backend>(shared: &Shared<B>, verdict: &Verdict<B::Ticket>) -> Field
     Fields::new(
         shared.options.on_allowed,
         &shared.policies,
-        &shared.static_policy,
+        shared.static_policy,
         &verdict.states,
         &verdict.quotas,
     )
