@@ -76,17 +76,20 @@ impl<P: Local> backend::sealed::Backend for P {
 #[inline(always)]
 pub(crate) fn alone<K>(
     verdict: &mut Verdict<Booked<K>>,
-    (answer, ticket): (Result<Allowed, Denied>, Option<Ticket>),
+    decided: (Result<Allowed, Denied>, Option<Ticket>),
     (quota, described): (impl FnOnce() -> Quota, &Quota),
     partition: Option<u64>,
     how: &How<'_>,
     keys: K,
 ) {
+    // Not taken apart here: the ticket (a hundred bytes) is read only for a booking, so it is
+    // not copied out of the answer for a check.
+    let answer = &decided.0;
     if how.figures || answer.is_err() {
         let quota = quota();
         verdict.states[0] = Some(PolicyState {
             partition,
-            ..PolicyState::of_answer(&quota, &answer)
+            ..PolicyState::of_answer(&quota, answer)
         });
         if quota != *described {
             verdict.quotas[0] = Some(quota);
@@ -96,7 +99,7 @@ pub(crate) fn alone<K>(
         Ok(_) => {
             if how.ticket {
                 let mut tickets = [None; MAX_POLICIES];
-                tickets[0] = ticket;
+                tickets[0] = decided.1;
                 verdict.ticket = Some(Box::new(Booked { keys, tickets }));
             }
         }
