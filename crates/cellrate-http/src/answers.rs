@@ -49,7 +49,7 @@ pub(crate) fn deny<B: Backend>(
     let fields = Fields::new(
         shared.options.on_denied,
         &shared.policies,
-        &shared.static_policy,
+        shared.static_policy,
         &verdict.states,
         &verdict.quotas,
     );

@@ -16,24 +16,20 @@ use std::sync::Arc;
 pub(crate) type BoxedAnswer<Body, E> =
     Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
 
-/// A refund to be made, or not, once the response is seen: the layer, the booking and its cost.
-pub(crate) type Refund<B> = (Arc<Shared<B>>, <B as sealed::Backend>::Ticket, u32);
+/// A refund to be made, or not, once the response is seen: the layer, the booking (boxed, as
+/// the verdict holds it: a booking per policy is hundreds of bytes, and this future is moved
+/// several times on its way to the executor) and its cost.
+pub(crate) type Refund<B> = (Arc<Shared<B>>, Box<<B as sealed::Backend>::Ticket>, u32);
 
 /// What happens to an admitted request's response.
 pub(crate) struct After<B: Backend> {
     fields: Fields,
-    // Boxed: a ticket holds a booking per policy (hundreds of bytes), and this future is moved
-    // several times on its way to the executor (axum boxes it); only layers that refund pay
-    // for the allocation.
-    refund: Option<Box<Refund<B>>>,
+    refund: Option<Refund<B>>,
 }
 
 impl<B: Backend> After<B> {
     pub(crate) fn new(fields: Fields, refund: Option<Refund<B>>) -> Self {
-        After {
-            fields,
-            refund: refund.map(Box::new),
-        }
+        After { fields, refund }
     }
 
     /// Adds the headers, and refunds the request if its response matches the predicate. Out
@@ -47,10 +43,10 @@ impl<B: Backend> After<B> {
         let Some(refund) = self.refund.take() else {
             return K::response(response);
         };
-        let (shared, ticket, cost) = *refund;
+        let (shared, ticket, cost) = refund;
         let (parts, body) = response.into_parts();
         if shared.options.refund_if.as_ref().is_some_and(|p| p(&parts)) {
-            shared.backend.refund(ticket, cost);
+            shared.backend.refund(*ticket, cost);
             shared.counters.bump(Count::Refunded);
         }
         Response::from_parts(parts, K::inner(body))
@@ -63,9 +59,9 @@ impl<B: Backend> Drop for After<B> {
     /// refunds on drop.
     fn drop(&mut self) {
         if let Some(refund) = self.refund.take() {
-            let (shared, ticket, cost) = *refund;
+            let (shared, ticket, cost) = refund;
             if shared.options.refund_on_drop {
-                shared.backend.refund(ticket, cost);
+                shared.backend.refund(*ticket, cost);
                 shared.counters.bump(Count::Refunded);
             }
         }
@@ -184,14 +180,14 @@ mod tests {
     type Inner = Pin<Box<dyn Future<Output = Result<http::Response<Bytes>, ()>> + Send>>;
 
     /// The response future is moved several times per request (axum boxes it): it holds the
-    /// inner future, the header fields and a pointer, not a booking per policy.
+    /// inner future, the header fields and a refund of three words, not a booking per policy.
     #[test]
     fn the_response_future_stays_small() {
         type B = Keyed<ClientIp, cellrate::TickClock>;
         let future = core::mem::size_of::<super::ResponseFuture<Inner, B, SameBody, Bytes, ()>>();
         let fields = core::mem::size_of::<crate::headers::Fields>();
         assert!(
-            future <= core::mem::size_of::<Inner>() + fields + 16,
+            future <= core::mem::size_of::<Inner>() + fields + 32,
             "{future} bytes"
         );
     }

@@ -2,6 +2,7 @@
 //! RFC 9651 Structured Field lists), the legacy `X-RateLimit-*` and `Retry-After`.
 
 use super::state::{quota_window, PolicyState, MAX_POLICIES};
+use bytes::Bytes;
 use cellrate::Quota;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -43,13 +44,23 @@ pub(crate) fn checked_name(name: impl Into<String>, what: &str) -> String {
 
 /// The headers an answer carries, formatted at decision time: at most two values and three
 /// numbers, inline, so an answer without headers costs nothing and one with them allocates
-/// only the bytes of its `RateLimit` value.
+/// only the bytes of its `RateLimit` value. The values are held as their bytes, made into
+/// header values when written: a `HeaderValue` is five words, and these fields ride in the
+/// response future of every admitted request, headers or not, which is moved several times.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Fields {
-    policy: Option<HeaderValue>,
-    ratelimit: Option<HeaderValue>,
+    policy: Option<PolicyValue>,
+    ratelimit: Option<Box<[u8]>>,
     /// `X-RateLimit-Limit`, `-Remaining` and `-Reset`.
     legacy: Option<[u32; 3]>,
+}
+
+/// A `RateLimit-Policy` value: the layer's, or one written for a request whose quotas are not
+/// the configured ones.
+#[derive(Clone, Debug)]
+enum PolicyValue {
+    Configured(&'static HeaderValue),
+    Written(Box<[u8]>),
 }
 
 /// Which fields to write.
@@ -67,7 +78,7 @@ impl Fields {
     pub(crate) fn new(
         choice: FieldChoice,
         policies: &[PolicyInfo],
-        static_policy: &HeaderValue,
+        static_policy: &'static HeaderValue,
         states: &[Option<PolicyState>; MAX_POLICIES],
         quotas: &[Option<Quota>; MAX_POLICIES],
     ) -> Fields {
@@ -81,16 +92,16 @@ impl Fields {
     fn written(
         choice: FieldChoice,
         policies: &[PolicyInfo],
-        static_policy: &HeaderValue,
+        static_policy: &'static HeaderValue,
         states: &[Option<PolicyState>; MAX_POLICIES],
         quotas: &[Option<Quota>; MAX_POLICIES],
     ) -> Fields {
         let mut fields = Fields::default();
         if choice.ietf {
             fields.policy = Some(if quotas.iter().any(Option::is_some) {
-                policy_field(policies, quotas)
+                PolicyValue::Written(policy_bytes(policies, quotas).boxed())
             } else {
-                static_policy.clone()
+                PolicyValue::Configured(static_policy)
             });
             fields.ratelimit = ratelimit_field(policies, states);
         }
@@ -134,18 +145,22 @@ impl Fields {
         headers: &mut HeaderMap,
         mut put: impl FnMut(&mut HeaderMap, HeaderName, HeaderValue),
     ) {
-        if let Some(value) = self.policy {
+        if let Some(policy) = self.policy {
+            let value = match policy {
+                PolicyValue::Configured(value) => value.clone(),
+                PolicyValue::Written(bytes) => header_value(bytes),
+            };
             put(
                 headers,
                 const { HeaderName::from_static("ratelimit-policy") },
                 value,
             );
         }
-        if let Some(value) = self.ratelimit {
+        if let Some(bytes) = self.ratelimit {
             put(
                 headers,
                 const { HeaderName::from_static("ratelimit") },
-                value,
+                header_value(bytes),
             );
         }
         if let Some([limit, remaining, reset]) = self.legacy {
@@ -159,11 +174,24 @@ impl Fields {
     }
 }
 
+/// `bytes` (written by [`ValueBuf`]: visible ASCII) as a header value, sharing their
+/// allocation.
+fn header_value(bytes: Box<[u8]>) -> HeaderValue {
+    // `http` checks the bytes again (a pass over a few dozen bytes): `ValueBuf` writes only
+    // visible ASCII, so the check cannot fail.
+    HeaderValue::from_maybe_shared(Bytes::from(bytes)).expect("a header value of visible ASCII")
+}
+
 /// `RateLimit-Policy`: `"name";q=<burst>;w=<fill seconds>` per policy.
 pub(crate) fn policy_field(
     policies: &[PolicyInfo],
     quotas: &[Option<Quota>; MAX_POLICIES],
 ) -> HeaderValue {
+    header_value(policy_bytes(policies, quotas).boxed())
+}
+
+/// The bytes of [`policy_field`].
+fn policy_bytes(policies: &[PolicyInfo], quotas: &[Option<Quota>; MAX_POLICIES]) -> ValueBuf {
     let mut out = ValueBuf::new();
     for (i, policy) in policies.iter().enumerate() {
         let (q, w) = quota_window(&quotas[i].unwrap_or(policy.quota));
@@ -171,14 +199,14 @@ pub(crate) fn policy_field(
         out.number(b";q=", q);
         out.number(b";w=", w);
     }
-    out.value()
+    out
 }
 
 /// `RateLimit`: `"name";r=<remaining>;t=<seconds>` per policy that applied, `pk` if known.
 fn ratelimit_field(
     policies: &[PolicyInfo],
     states: &[Option<PolicyState>; MAX_POLICIES],
-) -> Option<HeaderValue> {
+) -> Option<Box<[u8]>> {
     let mut out = ValueBuf::new();
     for (policy, state) in policies.iter().zip(states) {
         let Some(state) = state else { continue };
@@ -191,7 +219,7 @@ fn ratelimit_field(
             out.push(b":");
         }
     }
-    (!out.as_bytes().is_empty()).then(|| out.value())
+    (!out.as_bytes().is_empty()).then(|| out.boxed())
 }
 
 /// A header value being written: on the stack while it fits (any realistic value), on the
@@ -256,10 +284,10 @@ impl ValueBuf {
         }
     }
 
-    fn value(&self) -> HeaderValue {
-        // `http` checks the bytes again (a pass over a few dozen bytes): `ValueBuf` writes
-        // only visible ASCII, so the check cannot fail.
-        HeaderValue::from_bytes(self.as_bytes()).expect("a header value of visible ASCII")
+    /// The bytes written, in an allocation of their own. By reference: moved, the buffer
+    /// (its stack part is 128 bytes) is copied.
+    fn boxed(&self) -> Box<[u8]> {
+        Box::from(self.as_bytes())
     }
 }
 
@@ -341,7 +369,7 @@ mod tests {
         };
         let value = ratelimit_field(&policies, &[state(7), state(996), None, None]);
         let want = format!("\"{long}\";r=7;t=1, \"global\";r=996;t=1");
-        assert_eq!(value.unwrap().to_str().unwrap(), want);
+        assert_eq!(header_value(value.unwrap()).to_str().unwrap(), want);
         let policy = policy_field(&policies, &[None; MAX_POLICIES]);
         let want = format!("\"{long}\";q=10;w=1, \"global\";q=1000;w=1");
         assert_eq!(policy.to_str().unwrap(), want);

@@ -69,33 +69,38 @@ impl<P: Local> backend::sealed::Backend for P {
     }
 }
 
-/// Records the `answer` of a policy decided alone (index 0) under `quota` (the live one, and
-/// the one `RateLimit-Policy` states): its figures when a header will show them (a refusal
-/// always does), the booking of an admission when asked for.
+/// Records the `answer` of a policy decided alone (index 0) under `quota` (the live one, read
+/// only when a figure needs it) and `described` (the one `RateLimit-Policy` states): its
+/// figures when a header will show them (a refusal always does), the booking of an admission
+/// when asked for.
 #[inline]
 pub(crate) fn alone<K>(
     verdict: &mut Verdict<Booked<K>>,
-    (answer, ticket): (Result<Allowed, Denied>, Option<Ticket>),
-    (quota, described): (&Quota, &Quota),
+    decided: (Result<Allowed, Denied>, Option<Ticket>),
+    (quota, described): (impl FnOnce() -> Quota, &Quota),
     partition: Option<u64>,
     how: &How<'_>,
     keys: K,
 ) {
+    // Not taken apart here: the ticket (a hundred bytes) is read only for a booking, so it is
+    // not copied out of the answer for a check.
+    let answer = &decided.0;
     if how.figures || answer.is_err() {
+        let quota = quota();
         verdict.states[0] = Some(PolicyState {
             partition,
-            ..PolicyState::of_answer(quota, &answer)
+            ..PolicyState::of_answer(&quota, answer)
         });
-        if quota != described {
-            verdict.quotas[0] = Some(*quota);
+        if quota != *described {
+            verdict.quotas[0] = Some(quota);
         }
     }
     match answer {
         Ok(_) => {
             if how.ticket {
                 let mut tickets = [None; MAX_POLICIES];
-                tickets[0] = ticket;
-                verdict.ticket = Some(Booked { keys, tickets });
+                tickets[0] = decided.1;
+                verdict.ticket = Some(Box::new(Booked { keys, tickets }));
             }
         }
         Err(denied) => verdict.outcome = Outcome::Denied(denied.retry_after()),
@@ -144,7 +149,7 @@ pub(crate) fn together<P: Local>(
     match answer {
         Ok(()) => {
             if how.ticket {
-                verdict.ticket = Some(Booked { keys, tickets });
+                verdict.ticket = Some(Box::new(Booked { keys, tickets }));
             }
         }
         Err(denied) => verdict.outcome = Outcome::Denied(denied.retry_after()),

@@ -4,7 +4,7 @@
 
 use super::backend::{self, How, NoKey, Pending, Verdict};
 use super::headers::{checked_name, PolicyInfo};
-use super::key::{KeyExtractor, MissingKey, RequestHead};
+use super::key::{KeyError, KeyExtractor, MissingKey, RequestHead};
 use super::local::{alone, check_or_book, sealed, together, Booked};
 use super::slots::{Bucket, Slot, Slots};
 use super::state::MAX_POLICIES;
@@ -113,6 +113,18 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
     }
 }
 
+impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
+    /// What a request without a key (`error`) gets: skipped, or answered for want of one.
+    #[cold]
+    #[inline(never)]
+    fn without_key(&self, error: KeyError, layer: MissingKey) -> Result<Option<E::Key>, NoKey> {
+        let choice = self.missing.unwrap_or(layer);
+        choice
+            .apply(&self.name, error)
+            .map_err(|e| NoKey(e, self.missing))
+    }
+}
+
 /// Two sets of policies, decided together: all spend or none does.
 pub struct Both<A, B> {
     first: A,
@@ -188,8 +200,8 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
             || self.limiter.check_n(cost),
             |wait| self.limiter.reserve_n(cost, wait),
         );
-        let quota = self.limiter.quota();
-        alone(out, answer, (&quota, &self.described), None, how, ());
+        let quota = || self.limiter.quota();
+        alone(out, answer, (quota, &self.described), None, how, ());
     }
 
     fn fill<'a>(&'a self, _: &(), first: usize, out: &mut Slots<'a, C>) {
@@ -218,15 +230,13 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
     type Keys = Option<E::Key>;
     const COUNT: usize = 1;
 
+    // Inline, the request without a key out of line: the key comes back in registers
+    // rather than through a result in memory.
+    #[inline]
     fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey> {
         match self.extractor.extract(head) {
             Ok(key) => Ok(Some(key)),
-            Err(e) => {
-                let choice = self.missing.unwrap_or(layer);
-                choice
-                    .apply(&self.name, e)
-                    .map_err(|e| NoKey(e, self.missing))
-            }
+            Err(e) => self.without_key(e, layer),
         }
     }
 
@@ -251,11 +261,11 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         );
         // The index of a lone policy is 0, as `fill` would give it.
         let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        let quota = self.limiter.quota();
+        let quota = || self.limiter.quota();
         alone(
             out,
             answer,
-            (&quota, &self.described),
+            (quota, &self.described),
             partition,
             how,
             Some(key),
@@ -372,7 +382,7 @@ where
         );
         verdict.quotas[0] = Some(quota);
         let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        alone(verdict, answer, (&quota, &quota), partition, how, key);
+        alone(verdict, answer, (|| quota, &quota), partition, how, key);
         None
     }
 

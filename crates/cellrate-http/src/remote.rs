@@ -183,7 +183,7 @@ impl sealed::Backend for RedisPolicies {
                 Err(e) => match how.missing.apply::<()>(&policy.name, e) {
                     Ok(_) => keys.push(None),
                     Err(e) => {
-                        verdict.outcome = Outcome::NoKey(e);
+                        verdict.outcome = Outcome::NoKey(Box::new(e));
                         return None;
                     }
                 },
@@ -205,7 +205,7 @@ impl sealed::Backend for RedisPolicies {
             }
             verdict.quotas = quotas;
             if ticket && matches!(verdict.outcome, Outcome::Allowed) {
-                verdict.ticket = Some(bookings);
+                verdict.ticket = Some(Box::new(bookings));
             }
             verdict
         }))

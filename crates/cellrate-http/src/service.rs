@@ -59,7 +59,10 @@ where
         self.inner.poll_ready(cx)
     }
 
-    #[inline]
+    // Out of line: inlined into the services around it (`MapErr`, axum's `MapIntoResponse`),
+    // the future was built on the stack and then copied into the wrapper's; called, it is
+    // built in the caller's slot.
+    #[inline(never)]
     fn call(&mut self, req: Request<ReqB>) -> Self::Future {
         let shared = &self.shared;
         let options = &shared.options;
@@ -137,7 +140,7 @@ fn fields<B: Backend>(shared: &Shared<B>, verdict: &Verdict<B::Ticket>) -> Field
     Fields::new(
         shared.options.on_allowed,
         &shared.policies,
-        &shared.static_policy,
+        shared.static_policy,
         &verdict.states,
         &verdict.quotas,
     )

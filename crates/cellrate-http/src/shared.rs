@@ -18,7 +18,7 @@ pub(crate) struct Shared<B> {
     pub(crate) backend: B,
     pub(crate) policies: Vec<PolicyInfo>,
     /// `RateLimit-Policy` for the configured quotas, the same on every response.
-    pub(crate) static_policy: HeaderValue,
+    pub(crate) static_policy: &'static HeaderValue,
     pub(crate) options: Options,
     pub(crate) counters: Counters,
     pub(crate) hasher: RandomState,
