@@ -117,6 +117,7 @@ mod clock;
 mod engine;
 #[cfg(feature = "metrics")]
 mod export;
+mod hint;
 #[cfg(feature = "std")]
 mod keyed;
 mod limiter;

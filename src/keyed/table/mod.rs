@@ -61,6 +61,7 @@ pub(crate) use request::{Outcome, Request};
 use super::stats::Counters;
 use crate::engine::gcra::{Booking, IMPOSSIBLE_AHEAD};
 use crate::engine::give_back::{self, Ledger, Receipt, TenureWord};
+use crate::hint::cold_path;
 use crate::outcome::Denied;
 use crate::quota::Quota;
 use alloc::boxed::Box;
@@ -209,6 +210,7 @@ impl Table {
         loop {
             let tat = w ^ mask;
             if tat == FROZEN {
+                cold_path(); // being removed
                 return None;
             }
             let publish = tat == UNPUBLISHED;
@@ -231,7 +233,10 @@ impl Table {
                     }
                     return Some(outcome.map(|(spent, booking)| (spent.in_tenure(k), booking)));
                 }
-                Err(actual) if slot.key.load() == k => w = actual,
+                Err(actual) if slot.key.load() == k => {
+                    cold_path(); // another writer's spend came in between
+                    w = actual;
+                }
                 Err(_) => return None, // removed, or the slot went to another key
             }
         }
