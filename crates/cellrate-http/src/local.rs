@@ -26,6 +26,16 @@ pub(crate) fn check_or_book<'a, C: Clock + ?Sized + 'a>(
     if !keep {
         return (check(), None);
     }
+    booked(book)
+}
+
+/// The booking of [`check_or_book`], out of line: taken only when a refund is configured, it
+/// would otherwise sit between the check's instructions and spread them over more cache lines.
+#[cold]
+#[inline(never)]
+fn booked<'a, C: Clock + ?Sized + 'a>(
+    book: impl FnOnce(Duration) -> Result<Reservation<'a, C>, Denied>,
+) -> (Result<Allowed, Denied>, Option<Ticket>) {
     match book(Duration::ZERO) {
         Ok(reservation) => (Ok(reservation.allowed()), Some(reservation.detach())),
         Err(denied) => (Err(denied), None),
@@ -98,13 +108,21 @@ pub(crate) fn alone<K>(
     match answer {
         Ok(_) => {
             if how.ticket {
-                let mut tickets = [None; MAX_POLICIES];
-                tickets[0] = decided.1;
-                verdict.ticket = Some(Box::new(Booked { keys, tickets }));
+                keep_ticket(verdict, decided.1, keys);
             }
         }
         Err(denied) => verdict.outcome = Outcome::Denied(denied.retry_after()),
     }
+}
+
+/// The booking of a lone policy's admission, kept for its give-back. Out of line for the
+/// reason of [`booked`].
+#[cold]
+#[inline(never)]
+fn keep_ticket<K>(verdict: &mut Verdict<Booked<K>>, ticket: Option<Ticket>, keys: K) {
+    let mut tickets = [None; MAX_POLICIES];
+    tickets[0] = ticket;
+    verdict.ticket = Some(Box::new(Booked { keys, tickets }));
 }
 
 /// Decides the policies of a set together, all or nothing, each at its own bucket's time.
