@@ -17,7 +17,9 @@ pub struct Booked<K> {
 }
 
 /// The answer of a check, or of a booking when a give-back may follow (`keep`): the booking's
-/// ticket beside its answer.
+/// ticket beside its answer. Always inlined into the policy's decision: out of line, the
+/// answer and the ticket came back through memory.
+#[inline(always)]
 pub(crate) fn check_or_book<'a, C: Clock + ?Sized + 'a>(
     keep: bool,
     check: impl FnOnce() -> Result<Allowed, Denied>,
