@@ -6,7 +6,6 @@
 //! [`MutexBucket`](crate::baseline::MutexBucket) keeps that credit explicitly and decides the same
 //! at every step. Every sum and product is checked: an overflow is a denial, never a wrap.
 
-use crate::hint::cold_path;
 use crate::outcome::{Allowed, Denied, Level};
 use crate::quota::Quota;
 
@@ -39,9 +38,8 @@ fn unrepresentable(ahead: u64, quota: &Quota) -> Denied {
 }
 
 /// [`unrepresentable`], for the buckets that reserve their last TATs as markers (a keyed
-/// table's two, a limiter's one). Cold: a TAT that far ahead takes centuries of debt.
-#[cold]
-#[inline(never)]
+/// table's two, a limiter's one).
+#[inline]
 pub(crate) fn unrepresentable_at(tat: u64, now: u64, quota: &Quota) -> Denied {
     unrepresentable(tat.saturating_sub(now), quota)
 }
@@ -154,7 +152,6 @@ fn reserve_as<const MARKED: bool>(
     // already used) makes this larger, never smaller: a stale clock never grants tokens.
     let ahead = tat.saturating_sub(now);
     if cost == 0 {
-        cold_path(); // a peek
         let allowed = Allowed::new(level(ahead, quota));
         return Ok((
             tat,
@@ -166,7 +163,6 @@ fn reserve_as<const MARKED: bool>(
     }
     let refused = |retry_after_ns| Denied::new(level(ahead, quota), retry_after_ns);
     if cost > quota.burst() {
-        cold_path(); // a request that can never pass
         return Err(refused(None));
     }
     // cost <= burst, so cost * T <= D: no overflow. The new TAT must be representable, or
