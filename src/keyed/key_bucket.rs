@@ -55,6 +55,7 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     /// it is at each operation ([`set_default_quota`](Self::set_default_quota)), or the
     /// handle's own ([`KeyedBucket::with_quota`]). A cancel, or a settle below the cost, gives
     /// back under the quota of the booking, which is what it holds.
+    #[inline]
     pub fn key<Q>(&self, key: &Q) -> KeyedBucket<'_, C>
     where
         K: Borrow<Q>,

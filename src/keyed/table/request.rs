@@ -67,13 +67,27 @@ impl<'q> Request<'q> {
 
 /// The TAT a new bucket of the key of `req` starts from: empty at `req.now` in a table that
 /// starts keys empty, unless `seen` holds the key (removed while full: it comes back full),
-/// else full. Only an insert needs it, so it is out of line and by value, so that the compiler
-/// does not hoist it into every check and the request stays in registers.
+/// else full. Only an insert needs it, so it is out of line, so that the compiler does not
+/// hoist it into every check.
+#[inline]
+pub(super) fn initial_of(seen: Option<&Seen>, req: &Request<'_>) -> u64 {
+    initial_of_fields(seen, req.fp, req.start_empty, req.now, req.quota)
+}
+
+/// [`initial_of`] on the fields it reads, passed in registers: a request passed by reference
+/// (or by value, which is a reference to a copy) would have to be written to memory, field by
+/// field, on every check that might insert.
 #[cold]
 #[inline(never)]
-pub(super) fn initial_of(seen: Option<&Seen>, req: &Request<'_>) -> u64 {
-    let returning = seen.is_some_and(|seen| seen.holds(tag_of(req.fp)));
-    initial_tat(req.start_empty && !returning, req.now, req.quota)
+fn initial_of_fields(
+    seen: Option<&Seen>,
+    fp: u64,
+    start_empty: bool,
+    now: u64,
+    quota: &Quota,
+) -> u64 {
+    let returning = seen.is_some_and(|seen| seen.holds(tag_of(fp)));
+    initial_tat(start_empty && !returning, now, quota)
 }
 
 /// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never one
@@ -93,7 +107,7 @@ pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
 #[inline(always)]
 pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
     if req.force {
-        return forced(tat, req);
+        return forced(tat, req.now, req.cost, req.quota);
     }
     match gcra::reserve(tat, req.now, req.cost, req.max_wait_ns, req.quota) {
         Ok((new, _)) if new >= FROZEN => {
@@ -113,13 +127,15 @@ fn spent(before: u64, after: u64) -> Spent {
 }
 
 /// The decision of a forced request: `cost` more tokens whatever the bucket holds, stopping
-/// short of the reserved markers.
+/// short of the reserved markers. Its fields in registers, for the reason of
+/// [`initial_of_fields`].
 #[cold]
-fn forced(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
-    let new = gcra::force(tat, req.now, req.cost, req.quota).min(FROZEN - 1);
+#[inline(never)]
+fn forced(tat: u64, now: u64, cost: u32, quota: &Quota) -> (u64, Outcome) {
+    let new = gcra::force(tat, now, cost, quota).min(FROZEN - 1);
     let booking = Booking {
-        ready_at: req.now,
-        allowed: crate::outcome::Allowed::new(gcra::level(new.saturating_sub(req.now), req.quota)),
+        ready_at: now,
+        allowed: crate::outcome::Allowed::new(gcra::level(new.saturating_sub(now), quota)),
     };
     (new, Ok((spent(tat, new), booking)))
 }
