@@ -223,6 +223,9 @@ fn canonical(ip: IpAddr) -> IpAddr {
 /// tonic's `TcpConnectInfo` (feature `tonic`), or a `SocketAddr`.
 #[inline]
 pub(crate) fn peer_address(req: &RequestHead<'_>) -> Option<SocketAddr> {
+    if let Some(peer) = connect_info(req) {
+        return Some(*peer);
+    }
     #[cfg(feature = "tonic")]
     if let Some(info) = req
         .extensions
@@ -230,14 +233,23 @@ pub(crate) fn peer_address(req: &RequestHead<'_>) -> Option<SocketAddr> {
     {
         return info.remote_addr();
     }
+    plain_peer_address(req)
+}
+
+/// The peer address in axum's `ConnectInfo`, by reference: read in place, an IPv4 peer's key
+/// is its four bytes, not a copy of the whole socket address.
+#[inline(always)]
+fn connect_info<'a>(req: &RequestHead<'a>) -> Option<&'a SocketAddr> {
     #[cfg(feature = "axum")]
-    if let Some(info) = req
+    return req
         .extensions
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|info| &info.0);
+    #[cfg(not(feature = "axum"))]
     {
-        return Some(info.0);
+        let _ = req;
+        None
     }
-    plain_peer_address(req)
 }
 
 /// A peer address stored as a plain `SocketAddr`. Out of line, so that with `axum` its
@@ -247,20 +259,36 @@ fn plain_peer_address(req: &RequestHead<'_>) -> Option<SocketAddr> {
     req.extensions.get::<SocketAddr>().copied()
 }
 
+impl ClientIp {
+    /// The key of a request [`extract`](KeyExtractor::extract) does not settle inline: a
+    /// trusted proxy to ask, an IPv6 peer, a peer address that is not axum's. Out of line:
+    /// its cases would spread the common one over more cache lines.
+    #[inline(never)]
+    fn key_of_request(&self, req: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
+        let peer = peer_address(req).ok_or(KeyError::NoPeerAddress)?;
+        if !self.trusted.is_empty() {
+            return self.key_behind_proxies(peer.ip(), req);
+        }
+        // No proxy to ask: the peer is the client.
+        Ok(match peer {
+            SocketAddr::V4(v4) => self.masked_v4(*v4.ip()),
+            SocketAddr::V6(v6) => self.key_of_v6_peer(*v6.ip()),
+        })
+    }
+}
+
 impl KeyExtractor for ClientIp {
     type Key = IpAddr;
 
     // Always: out of line, its result came back through memory (http bench, cellrate_no_headers).
     #[inline(always)]
     fn extract(&self, req: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
-        let peer = peer_address(req).ok_or(KeyError::NoPeerAddress)?;
-        if !self.trusted.is_empty() {
-            return self.key_behind_proxies(peer.ip(), req);
+        // The common request: an IPv4 peer in axum's `ConnectInfo`, no proxy to ask.
+        if self.trusted.is_empty() {
+            if let Some(SocketAddr::V4(v4)) = connect_info(req) {
+                return Ok(self.masked_v4(*v4.ip()));
+            }
         }
-        // No proxy to ask: the peer is the client.
-        match peer {
-            SocketAddr::V4(v4) => Ok(self.masked_v4(*v4.ip())),
-            SocketAddr::V6(v6) => Ok(self.key_of_v6_peer(*v6.ip())),
-        }
+        self.key_of_request(req)
     }
 }

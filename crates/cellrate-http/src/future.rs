@@ -17,54 +17,81 @@ pub(crate) type BoxedAnswer<Body, E> =
     Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
 
 /// A refund to be made, or not, once the response is seen: the layer, the booking (boxed, as
-/// the verdict holds it: a booking per policy is hundreds of bytes, and this future is moved
-/// several times on its way to the executor) and its cost.
-pub(crate) type Refund<B> = (Arc<Shared<B>>, Box<<B as sealed::Backend>::Ticket>, u32);
+/// the verdict holds it) and its cost. An admitted request whose response never comes (the
+/// client went away and the server dropped its future, or the inner service failed) keeps its
+/// charge, unless the layer refunds on drop.
+pub(crate) struct Refund<B: Backend> {
+    shared: Arc<Shared<B>>,
+    ticket: Option<Box<<B as sealed::Backend>::Ticket>>,
+    cost: u32,
+}
 
-/// What happens to an admitted request's response.
+impl<B: Backend> Refund<B> {
+    pub(crate) fn new(shared: Arc<Shared<B>>, ticket: Box<B::Ticket>, cost: u32) -> Self {
+        Refund {
+            shared,
+            ticket: Some(ticket),
+            cost,
+        }
+    }
+
+    /// Gives the tokens back if the response (`parts`) matches the layer's predicate.
+    fn settle(mut self, parts: &http::response::Parts) {
+        let shared = &self.shared;
+        if shared.options.refund_if.as_ref().is_some_and(|p| p(parts)) {
+            self.give_back();
+        }
+        self.ticket = None;
+    }
+
+    fn give_back(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            self.shared.backend.refund(*ticket, self.cost);
+            self.shared.counters.bump(Count::Refunded);
+        }
+    }
+}
+
+impl<B: Backend> Drop for Refund<B> {
+    /// Without a response: given back only if the layer refunds on drop.
+    fn drop(&mut self) {
+        if self.ticket.is_some() && self.shared.options.refund_on_drop {
+            self.give_back();
+        }
+    }
+}
+
+/// What happens to an admitted request's response: its header fields, and its refund. Rides
+/// inline in the response future of every admission, so it holds little that needs dropping:
+/// the refund, rare, is boxed (a future holding more drop glue inline was copied once more on
+/// its way into axum's box, benches `http`).
 pub(crate) struct After<B: Backend> {
     fields: Fields,
-    refund: Option<Refund<B>>,
+    refund: Option<Box<Refund<B>>>,
 }
 
 impl<B: Backend> After<B> {
     pub(crate) fn new(fields: Fields, refund: Option<Refund<B>>) -> Self {
-        After { fields, refund }
+        After {
+            fields,
+            refund: refund.map(Box::new),
+        }
     }
 
     /// Adds the headers, and refunds the request if its response matches the predicate. Out
     /// of line: the admission with nothing to do, polled through, keeps its code compact.
     #[inline(never)]
     pub(crate) fn apply<K: BodyKind<ResB>, ResB>(
-        mut self,
+        self,
         mut response: Response<ResB>,
     ) -> Response<K::Body> {
-        core::mem::take(&mut self.fields).append_to(response.headers_mut());
-        let Some(refund) = self.refund.take() else {
+        self.fields.append_to(response.headers_mut());
+        let Some(refund) = self.refund else {
             return K::response(response);
         };
-        let (shared, ticket, cost) = refund;
         let (parts, body) = response.into_parts();
-        if shared.options.refund_if.as_ref().is_some_and(|p| p(&parts)) {
-            shared.backend.refund(*ticket, cost);
-            shared.counters.bump(Count::Refunded);
-        }
+        refund.settle(&parts);
         Response::from_parts(parts, K::inner(body))
-    }
-}
-
-impl<B: Backend> Drop for After<B> {
-    /// An admitted request whose response never came (the client went away and the server
-    /// dropped its future, or the inner service failed) keeps its charge, unless the layer
-    /// refunds on drop.
-    fn drop(&mut self) {
-        if let Some(refund) = self.refund.take() {
-            let (shared, ticket, cost) = refund;
-            if shared.options.refund_on_drop {
-                shared.backend.refund(*ticket, cost);
-                shared.counters.bump(Count::Refunded);
-            }
-        }
     }
 }
 

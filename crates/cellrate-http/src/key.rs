@@ -130,12 +130,12 @@ impl Default for MissingKey {
 }
 
 impl MissingKey {
-    /// What a policy with this choice does with `error`: `Ok(None)` skips it, `Err` leaves
+    /// What a policy with this choice does with `error`: `Ok` skips the policy, `Err` leaves
     /// the request without a key.
-    pub(crate) fn apply<K>(self, policy: &str, error: KeyError) -> Result<Option<K>, KeyError> {
+    pub(crate) fn apply(self, policy: &str, error: KeyError) -> Result<(), KeyError> {
         if self == MissingKey::Skip && error.is_absent() {
             tracing::debug!(policy, "rate limit skipped: {error}");
-            return Ok(None);
+            return Ok(());
         }
         Err(error)
     }

@@ -239,9 +239,12 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
         let policies = self.backend.policies();
         let static_policy = static_value(&policy_field(&policies, &[None; MAX_POLICIES]));
         self.backend.start_upkeep();
+        let on_allowed = self.options.on_allowed;
+        let records_admissions = on_allowed.ietf || on_allowed.legacy || self.options.refunds();
         RateLimitLayer {
             kind: PhantomData,
             shared: Arc::new(Shared {
+                records_admissions,
                 backend: self.backend,
                 policies,
                 static_policy,

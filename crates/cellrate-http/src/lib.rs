@@ -164,6 +164,7 @@ mod shared;
 mod slots;
 mod state;
 mod stats;
+mod tiered;
 mod upkeep;
 
 pub use answers::QUOTA_EXCEEDED;
@@ -177,8 +178,9 @@ pub use key::{
     from_fn, FnKey, HeaderKey, KeyError, KeyExtractor, MissingKey, RequestHead, SameKey,
 };
 pub use layer::{RateLimitBuilder, RateLimitLayer, RefundUnsupported};
-pub use policy::{Both, Global, Keyed, Tiered};
+pub use policy::{Both, Global, Keyed};
 #[cfg(feature = "redis")]
 pub use remote::{RedisKey, RedisPolicies, RedisPolicy};
 pub use service::RateLimit;
 pub use stats::LayerStats;
+pub use tiered::Tiered;

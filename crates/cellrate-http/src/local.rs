@@ -1,6 +1,6 @@
 //! Deciding with in-process limiters: at once, in `call`, with no allocation.
 
-use super::backend::{self, How, NoKey, Outcome, Pending, Verdict};
+use super::backend::{self, Decision, How, NoKey, Outcome, Pending, Verdict};
 use super::headers::PolicyInfo;
 use super::key::{MissingKey, RequestHead};
 use super::slots::Slots;
@@ -65,6 +65,18 @@ impl<P: Local> backend::sealed::Backend for P {
         None
     }
 
+    // Always inlined: into the service's call, the admission's check and the inner service's
+    // call are one run of code.
+    #[inline(always)]
+    fn decide_plain(
+        &self,
+        head: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+    ) -> Option<Decision<Booked<P::Keys>>> {
+        self.admit_plain(head, cost, how)
+    }
+
     fn refund(&self, booked: Booked<P::Keys>, _cost: u32) {
         let mut slots = Slots::new(None);
         self.fill(&booked.keys, 0, &mut slots);
@@ -97,7 +109,7 @@ pub(crate) fn alone<K>(
     // Not taken apart here: the ticket (a hundred bytes) is read only for a booking, so it is
     // not copied out of the answer for a check.
     let answer = &decided.0;
-    if how.figures || answer.is_err() {
+    if how.figures() || answer.is_err() {
         let quota = quota();
         verdict.states[0] = Some(PolicyState {
             partition,
@@ -109,12 +121,35 @@ pub(crate) fn alone<K>(
     }
     match answer {
         Ok(_) => {
-            if how.ticket {
+            if how.ticket() {
                 keep_ticket(verdict, decided.1, keys);
             }
         }
         Err(denied) => verdict.outcome = Outcome::Denied(denied.retry_after()),
     }
+}
+
+/// The verdict of a lone policy (index 0) that refused a request `plain`ly decided: out of
+/// line, so that the admissions beside it stay compact.
+#[cold]
+#[inline(never)]
+pub(crate) fn refused_alone<K>(
+    denied: Denied,
+    (quota, described): (impl FnOnce() -> Quota, &Quota),
+    partition: Option<u64>,
+    how: &How<'_>,
+    keys: K,
+) -> Decision<Booked<K>> {
+    let mut verdict = Verdict::bare(Outcome::Allowed);
+    alone(
+        &mut verdict,
+        (Err(denied), None),
+        (quota, described),
+        partition,
+        how,
+        keys,
+    );
+    Decision::Made(verdict)
 }
 
 /// The booking of a lone policy's admission, kept for its give-back. Out of line for the
@@ -135,7 +170,7 @@ pub(crate) fn together<P: Local>(
     how: &How<'_>,
     verdict: &mut Verdict<Booked<P::Keys>>,
 ) {
-    let mut slots = Slots::new(how.partition);
+    let mut slots = Slots::new(how.partition());
     set.fill(&keys, 0, &mut slots);
     let mut limits: [Option<&dyn Limit>; MAX_POLICIES] = [None; MAX_POLICIES];
     for (i, slot) in slots.iter().enumerate() {
@@ -147,7 +182,7 @@ pub(crate) fn together<P: Local>(
     };
     let set_of = all_of(&limits[..slots.len]);
     let mut tickets = [None; MAX_POLICIES];
-    let answer = if how.ticket {
+    let answer = if how.ticket() {
         set_of.reserve_n(cost, Duration::ZERO).map(|booked| {
             for (slot, reservation) in slots.iter().zip(booked) {
                 tickets[slot.index] = Some(reservation.detach());
@@ -158,7 +193,7 @@ pub(crate) fn together<P: Local>(
     };
     // Each policy's own level, by a peek (cost 0 spends and creates nothing), only when a
     // header will show it.
-    if how.figures || answer.is_err() {
+    if how.figures() || answer.is_err() {
         for slot in slots.iter() {
             verdict.states[slot.index] = Some(slot.state(&slot.check_n(0)));
             if slot.quota != *slot.described {
@@ -168,7 +203,7 @@ pub(crate) fn together<P: Local>(
     }
     match answer {
         Ok(()) => {
-            if how.ticket {
+            if how.ticket() {
                 verdict.ticket = Some(Box::new(Booked { keys, tickets }));
             }
         }
@@ -200,6 +235,23 @@ pub(crate) mod sealed {
             how: &How<'_>,
             verdict: &mut Verdict<Booked<Self::Keys>>,
         );
+        /// [`decide_plain`](backend::sealed::Backend::decide_plain) for these policies: the
+        /// whole decision, then a verdict only for a request not admitted. A lone policy
+        /// checks without one.
+        #[inline]
+        fn admit_plain(
+            &self,
+            head: &RequestHead<'_>,
+            cost: u32,
+            how: &How<'_>,
+        ) -> Option<Decision<Booked<Self::Keys>>> {
+            let mut verdict = Verdict::bare(Outcome::Allowed);
+            self.decide_into(head, cost, how, &mut verdict);
+            match verdict.outcome {
+                Outcome::Allowed => None,
+                _ => Some(Decision::Made(verdict)),
+            }
+        }
         /// The buckets of `keys` (with their `pk` when `out` has a hasher); `first` is this
         /// set's first policy index.
         fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, Self::Clock>);

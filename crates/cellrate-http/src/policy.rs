@@ -2,14 +2,14 @@
 //! extractor), several joined by `.and(..)` and decided all or nothing with
 //! [`all_of`](cellrate::all_of).
 
-use super::backend::{self, How, NoKey, Pending, Verdict};
+use super::backend::{Decision, How, NoKey, Outcome, Verdict};
 use super::headers::{checked_name, PolicyInfo};
 use super::key::{KeyError, KeyExtractor, MissingKey, RequestHead};
-use super::local::{alone, check_or_book, sealed, together, Booked};
+use super::local::{alone, check_or_book, refused_alone, sealed, together, Booked};
 use super::slots::{Bucket, Slot, Slots};
 use super::state::MAX_POLICIES;
 use super::upkeep;
-use cellrate::{Clock, KeyedLimiter, Limiter, Quota};
+use cellrate::{Clock, Denied, KeyedLimiter, Limiter, Quota};
 use core::time::Duration;
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -97,27 +97,45 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
     pub(crate) fn limiter(&self) -> &KeyedLimiter<E::Key, C> {
         &self.limiter
     }
+}
 
-    /// The same policy with a quota chosen per request (tiers: free, paid), passed to
-    /// [`KeyedBucket::with_quota`](cellrate::KeyedBucket::with_quota). A tiered policy stands alone (the
-    /// all-or-nothing check uses the limiter's own quota); a refund goes through the key's
-    /// handle with the quota the request was charged under.
-    pub fn quota_per_request<F>(self, quota_of: F) -> Tiered<E, C, F>
-    where
-        F: Fn(&RequestHead<'_>, &E::Key) -> Quota + Send + Sync + 'static,
-    {
-        Tiered {
-            keyed: self,
-            quota_of,
-        }
+impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> Keyed<E, C> {
+    /// A request `admit_plain` found no key for: skipped (`None`: this policy lets it
+    /// through, nothing spent), or answered for want of one.
+    #[cold]
+    #[inline(never)]
+    fn plain_without_key(
+        &self,
+        error: KeyError,
+        how: &How<'_>,
+    ) -> Option<Decision<Booked<Option<E::Key>>>> {
+        let no_key = self.without_key(error, how.missing()).err()?;
+        let mut verdict = Verdict::bare(Outcome::Allowed);
+        no_key.record(&mut verdict);
+        Some(Decision::Made(verdict))
+    }
+
+    /// The verdict of a request `admit_plain` refused: its figures, with its partition.
+    #[cold]
+    #[inline(never)]
+    fn refused(
+        &self,
+        denied: Denied,
+        key: E::Key,
+        how: &How<'_>,
+    ) -> Decision<Booked<Option<E::Key>>> {
+        let partition = how.partition().map(|h| h.hash_one((0usize, &key)));
+        let quota = || self.limiter.quota();
+        refused_alone(denied, (quota, &self.described), partition, how, Some(key))
     }
 }
 
 impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
-    /// What a request without a key (`error`) gets: skipped, or answered for want of one.
+    /// What a request without a key (`error`) gets: skipped (`Ok`), or answered for want of
+    /// one.
     #[cold]
     #[inline(never)]
-    fn without_key(&self, error: KeyError, layer: MissingKey) -> Result<Option<E::Key>, NoKey> {
+    fn without_key(&self, error: KeyError, layer: MissingKey) -> Result<(), NoKey> {
         let choice = self.missing.unwrap_or(layer);
         choice
             .apply(&self.name, error)
@@ -129,12 +147,6 @@ impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
 pub struct Both<A, B> {
     first: A,
     second: B,
-}
-
-/// A [`Keyed`] policy whose quota a closure picks per request.
-pub struct Tiered<E: KeyExtractor, C: Clock, F> {
-    pub(crate) keyed: Keyed<E, C>,
-    pub(crate) quota_of: F,
 }
 
 /// `self` and `other`, all or nothing: [`Both`]. At most 4 policies in all.
@@ -196,12 +208,30 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
         out: &mut Verdict<Booked<()>>,
     ) {
         let answer = check_or_book(
-            how.ticket,
+            how.ticket(),
             || self.limiter.check_n(cost),
             |wait| self.limiter.reserve_n(cost, wait),
         );
         let quota = || self.limiter.quota();
         alone(out, answer, (quota, &self.described), None, how, ());
+    }
+
+    #[inline(always)]
+    fn admit_plain(
+        &self,
+        _: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+    ) -> Option<Decision<Booked<()>>> {
+        let denied = self.limiter.check_n(cost).err()?;
+        let quota = || self.limiter.quota();
+        Some(refused_alone(
+            denied,
+            (quota, &self.described),
+            None,
+            how,
+            (),
+        ))
     }
 
     fn fill<'a>(&'a self, _: &(), first: usize, out: &mut Slots<'a, C>) {
@@ -236,7 +266,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
     fn keys(&self, head: &RequestHead<'_>, layer: MissingKey) -> Result<Self::Keys, NoKey> {
         match self.extractor.extract(head) {
             Ok(key) => Ok(Some(key)),
-            Err(e) => self.without_key(e, layer),
+            Err(e) => self.without_key(e, layer).map(|()| None),
         }
     }
 
@@ -248,19 +278,19 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         how: &How<'_>,
         out: &mut Verdict<Booked<Self::Keys>>,
     ) {
-        let key = match self.keys(head, how.missing) {
+        let key = match self.keys(head, how.missing()) {
             Ok(Some(key)) => key,
             Ok(None) => return, // skipped: admitted, and nothing to show
             Err(no_key) => return no_key.record(out),
         };
         // The limiter's own check: its clock read as coarsely as its quota allows.
         let answer = check_or_book(
-            how.ticket,
+            how.ticket(),
             || self.limiter.check_key_n(&key, cost),
             |wait| self.limiter.key(&key).reserve_n(cost, wait),
         );
         // The index of a lone policy is 0, as `fill` would give it.
-        let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
+        let partition = how.partition().map(|h| h.hash_one((0usize, &key)));
         let quota = || self.limiter.quota();
         alone(
             out,
@@ -270,6 +300,26 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
             how,
             Some(key),
         );
+    }
+
+    // Always inlined, as the decision it is part of: out of line, the key and the answer
+    // went through memory.
+    #[inline(always)]
+    fn admit_plain(
+        &self,
+        head: &RequestHead<'_>,
+        cost: u32,
+        how: &How<'_>,
+    ) -> Option<Decision<Booked<Self::Keys>>> {
+        // The key is read where the extractor left it: moved out, it was copied byte by
+        // byte (an `IpAddr` is 17 bytes aligned to 1).
+        let extracted = self.extractor.extract(head);
+        let key = match &extracted {
+            Ok(key) => key,
+            Err(e) => return self.plain_without_key(e.clone(), how),
+        };
+        let denied = self.limiter.check_key_n(key, cost).err()?;
+        Some(self.refused(denied, key.clone(), how))
     }
 
     fn fill<'a>(&'a self, keys: &Self::Keys, first: usize, out: &mut Slots<'a, C>) {
@@ -318,7 +368,7 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
         how: &How<'_>,
         out: &mut Verdict<Booked<Self::Keys>>,
     ) {
-        match self.keys(head, how.missing) {
+        match self.keys(head, how.missing()) {
             Ok(keys) => together(self, keys, cost, how, out),
             Err(no_key) => no_key.record(out),
         }
@@ -341,60 +391,5 @@ impl<A: sealed::Local, B: sealed::Local<Clock = A::Clock>> sealed::Local for Bot
     fn start_upkeep(&self) {
         self.first.start_upkeep();
         self.second.start_upkeep();
-    }
-}
-
-impl<E, C, F> backend::sealed::Backend for Tiered<E, C, F>
-where
-    E: KeyExtractor,
-    C: Clock + Send + Sync + 'static,
-    F: Fn(&RequestHead<'_>, &E::Key) -> Quota + Send + Sync + 'static,
-{
-    // The key and its booking (under the quota it was charged with).
-    type Ticket = Booked<E::Key>;
-
-    fn policies(&self) -> Vec<PolicyInfo> {
-        backend::sealed::Backend::policies(&self.keyed)
-    }
-
-    fn decide(
-        &self,
-        head: &RequestHead<'_>,
-        cost: u32,
-        how: &How<'_>,
-        verdict: &mut Verdict<Self::Ticket>,
-    ) -> Option<Pending<Self::Ticket>> {
-        let key = match sealed::Local::keys(&self.keyed, head, how.missing) {
-            Ok(Some(key)) => key,
-            Ok(None) => return None,
-            Err(no_key) => {
-                no_key.record(verdict);
-                return None;
-            }
-        };
-        let quota = (self.quota_of)(head, &key);
-        let limiter = self.keyed.limiter();
-        let bucket = limiter.key(&key).with_quota(&quota);
-        let answer = check_or_book(
-            how.ticket,
-            || limiter.key(&key).with_quota(&quota).check_n(cost),
-            |wait| bucket.reserve_n(cost, wait),
-        );
-        verdict.quotas[0] = Some(quota);
-        let partition = how.partition.map(|h| h.hash_one((0usize, &key)));
-        alone(verdict, answer, (|| quota, &quota), partition, how, key);
-        None
-    }
-
-    fn refund(&self, booked: Booked<E::Key>, _cost: u32) {
-        if let Some(ticket) = booked.tickets[0] {
-            if let Some(reservation) = self.keyed.limiter().attach(ticket) {
-                reservation.cancel();
-            }
-        }
-    }
-
-    fn start_upkeep(&self) {
-        sealed::Local::start_upkeep(&self.keyed)
     }
 }

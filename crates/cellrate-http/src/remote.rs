@@ -180,8 +180,8 @@ impl sealed::Backend for RedisPolicies {
                 Ok(key) => keys.push(Some(key)),
                 // Skipped only when the layer says so and the key is really absent, never for
                 // a hop a trusted proxy wrote that cannot be read.
-                Err(e) => match how.missing.apply::<()>(&policy.name, e) {
-                    Ok(_) => keys.push(None),
+                Err(e) => match how.missing().apply(&policy.name, e) {
+                    Ok(()) => keys.push(None),
                     Err(e) => {
                         verdict.outcome = Outcome::NoKey(Box::new(e));
                         return None;
@@ -192,10 +192,10 @@ impl sealed::Backend for RedisPolicies {
         }
         let partitions: Vec<Option<u64>> = keys
             .iter()
-            .map(|k| how.partition.zip(k.as_ref()).map(|(h, k)| h.hash_one(k)))
+            .map(|k| how.partition().zip(k.as_ref()).map(|(h, k)| h.hash_one(k)))
             .collect();
         let policies = Arc::clone(&self.policies);
-        let ticket = how.ticket;
+        let ticket = how.ticket();
         Some(Box::pin(async move {
             let (mut verdict, bookings) = decide(&policies, &keys, &quotas, cost, ticket).await;
             for (state, partition) in verdict.states.iter_mut().zip(partitions) {

@@ -1,9 +1,9 @@
 //! `RateLimit`: the service. Readiness passes through; the decision is made in `call`.
 
 use super::answers::{deny, no_key};
-use super::backend::{Backend, How, Outcome, Verdict};
+use super::backend::{Backend, Decision, How, Outcome, Pending, Verdict};
 use super::body::{BodyKind, SameBody};
-use super::future::{After, ResponseFuture};
+use super::future::{After, Refund, ResponseFuture};
 use super::grpc::Grpc;
 use super::headers::Fields;
 use super::key::RequestHead;
@@ -68,24 +68,95 @@ where
         let options = &shared.options;
         let head = RequestHead::of(&req);
         let cost = options.cost.as_ref().map_or(1, |cost| cost(&head));
-        let how = How {
-            missing: options.missing_key,
-            partition: options.partition_key.then_some(&shared.hasher),
-            ticket: options.refunds(),
-            figures: options.on_allowed.ietf || options.on_allowed.legacy,
-        };
-        let mut verdict = Verdict::bare(Outcome::Allowed);
-        let Some(pending) = shared.backend.decide(&head, cost, &how, &mut verdict) else {
-            return match admit(shared, &mut verdict, cost, req.headers()) {
-                Ok(None) => ResponseFuture::passed(self.inner.call(req)),
-                Ok(Some(after)) => ResponseFuture::called(self.inner.call(req), after),
-                Err(answer) => ResponseFuture::answered(answer),
+        let how = How::new(options, &shared.hasher);
+        if !shared.records_admissions {
+            // Most requests: admitted, and nothing to do to their responses.
+            let Some(decision) = shared.backend.decide_plain(&head, cost, &how) else {
+                shared.counters.bump(Count::Allowed);
+                return ResponseFuture::passed(self.inner.call(req));
             };
-        };
+            return self.decided(req, cost, decision);
+        }
+        let mut verdict = Verdict::bare(Outcome::Allowed);
+        if let Some(pending) = shared.backend.decide(&head, cost, &how, &mut verdict) {
+            return self.after_pending(req, cost, pending);
+        }
+        self.respond(req, cost, &mut verdict)
+    }
+}
+
+impl<S, B: Backend, K> RateLimit<S, B, K> {
+    /// The future of a request [`decide_plain`](super::backend::sealed::Backend::decide_plain)
+    /// did not admit. Out of line: the admissions beside it stay a few cache lines of code.
+    #[inline(never)]
+    fn decided<ReqB, ResB>(
+        &mut self,
+        req: Request<ReqB>,
+        cost: u32,
+        decision: Decision<B::Ticket>,
+    ) -> ResponseFuture<S::Future, B, K, ResB, S::Error>
+    where
+        S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        ReqB: Send + 'static,
+        ResB: Send + 'static,
+        K: BodyKind<ResB>,
+        K::Body: Send + 'static,
+    {
+        match decision {
+            Decision::Made(mut verdict) => self.respond(req, cost, &mut verdict),
+            Decision::Pending(pending) => self.after_pending(req, cost, pending),
+        }
+    }
+
+    /// The future of a request decided in `verdict`: the inner service's, with what the layer
+    /// adds to its response, or the layer's own answer.
+    #[inline]
+    fn respond<ReqB, ResB>(
+        &mut self,
+        req: Request<ReqB>,
+        cost: u32,
+        verdict: &mut Verdict<B::Ticket>,
+    ) -> ResponseFuture<S::Future, B, K, ResB, S::Error>
+    where
+        S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        ReqB: Send + 'static,
+        ResB: Send + 'static,
+        K: BodyKind<ResB>,
+        K::Body: Send + 'static,
+    {
+        match admit(&self.shared, verdict, cost, req.headers()) {
+            Ok(None) => ResponseFuture::passed(self.inner.call(req)),
+            Ok(Some(after)) => ResponseFuture::called(self.inner.call(req), after),
+            Err(answer) => ResponseFuture::answered(answer),
+        }
+    }
+
+    /// The future of a request whose decision is to come: the decision, then the inner
+    /// service or the layer's answer.
+    #[inline(never)]
+    fn after_pending<ReqB, ResB>(
+        &mut self,
+        req: Request<ReqB>,
+        cost: u32,
+        pending: Pending<B::Ticket>,
+    ) -> ResponseFuture<S::Future, B, K, ResB, S::Error>
+    where
+        S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        ReqB: Send + 'static,
+        ResB: Send + 'static,
+        K: BodyKind<ResB>,
+        K::Body: Send + 'static,
+    {
         // The inner service was made ready: take it, leave a clone in its place.
         let ready = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, ready);
-        let shared = Arc::clone(shared);
+        let shared = Arc::clone(&self.shared);
         ResponseFuture::boxed(Box::pin(async move {
             match admit(&shared, &mut pending.await, cost, req.headers()) {
                 Ok(None) => Ok(K::response(inner.call(req).await?)),
@@ -129,7 +200,7 @@ fn admitted<B: Backend>(
 ) -> After<B> {
     let options = &shared.options;
     let refund = match (options.refunds(), verdict.ticket.take()) {
-        (true, Some(ticket)) => Some((Arc::clone(shared), ticket, cost)),
+        (true, Some(ticket)) => Some(Refund::new(Arc::clone(shared), ticket, cost)),
         _ => None,
     };
     After::new(fields(shared, verdict), refund)

@@ -22,6 +22,9 @@ pub(crate) struct Shared<B> {
     pub(crate) options: Options,
     pub(crate) counters: Counters,
     pub(crate) hasher: RandomState,
+    /// Whether an admission has anything done to its response (headers, a refund): without,
+    /// the service decides it with [`decide_plain`](super::backend::sealed::Backend::decide_plain).
+    pub(crate) records_admissions: bool,
 }
 
 /// The options of a layer; see [`RateLimitBuilder`](super::RateLimitBuilder).

@@ -383,3 +383,38 @@ fn a_redis_policy_never_skips_a_hop_a_trusted_proxy_wrote_unreadably() {
         }
     });
 }
+
+#[test]
+fn redis_admissions_without_headers_come_after_the_decision() {
+    // Without headers on admissions the layer decides through the plain path, whose Redis
+    // decision is still to come when the service is called.
+    let Some(server) = RedisServer::start("redis_admissions_without_headers") else {
+        return;
+    };
+    runtime().block_on(async {
+        let options = RedisOptions::default().key_prefix("plain:");
+        let limiter =
+            RedisLimiter::connect_with(&server.url(), Quota::per_minute(1).with_burst(3), options)
+                .await
+                .unwrap();
+        let layer =
+            RateLimitLayer::builder(RedisPolicy::new("per-ip", limiter, behind_loopback_proxy()))
+                .headers_on_allowed(false)
+                .build();
+        let app = Router::new()
+            .route("/", get(|| async { "ok" }))
+            .layer(layer.clone());
+        let client = HttpClient::new(serve(app, true).await);
+        for _ in 0..3 {
+            let answer = client.get_as("/", "192.0.2.7").await;
+            assert_eq!(answer.status, StatusCode::OK);
+            assert!(answer.header("ratelimit").is_none(), "{answer:?}");
+        }
+        let refused = client.get_as("/", "192.0.2.7").await;
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(ratelimit(&refused), [("per-ip".into(), 0, 60)]);
+        assert!(refused.header("retry-after").is_some());
+        let stats = layer.stats();
+        assert_eq!((stats.allowed, stats.denied), (3, 1));
+    });
+}

@@ -17,6 +17,7 @@ mod http_charges;
 mod http_grpc;
 mod http_missing_key;
 mod http_options;
+mod http_plain;
 mod http_proxies;
 mod http_redis;
 

@@ -53,6 +53,17 @@ impl HttpClient {
         }
     }
 
+    /// A client whose connections leave from `local` (a loopback address such as 127.0.0.2),
+    /// so that the server sees it as a peer of its own.
+    pub fn bound(addr: SocketAddr, local: std::net::IpAddr) -> HttpClient {
+        let mut connector = HttpConnector::new();
+        connector.set_local_address(Some(local));
+        HttpClient {
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            base: format!("http://{addr}"),
+        }
+    }
+
     /// GET `path` with `headers`.
     pub async fn get(&self, path: &str, headers: &[(&str, &str)]) -> Answer {
         let mut req = Request::get(format!("{}{path}", self.base));
