@@ -1,7 +1,8 @@
 //! The HTTP layer as a client sees it: real axum servers on loopback, bare, behind cellrate's
-//! layer (its defaults: `RateLimit` headers on every response) and behind tower_governor's
-//! (its defaults: no headers on admitted responses), each limiting per client IP with a quota
-//! that admits every request, driven to saturation by `wrk` (Debian's package).
+//! layer (its defaults: `RateLimit` headers on every response, and without headers on
+//! admitted responses: the work tower_governor's defaults do) and behind tower_governor's (its
+//! defaults: no headers on admitted responses), each limiting per client IP with a quota that
+//! admits every request, driven to saturation by `wrk` (Debian's package).
 //!
 //! Each server runs on a tokio runtime with one worker thread, so that on a 2-core machine
 //! the server has one core and `wrk -t1` the other. In each round every server is loaded for
@@ -103,6 +104,10 @@ pub fn main() {
     let subjects = [
         ("bare", start(app())),
         ("cellrate", start(app().layer(cellrate_layer(true)))),
+        (
+            "cellrate_no_headers",
+            start(app().layer(cellrate_layer(false))),
+        ),
         ("tower_governor", start(app().layer(governor_layer()))),
     ];
     let (rounds, secs) = (sized(5, 1), sized(4, 1));

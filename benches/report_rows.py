@@ -135,8 +135,9 @@ def http_tables(records):
                   f"by `wrk -t1 -c{int(first['connections'])} -d{int(first['secs'])}s --latency` "
                   f"({int(first['rounds'])} rounds, the servers in rotating order); each layer "
                   "with its defaults (cellrate writes `RateLimit` headers on every response, "
-                  "tower_governor none on admitted ones); median (min-max) over the rounds, "
-                  "x bare taken within each round:", "",
+                  "tower_governor none on admitted ones), and cellrate without headers on "
+                  "admitted responses (`cellrate_no_headers`: the work tower_governor's defaults "
+                  "do); median (min-max) over the rounds, x bare taken within each round:", "",
                   "| server | requests/s | x bare | p50 latency, µs | p99 latency, µs |",
                   "|---|---|---|---|---|"]
         for r in load:

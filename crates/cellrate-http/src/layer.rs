@@ -181,6 +181,10 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
     }
 
     /// Whether admitted responses carry `RateLimit-Policy` and `RateLimit` (default yes).
+    /// Without them (and without [`legacy_headers`](Self::legacy_headers) or refunds) an
+    /// admission records nothing, and a lone in-process policy decides it with its check
+    /// alone: the layer's cheapest path (BENCHMARKS.md, *HTTP layer*). Refusals carry them
+    /// either way, as [`headers_on_denied`](Self::headers_on_denied) says.
     pub fn headers_on_allowed(mut self, on: bool) -> Self {
         self.options.on_allowed.ietf = on;
         self
