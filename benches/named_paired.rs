@@ -1,10 +1,10 @@
-//! `named_paired`: what counting costs. A named limiter (`named("api")`: striped counters of
-//! its decisions) against the same limiter unnamed, on one thread and on one hot limiter or
-//! key shared by two threads; and the striped counters against one shared atomic counter, the
-//! design they replace. Paired as in `paired` (two subjects taking turns, median of the
-//! turns' ratios, a turn kept only if its threads overlapped). The bounds: one uncontended
-//! locked add per check may cost up to half a default check on one thread and a quarter of
-//! the rate on a hot limiter; the stripes must not lose to one shared counter.
+//! `named_paired`: what counting costs. A named limiter (`named("api")`: its decisions counted
+//! in a line per thread) against the same limiter unnamed, on one thread and on one hot
+//! limiter or key shared by two threads; and the per-thread lanes against one shared atomic
+//! counter, the design they replace. Paired as in `paired` (two subjects taking turns, median
+//! of the turns' ratios, a turn kept only if its threads overlapped). The bounds: the count
+//! may cost up to half a default check on one thread and a quarter of the rate on a hot
+//! limiter; the lanes must not lose to one shared counter.
 //!
 //! Run: `cargo bench -p cellrate-benches -- named_paired` (about 30 s).
 
@@ -33,14 +33,14 @@ impl Spend for Checks {
 }
 
 /// An unnamed limiter whose every check also adds to one shared atomic: what counting would
-/// cost without stripes.
+/// cost without lanes.
 struct SharedCounter(Limiter, AtomicU64);
 
 impl Spend for SharedCounter {
     #[inline]
     fn spend(&self) -> bool {
         let allowed = self.0.check().is_ok();
-        // Relaxed: a tally, as the stripes' adds are.
+        // Relaxed: a tally, as the lanes' adds are.
         self.1.fetch_add(1, Ordering::Relaxed);
         allowed
     }

@@ -72,8 +72,8 @@
 //! decisions, which `stats()` returns ([`Stats`]; [`KeyedStats`] for a keyed limiter, which
 //! also holds the table's figures, kept whether or not it is named). An unnamed limiter counts
 //! no decision (its `stats()` decisions stay 0): an unnamed [`Limiter`]'s check tests
-//! nothing for counting, and a keyed one's tests one field. A named one counts in per-thread stripes, so that threads checking one hot limiter do not
-//! also contend on a counter. With the `metrics` feature, `publish_metrics()` hands the counts
+//! nothing for counting, and a keyed one's tests one field. A named one counts in a line per
+//! thread, so that threads checking one hot limiter do not also contend on a counter. With the `metrics` feature, `publish_metrics()` hands the counts
 //! to the `metrics` facade, labelled by the name (never by a key); the checks never call the
 //! facade. A named limiter's waits are recorded into the histogram `cellrate_wait_seconds` as
 //! each ends. (`cellrate-redis` counts every answer, named or not: a round trip dwarfs an
@@ -117,6 +117,8 @@ mod clock;
 mod engine;
 #[cfg(feature = "metrics")]
 mod export;
+// Its branches are the keyed table's, which needs `std`.
+#[cfg(feature = "std")]
 mod hint;
 #[cfg(feature = "std")]
 mod keyed;
@@ -153,6 +155,8 @@ pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};
 #[cfg(loom)]
 pub use engine::give_back::GiveBackFault;
+#[cfg(all(feature = "std", loom))]
+pub use engine::lanes::{LaneFault, Lanes};
 #[cfg(feature = "std")]
 pub use engine::tally::StripedCounts;
 #[cfg(all(feature = "std", loom))]

@@ -5,8 +5,8 @@
 //! (same quota, same TAT), so that its checks take the path of a changed limiter, where the
 //! count is made, and an unnamed one's check tests nothing for it; a keyed limiter's check
 //! tests its `named` field (one predicted branch). A named one adds one call per check to its
-//! [`Tally`] (a thread-local read and an uncontended atomic add on a stripe of its own; see
-//! `tally.rs`), and its name labels what it publishes.
+//! [`Tally`] (a thread-local read and an add, with no locked instruction, to a line of the
+//! thread's own; see `tally.rs`), and its name labels what it publishes.
 //!
 //! A name is a label, not an identity: several limiters may share one, and then their series
 //! add up (`export.rs`). Naming a limiter again renames it: its counts go on.

@@ -101,6 +101,21 @@ mod loom_slot {
     }
 }
 
+/// The lines of striped counts and the registry their lanes change hands through
+/// (src/engine/lanes.rs, src/engine/tally.rs): a protocol, so loom's under loom.
+#[cfg(feature = "std")]
+pub(crate) mod lane {
+    #[cfg(not(loom))]
+    pub(crate) use super::counter::{AtomicU64, Ordering};
+    #[cfg(loom)]
+    pub(crate) use loom::sync::{
+        atomic::{AtomicU64, Ordering},
+        Mutex,
+    };
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::Mutex;
+}
+
 /// Atomics for statistics counters (the keyed limiter's, the Redis limiter's) and for
 /// [`CachedClock`](crate::CachedClock)'s reading: always the real ones, also under loom. They
 /// order nothing and take no part in any protocol, so the models need not interleave them

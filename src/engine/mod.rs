@@ -2,8 +2,8 @@
 //! and its compare-and-swap loops (`bucket`), one bucket wherever its TAT lives (`bucket_ref`),
 //! the give-back machinery (`give_back`), the cells a limiter's quota lives in and changes
 //! through (`quota_cells`), and what a named limiter counts (`counting`, in the striped counters
-//! of `tally`). The synchronisation shim that loom replaces is `crate::sync`. Nothing here is public API; the design
-//! and the proofs are in docs/design.md.
+//! of `tally`, whose lanes `lanes` gives out). The synchronisation shim that loom replaces is
+//! `crate::sync`. Nothing here is public API; the design and the proofs are in docs/design.md.
 
 pub(crate) mod bucket;
 pub(crate) mod bucket_ref;
@@ -11,6 +11,8 @@ pub(crate) mod bucket_ref;
 pub(crate) mod counting;
 pub(crate) mod gcra;
 pub(crate) mod give_back;
+#[cfg(feature = "std")]
+pub(crate) mod lanes;
 pub(crate) mod quota_cells;
 #[cfg(feature = "std")]
 pub(crate) mod tally;

@@ -3,23 +3,26 @@
 //!
 //! One shared atomic add per check would make every thread checking a hot limiter take turns
 //! on the counter's cache line, as they already do on the bucket's word, doubling the line's
-//! traffic. Here each thread adds to its own stripe instead: a cache-padded line chosen by a
-//! per-thread index, given out round-robin, so threads share a stripe only when there are
-//! more of them than stripes. The cost is one thread-local read and one uncontended atomic
-//! add per counted check, and `stripes x 128` bytes per named limiter or layer (read: the sum of the
-//! stripes, a loop over a few lines, taken only by `stats()` and the metrics export).
+//! traffic. Here each thread adds to a line of its own instead: the lane it holds alone while
+//! it lives (`lanes.rs`), so that an add is a load and a store, with no locked instruction
+//! beside the check's compare-and-swap. A thread whose lane lies past a tally's lanes adds to
+//! the tally's shared line with a read-modify-write. The cost is one thread-local read per
+//! counted check, and `(lanes + 1) x 128` bytes per named limiter or layer (read: the sum of
+//! the lanes, a loop over a few lines, taken only by `stats()` and the metrics export).
 
-use crate::sync::counter::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::lane::{AtomicU64, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::cell::Cell;
 use crossbeam_utils::CachePadded;
 
-/// The most stripes a tally has: enough for as many threads as a machine has cores, up to 64.
-const MAX_STRIPES: usize = 64;
+/// The most lanes a tally has.
+const MAX_LANES: usize = 64;
+/// The fewest lanes [`StripedCounts::new`] gives a tally: a process has a few threads beside
+/// its workers (its main thread, a runtime's blocking pool) that count too.
+const MIN_LANES: usize = 4;
 
-/// `N` counts striped over cache lines: each thread adds to the stripe of its own index, and
-/// a read sums the stripes. What a named limiter counts its decisions in, public for the
+/// `N` counts striped over cache lines: each thread adds to the line of its own lane, and a
+/// read sums the lines. What a named limiter counts its decisions in, public for the
 /// counters of crates built on this one (the HTTP layer's answers): counting on a hot path
 /// without every thread taking turns on one cache line.
 ///
@@ -34,51 +37,84 @@ const MAX_STRIPES: usize = 64;
 /// ```
 #[derive(Debug)]
 pub struct StripedCounts<const N: usize> {
-    stripes: Box<[CachePadded<[AtomicU64; N]>]>,
+    /// Per lane, the counts of the thread that holds it: written by that thread alone.
+    lanes: Box<[CachePadded<[AtomicU64; N]>]>,
+    /// The counts of the threads with no lane here.
+    shared: CachePadded<[AtomicU64; N]>,
 }
 
 impl<const N: usize> StripedCounts<N> {
-    /// One stripe per available core, rounded up to a power of two (at most 64).
+    /// Two lanes per available core, 4 to 64.
     pub fn new() -> StripedCounts<N> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        StripedCounts::with_stripes(cores)
+        StripedCounts::with_lanes((2 * cores).max(MIN_LANES))
     }
 
-    /// `n` stripes, rounded up to a power of two in `1..=64`.
-    pub fn with_stripes(n: usize) -> StripedCounts<N> {
-        let n = n.clamp(1, MAX_STRIPES).next_power_of_two();
-        let stripes: Vec<_> = (0..n)
-            .map(|_| CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0))))
-            .collect();
+    /// `n` lanes, 1 to 64: the first `n` threads that count (at a time) add without a locked
+    /// instruction, the others by a read-modify-write on one shared line.
+    pub fn with_lanes(n: usize) -> StripedCounts<N> {
+        let line = || CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0)));
+        let lanes: Vec<_> = (0..n.clamp(1, MAX_LANES)).map(|_| line()).collect();
         StripedCounts {
-            stripes: stripes.into_boxed_slice(),
+            lanes: lanes.into_boxed_slice(),
+            shared: line(),
         }
     }
 
     /// Adds one to count `kind`. Panics if `kind` is not below `N`.
     #[inline]
     pub fn add(&self, kind: usize) {
-        let stripe = &self.stripes[thread_index() & (self.stripes.len() - 1)];
-        // Relaxed: an independent tally that publishes nothing; the sum is read alone.
-        stripe[kind].fetch_add(1, Ordering::Relaxed);
+        #[cfg(not(loom))]
+        self.add_in(super::lanes::current(), kind);
+        // The models hold their lanes by hand (`add_in`).
+        #[cfg(loom)]
+        self.add_in(usize::MAX, kind);
     }
 
-    /// Each count summed over the stripes: exact once the calls to [`add`](Self::add) have
+    /// Adds one to count `kind` as the holder of lane `lane` (`lanes.rs`), which no other
+    /// thread may hold meanwhile. For the loom model, which holds lanes by hand.
+    #[cfg_attr(not(loom), doc(hidden))]
+    #[inline]
+    pub fn add_in(&self, lane: usize, kind: usize) {
+        match self.lanes.get(lane) {
+            // A load and a store rather than a read-modify-write: no other thread writes this
+            // lane, so no add comes in between. Relaxed: an independent tally that publishes
+            // nothing; the add a new holder reads was ordered before it by the registry's
+            // mutex (lanes.rs).
+            Some(own) => {
+                let count = &own[kind];
+                count.store(
+                    count.load(Ordering::Relaxed).wrapping_add(1),
+                    Ordering::Relaxed,
+                );
+            }
+            // Relaxed: as above; the read-modify-write keeps the adds of the threads that
+            // share this line.
+            None => {
+                self.shared[kind].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Each count summed over the lines: exact once the calls to [`add`](Self::add) have
     /// returned; one in flight may be missed, none is counted twice.
     pub fn sums(&self) -> [u64; N] {
         // Relaxed: independent tallies; calls in flight may be missed, none is counted twice.
-        self.stripes.iter().fold([0; N], |mut sums, stripe| {
-            for (sum, count) in sums.iter_mut().zip(stripe.iter()) {
-                *sum += count.load(Ordering::Relaxed);
-            }
-            sums
-        })
+        self.lanes
+            .iter()
+            .chain(core::iter::once(&self.shared))
+            .fold([0; N], |mut sums, line| {
+                for (sum, count) in sums.iter_mut().zip(line.iter()) {
+                    *sum = sum.wrapping_add(count.load(Ordering::Relaxed));
+                }
+                sums
+            })
     }
 
-    /// How many stripes there are.
+    /// How many lanes there are.
     #[cfg(test)]
-    pub(crate) fn stripe_count(&self) -> usize {
-        self.stripes.len()
+    pub(crate) fn lane_count(&self) -> usize {
+        self.lanes.len()
     }
 }
 
@@ -110,18 +146,18 @@ pub(crate) struct Totals {
 }
 
 impl Tally {
-    /// A tally with one stripe per available core, rounded up to a power of two (at most 64).
+    /// A tally with two lanes per available core, 4 to 64.
     pub(crate) fn new() -> Tally {
         Tally {
             stripes: StripedCounts::new(),
         }
     }
 
-    /// A tally with `n` stripes, rounded up to a power of two in `1..=64`.
+    /// A tally with `n` lanes, 1 to 64.
     #[cfg(test)]
-    pub(crate) fn with_stripes(n: usize) -> Tally {
+    pub(crate) fn with_lanes(n: usize) -> Tally {
         Tally {
-            stripes: StripedCounts::with_stripes(n),
+            stripes: StripedCounts::with_lanes(n),
         }
     }
 
@@ -146,39 +182,11 @@ impl Tally {
         }
     }
 
-    /// How many stripes this tally has.
+    /// How many lanes this tally has.
     #[cfg(test)]
-    pub(crate) fn stripe_count(&self) -> usize {
-        self.stripes.stripe_count()
+    pub(crate) fn lane_count(&self) -> usize {
+        self.stripes.lane_count()
     }
-}
-
-/// The calling thread's stripe index: given out round-robin at its first counted check.
-#[inline]
-fn thread_index() -> usize {
-    std::thread_local! {
-        // Const-initialised and without a destructor, so that reading it is one load with no
-        // lazy-initialisation check; `usize::MAX` means not given out yet.
-        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    INDEX.with(|i| match i.get() {
-        usize::MAX => {
-            let given = next_index();
-            i.set(given);
-            given
-        }
-        given => given,
-    })
-}
-
-/// The next stripe index, for a thread counting for the first time.
-#[cold]
-fn next_index() -> usize {
-    /// The next index to give out.
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    // Relaxed: only uniqueness matters, and fetch_add gives it in any ordering. The mask
-    // keeps it off `usize::MAX`.
-    NEXT.fetch_add(1, Ordering::Relaxed) & (MAX_STRIPES - 1)
 }
 
 #[cfg(test)]
@@ -186,16 +194,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stripes_are_a_bounded_power_of_two() {
-        assert_eq!(Tally::with_stripes(0).stripe_count(), 1);
-        assert_eq!(Tally::with_stripes(3).stripe_count(), 4);
-        assert_eq!(Tally::with_stripes(1000).stripe_count(), 64);
+    fn lanes_are_bounded() {
+        assert_eq!(Tally::with_lanes(0).lane_count(), 1);
+        assert_eq!(Tally::with_lanes(3).lane_count(), 3);
+        assert_eq!(Tally::with_lanes(1000).lane_count(), 64);
+    }
+
+    #[test]
+    fn totals_are_exact_while_threads_come_and_go() {
+        // Waves of threads, more at once than lanes, each ending while the next wave and the
+        // long-lived ones count: lanes change hands mid-count, and some threads share a line.
+        let counts = StripedCounts::<1>::with_lanes(3);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| (0..50_000).for_each(|_| counts.add(0)));
+            }
+            for _ in 0..20 {
+                let wave: Vec<_> = (0..4)
+                    .map(|_| s.spawn(|| (0..2_000).for_each(|_| counts.add(0))))
+                    .collect();
+                wave.into_iter().for_each(|t| t.join().unwrap());
+            }
+        });
+        assert_eq!(counts.sums(), [2 * 50_000 + 20 * 4 * 2_000]);
     }
 
     #[test]
     fn totals_are_exact_under_threads() {
-        // More threads than stripes, so that some share a stripe.
-        let tally = Tally::with_stripes(2);
+        // More threads than lanes, so that some share the shared line.
+        let tally = Tally::with_lanes(2);
         std::thread::scope(|s| {
             for t in 0..6u32 {
                 let tally = &tally;

@@ -32,21 +32,21 @@ pub(crate) enum Count {
     Refunded,
 }
 
-/// The live counters, striped per thread (`tally.rs`): one shared counter would be a second
-/// contended cache line on every request, beside the bucket's.
+/// The live counters, a line per thread (cellrate's `StripedCounts`): one shared counter would
+/// be a second contended cache line on every request, beside the bucket's.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    stripes: StripedCounts<5>,
+    lines: StripedCounts<5>,
 }
 
 impl Counters {
     #[inline]
     pub(crate) fn bump(&self, count: Count) {
-        self.stripes.add(count as usize);
+        self.lines.add(count as usize);
     }
 
     pub(crate) fn snapshot(&self) -> LayerStats {
-        let [allowed, denied, shadow_denied, no_key, refunded] = self.stripes.sums();
+        let [allowed, denied, shadow_denied, no_key, refunded] = self.lines.sums();
         LayerStats {
             allowed,
             denied,

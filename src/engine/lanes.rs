@@ -1,0 +1,185 @@
+//! Lanes: an index that each thread which counts holds alone while it lives, so that its adds
+//! to a striped count (`tally.rs`) are a load and a store, with no locked instruction.
+//!
+//! A thread takes the lowest free index at its first count and gives it back when it ends
+//! (a thread-local destructor). The registry is a mutex: its release when a lane is given
+//! back and its acquire when the lane is taken again order the last add of the old holder
+//! before the first add of the new one, which therefore starts from the count the old one
+//! left. A thread that counts after its lane went back (from another thread-local's
+//! destructor) counts in a tally's shared lane, as does a thread whose index lies past a
+//! tally's lanes. The loom model `loom-tests/tests/lanes.rs` checks the handover.
+
+use crate::sync::lane::Mutex;
+use alloc::collections::BinaryHeap;
+use core::cmp::Reverse;
+#[cfg(loom)]
+use std::sync::PoisonError;
+#[cfg(not(loom))]
+use std::{cell::Cell, sync::PoisonError};
+
+/// A registry of lanes: the indexes given out are distinct until given back.
+#[derive(Debug)]
+pub struct Lanes {
+    free: Mutex<Free>,
+    #[cfg(loom)]
+    fault: Option<LaneFault>,
+}
+
+/// What the registry holds: the indexes given back, and the next never given out.
+#[derive(Debug)]
+struct Free {
+    returned: BinaryHeap<Reverse<usize>>,
+    next: usize,
+}
+
+/// A broken registry, for the loom model's twin.
+#[cfg(loom)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaneFault {
+    /// `take` hands out a lane given back without removing it from the free ones, so that
+    /// two threads can hold it at once.
+    TakeLeavesItFree,
+}
+
+impl Lanes {
+    /// A registry that has given out nothing.
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Lanes {
+        Lanes {
+            free: Mutex::new(Free {
+                returned: BinaryHeap::new(),
+                next: 0,
+            }),
+        }
+    }
+
+    /// A registry that has given out nothing (`fault`: the twin's).
+    #[cfg(loom)]
+    pub fn new(fault: Option<LaneFault>) -> Lanes {
+        Lanes {
+            free: Mutex::new(Free {
+                returned: BinaryHeap::new(),
+                next: 0,
+            }),
+            fault,
+        }
+    }
+
+    /// The lowest index not held, now held by the caller until it [`give`](Self::give)s it
+    /// back. Lowest first, so that the indexes in use stay as few as the threads that count.
+    pub fn take(&self) -> usize {
+        // Nothing panics while the registry is locked: a poisoned lock holds a sound state.
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        #[cfg(loom)]
+        if self.fault == Some(LaneFault::TakeLeavesItFree) {
+            if let Some(Reverse(lane)) = free.returned.peek() {
+                return *lane;
+            }
+        }
+        match free.returned.pop() {
+            Some(Reverse(lane)) => lane,
+            None => {
+                free.next += 1;
+                free.next - 1
+            }
+        }
+    }
+
+    /// Gives `lane` back: the caller adds to it no more.
+    pub fn give(&self, lane: usize) {
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        free.returned.push(Reverse(lane));
+    }
+}
+
+/// The registry of the process.
+#[cfg(not(loom))]
+static LANES: Lanes = Lanes::new();
+
+/// A thread that has not counted yet.
+#[cfg(not(loom))]
+const UNASSIGNED: usize = usize::MAX;
+/// A thread whose lane went back: it counts in the shared lanes.
+#[cfg(not(loom))]
+const RETIRED: usize = usize::MAX - 1;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    // Const-initialised and without a destructor, so that reading it is one load with no
+    // lazy-initialisation check.
+    static LANE: Cell<usize> = const { Cell::new(UNASSIGNED) };
+    // Gives the lane back when the thread ends; touched once, when the lane is taken.
+    static HELD: Held = const { Held };
+}
+
+/// The destructor that gives a thread's lane back.
+#[cfg(not(loom))]
+struct Held;
+
+#[cfg(not(loom))]
+impl Drop for Held {
+    fn drop(&mut self) {
+        let lane = LANE.with(|l| l.replace(RETIRED));
+        if lane < RETIRED {
+            LANES.give(lane);
+        }
+    }
+}
+
+/// The calling thread's lane, taken at its first call; past every tally's lanes once it went
+/// back.
+#[cfg(not(loom))]
+#[inline]
+pub(crate) fn current() -> usize {
+    match LANE.with(Cell::get) {
+        UNASSIGNED => assign(),
+        lane => lane,
+    }
+}
+
+/// Takes a lane for the calling thread, its destructor registered first: a thread already
+/// ending (its thread-locals destroyed) takes none.
+#[cfg(not(loom))]
+#[cold]
+fn assign() -> usize {
+    if HELD.try_with(|_| ()).is_err() {
+        LANE.with(|l| l.set(RETIRED));
+        return RETIRED;
+    }
+    let lane = LANES.take();
+    LANE.with(|l| l.set(lane));
+    lane
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_are_distinct_lowest_first_and_reused() {
+        let lanes = Lanes::new();
+        assert_eq!((lanes.take(), lanes.take(), lanes.take()), (0, 1, 2));
+        lanes.give(1);
+        lanes.give(0);
+        assert_eq!((lanes.take(), lanes.take(), lanes.take()), (0, 1, 3));
+    }
+
+    #[test]
+    fn a_thread_keeps_its_lane_and_gives_it_back_when_it_ends() {
+        let mine = current();
+        assert_eq!(current(), mine);
+        assert!(mine < RETIRED);
+        // 400 threads, 4 alive at a time: the lanes given back are taken again, so the
+        // process gives out about as many as threads live at once (other tests' threads
+        // among them), not one per thread.
+        for _ in 0..100 {
+            let threads: Vec<_> = (0..4).map(|_| std::thread::spawn(current)).collect();
+            for thread in threads {
+                assert!(thread.join().unwrap() < RETIRED);
+            }
+        }
+        let given_out = LANES.free.lock().unwrap().next;
+        assert!(given_out < 100, "{given_out} lanes for 400 threads");
+    }
+}
