@@ -85,24 +85,41 @@ where
     }
 }
 
+/// The services a [`RateLimit`] wraps, for requests with body `ReqB` and responses with body
+/// `ResB`: the bounds of its `Service` impl, named once for the methods its `call` hands on to.
+trait Wrapped<ReqB, ResB>:
+    Service<Request<ReqB>, Response = Response<ResB>, Future: Send + 'static, Error: Send + 'static>
+    + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S, ReqB, ResB> Wrapped<ReqB, ResB> for S where
+    S: Service<
+            Request<ReqB>,
+            Response = Response<ResB>,
+            Future: Send + 'static,
+            Error: Send + 'static,
+        > + Clone
+        + Send
+        + 'static
+{
+}
+
 impl<S, B: Backend, K> RateLimit<S, B, K> {
     /// The future of a request [`decide_plain`](super::backend::sealed::Backend::decide_plain)
     /// did not admit. Out of line: the admissions beside it stay a few cache lines of code.
     #[inline(never)]
-    fn decided<ReqB, ResB>(
+    fn decided<ReqB: Send + 'static, ResB: Send + 'static>(
         &mut self,
         req: Request<ReqB>,
         cost: u32,
         decision: Decision<B::Ticket>,
     ) -> ResponseFuture<S::Future, B, K, ResB, S::Error>
     where
-        S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
-        S::Future: Send + 'static,
-        S::Error: Send + 'static,
-        ReqB: Send + 'static,
-        ResB: Send + 'static,
-        K: BodyKind<ResB>,
-        K::Body: Send + 'static,
+        S: Wrapped<ReqB, ResB>,
+        K: BodyKind<ResB, Body: Send + 'static>,
     {
         match decision {
             Decision::Made(mut verdict) => self.respond(req, cost, &mut verdict),
@@ -113,20 +130,15 @@ impl<S, B: Backend, K> RateLimit<S, B, K> {
     /// The future of a request decided in `verdict`: the inner service's, with what the layer
     /// adds to its response, or the layer's own answer.
     #[inline]
-    fn respond<ReqB, ResB>(
+    fn respond<ReqB: Send + 'static, ResB: Send + 'static>(
         &mut self,
         req: Request<ReqB>,
         cost: u32,
         verdict: &mut Verdict<B::Ticket>,
     ) -> ResponseFuture<S::Future, B, K, ResB, S::Error>
     where
-        S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
-        S::Future: Send + 'static,
-        S::Error: Send + 'static,
-        ReqB: Send + 'static,
-        ResB: Send + 'static,
-        K: BodyKind<ResB>,
-        K::Body: Send + 'static,
+        S: Wrapped<ReqB, ResB>,
+        K: BodyKind<ResB, Body: Send + 'static>,
     {
         match admit(&self.shared, verdict, cost, req.headers()) {
             Ok(None) => ResponseFuture::passed(self.inner.call(req)),
@@ -138,20 +150,15 @@ impl<S, B: Backend, K> RateLimit<S, B, K> {
     /// The future of a request whose decision is to come: the decision, then the inner
     /// service or the layer's answer.
     #[inline(never)]
-    fn after_pending<ReqB, ResB>(
+    fn after_pending<ReqB: Send + 'static, ResB: Send + 'static>(
         &mut self,
         req: Request<ReqB>,
         cost: u32,
         pending: Pending<B::Ticket>,
     ) -> ResponseFuture<S::Future, B, K, ResB, S::Error>
     where
-        S: Service<Request<ReqB>, Response = Response<ResB>> + Clone + Send + 'static,
-        S::Future: Send + 'static,
-        S::Error: Send + 'static,
-        ReqB: Send + 'static,
-        ResB: Send + 'static,
-        K: BodyKind<ResB>,
-        K::Body: Send + 'static,
+        S: Wrapped<ReqB, ResB>,
+        K: BodyKind<ResB, Body: Send + 'static>,
     {
         // The inner service was made ready: take it, leave a clone in its place.
         let ready = self.inner.clone();
