@@ -28,11 +28,11 @@ pub enum ProxyHeader {
 
 /// The client's IP address, as the key of a per-client limit.
 ///
-/// - **Peer address**: from axum's `ConnectInfo<SocketAddr>` (feature `axum`; serve with
-///   `into_make_service_with_connect_info::<SocketAddr>()`) or a `SocketAddr` request
-///   extension (what a hyper server loop inserts), or tonic's `TcpConnectInfo` (feature
-///   `tonic`; a server on TLS or a socket of its own: insert the `SocketAddr`). Without one there is no key
-///   ([`KeyError::NoPeerAddress`]).
+/// - **Peer address**: the first of axum's `ConnectInfo<SocketAddr>` (feature `axum`; serve
+///   with `into_make_service_with_connect_info::<SocketAddr>()`), tonic's `TcpConnectInfo`
+///   (feature `tonic`; a server on TLS or a socket of its own: insert the `SocketAddr`) and a
+///   `SocketAddr` request extension (what a hyper server loop inserts) that the request
+///   carries. Without one there is no key ([`KeyError::NoPeerAddress`]).
 /// - **Trusted proxies**: only when the peer is in one of [`trust_proxies`](Self::trust_proxies)'
 ///   networks is the [`ProxyHeader`] paired with that network read, from the right: each hop that is itself trusted is
 ///   skipped and the first untrusted one is the client (if every hop is trusted, the leftmost).

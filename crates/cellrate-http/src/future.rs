@@ -35,17 +35,19 @@ impl<B: Backend> Refund<B> {
         }
     }
 
-    /// Gives the tokens back if the response (`parts`) matches the layer's predicate.
+    /// Gives the tokens back if the response (`parts`) matches the layer's predicate. The
+    /// booking is taken out first: with a response seen, nothing is given back on drop, not
+    /// even if the predicate panics.
     fn settle(mut self, parts: &http::response::Parts) {
+        let ticket = self.ticket.take();
         let shared = &self.shared;
         if shared.options.refund_if.as_ref().is_some_and(|p| p(parts)) {
-            self.give_back();
+            self.give_back(ticket);
         }
-        self.ticket = None;
     }
 
-    fn give_back(&mut self) {
-        if let Some(ticket) = self.ticket.take() {
+    fn give_back(&self, ticket: Option<Box<B::Ticket>>) {
+        if let Some(ticket) = ticket {
             self.shared.backend.refund(*ticket, self.cost);
             self.shared.counters.bump(Count::Refunded);
         }
@@ -55,8 +57,9 @@ impl<B: Backend> Refund<B> {
 impl<B: Backend> Drop for Refund<B> {
     /// Without a response: given back only if the layer refunds on drop.
     fn drop(&mut self) {
-        if self.ticket.is_some() && self.shared.options.refund_on_drop {
-            self.give_back();
+        if self.shared.options.refund_on_drop {
+            let ticket = self.ticket.take();
+            self.give_back(ticket);
         }
     }
 }

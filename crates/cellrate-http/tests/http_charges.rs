@@ -72,3 +72,25 @@ async fn a_request_dropped_after_admission_is_charged_unless_refunded_on_drop() 
     }
     assert_eq!(client.get("/", &[]).await.status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_refund_predicate_that_panics_gives_nothing_back_even_refunding_on_drop() {
+    // A response came: only the predicate may give its tokens back, and it never says yes.
+    let global = limiter(1);
+    let layer = RateLimitLayer::builder(Global::new("global", global))
+        .refund_if(|_| panic!("a predicate that fails"))
+        .unwrap()
+        .refund_on_drop(true)
+        .unwrap()
+        .build();
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(layer.clone());
+    let client = HttpClient::new(serve(app, true).await);
+    assert!(client.try_get("/").await.is_err(), "no response");
+    assert_eq!(layer.stats().refunded, 0);
+    assert_eq!(
+        client.get("/", &[]).await.status,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
