@@ -1,5 +1,5 @@
 //! All-or-nothing checks across several limits (per user, per org, global): spend in every
-//! bucket or in none.
+//! bucket or in none, each limit its own cost.
 //!
 //! Lock-free: the buckets are spent one after another in the order given, and when one refuses,
 //! those already spent are rolled back.
@@ -13,15 +13,15 @@
 //! be refused because of tokens that are then given back; it is never admitted beyond a limit.
 //!
 //! # Time
-//! Each limit is decided at its own bucket's time (`check_n`), the reading every other
-//! operation on that bucket uses, or at the one time passed in (`check_n_at`: pass times from
-//! one clock, as for any shared bucket). A rollback without a time passed in reads its
-//! bucket's time again, after loading the TAT, so that it is no earlier than any spend it
-//! undoes beneath.
+//! Each limit is decided at its own time: its limiter's reading, the one every other operation
+//! on that bucket uses, or the time of the view it comes from (`limiter.at(now)`,
+//! `keyed.at(now).key(&k)`). A rollback reads its limit's time again, after loading the TAT,
+//! so that it is no earlier than any spend it undoes beneath.
 //!
-//! The loom models in `loom-tests/tests/all_of.rs` check this: no bucket admits more than its
-//! burst, and a refused check leaves every bucket as the admitted checks alone would.
+//! The loom models (`loom` in docs/design.md, section 8) check this: no bucket admits more
+//! than its burst, and a refused check leaves every bucket as the admitted checks alone would.
 
+use crate::at::At;
 use crate::clock::Clock;
 use crate::engine::bucket_ref::BucketRef;
 use crate::limiter::Limiter;
@@ -36,12 +36,16 @@ pub(crate) mod sealed {
     use crate::engine::bucket_ref::BucketRef;
     #[cfg(feature = "std")]
     use crate::engine::counting::Named;
+    use crate::nanos::Nanos;
 
-    /// What [`Limit`](super::Limit) hides: the bucket an all-or-nothing check acts on, and
-    /// where what it decides is counted.
+    /// What [`Limit`](super::Limit) hides: the bucket an all-or-nothing check acts on, the
+    /// time it is decided at, and where what it decides is counted.
     pub trait Sealed {
         /// The bucket, with its clock.
         fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_>;
+
+        /// The time passed in (a view from `at(now)`), or `None` for the limiter's reading.
+        fn at(&self) -> Option<Nanos>;
 
         /// The limiter's name and counts, if it is named (counting needs `std`).
         #[cfg(feature = "std")]
@@ -49,13 +53,18 @@ pub(crate) mod sealed {
     }
 }
 
-/// A bucket that can take part in an [`all_of`] check: a [`Limiter`], or one key of a keyed
-/// limiter ([`KeyedBucket`](crate::KeyedBucket), from `KeyedLimiter::key`). Sealed.
+/// A bucket that can take part in an [`all_of`] check: a [`Limiter`], a limiter at a time
+/// passed in ([`Limiter::at`]), or one key of a keyed limiter
+/// ([`KeyedBucket`](crate::KeyedBucket), from `KeyedLimiter::key`). Sealed.
 pub trait Limit: sealed::Sealed {}
 
 impl<C: Clock> sealed::Sealed for Limiter<C> {
     fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_> {
         Limiter::bucket_ref(self).erased()
+    }
+
+    fn at(&self) -> Option<Nanos> {
+        None
     }
 
     #[cfg(feature = "std")]
@@ -66,213 +75,181 @@ impl<C: Clock> sealed::Sealed for Limiter<C> {
 
 impl<C: Clock> Limit for Limiter<C> {}
 
-/// Several limits checked together. Build it with [`all_of`].
-#[derive(Clone, Copy)]
-pub struct AllOf<'a> {
-    limits: &'a [&'a dyn Limit],
+impl<C: Clock> sealed::Sealed for At<'_, Limiter<C>> {
+    fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_> {
+        Limiter::bucket_ref(self.of).erased()
+    }
+
+    fn at(&self) -> Option<Nanos> {
+        Some(self.now)
+    }
+
+    #[cfg(feature = "std")]
+    fn named(&self) -> Option<&crate::engine::counting::Named> {
+        self.of.named.as_deref()
+    }
 }
 
-/// Checks a request against every limit in `limits`, spending in all of them or in none.
+impl<C: Clock> Limit for At<'_, Limiter<C>> {}
+
+/// Several limits checked together, each with its cost. Build it with [`all_of`].
+#[derive(Clone, Copy)]
+pub struct AllOf<'a> {
+    limits: &'a [(&'a dyn Limit, u32)],
+}
+
+/// Checks a request against every limit in `limits`, each with its own cost (tokens of that
+/// limit), spending in all of them or in none.
 ///
 /// ```
-/// use cellrate::{all_of, Limiter, ManualClock, Nanos, Quota};
+/// use cellrate::{all_of, Limiter, ManualClock, Quota};
 ///
 /// let clock = ManualClock::new();
 /// let user = Limiter::with_clock(Quota::per_second(10), clock.clone());
 /// let global = Limiter::with_clock(Quota::per_second(2), clock.clone());
 ///
-/// assert!(all_of(&[&user, &global]).check_n(2).is_ok());
+/// assert!(all_of(&[(&user, 2), (&global, 2)]).check().is_ok());
 /// // The global limit refuses, so the user's bucket is left as it was.
-/// let denied = all_of(&[&user, &global]).check_n(1).unwrap_err();
+/// let denied = all_of(&[(&user, 1), (&global, 1)]).check().unwrap_err();
 /// assert_eq!(user.available(), 8);
 /// assert_eq!(denied.remaining(), 0); // the smallest remaining among the limits
 /// ```
-pub fn all_of<'a>(limits: &'a [&'a dyn Limit]) -> AllOf<'a> {
+pub fn all_of<'a>(limits: &'a [(&'a dyn Limit, u32)]) -> AllOf<'a> {
     AllOf { limits }
 }
 
 impl<'a> AllOf<'a> {
-    /// Spends one token in every limit, or in none.
-    pub fn check(&self) -> Result<Allowed, Denied> {
-        self.check_n(1)
-    }
-
-    /// [`check`](Self::check) at a time passed in.
-    pub fn check_at(&self, now: Nanos) -> Result<Allowed, Denied> {
-        self.check_n_at(1, now)
-    }
-
-    /// Spends `cost` tokens in every limit, or in none, each at its own bucket's time (an
-    /// empty set admits everything).
-    pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        self.spend_or_refuse(cost, None)
-    }
-
-    /// Spends `cost` tokens at `now` in every limit, or in none.
+    /// Spends each limit's cost in every limit, or in none (an empty set admits everything),
+    /// and answers for all of them together.
     ///
     /// Admitted: the smallest `remaining` and longest `reset_after` among the limits. Refused:
     /// nothing stays spent, and the answer carries the longest `retry_after` (`None` if any
-    /// limit can never admit the cost), the smallest `remaining` and the longest
+    /// limit can never admit its cost), the smallest `remaining` and the longest
     /// `reset_after` among all the limits, as they stand after the rollback.
-    pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        self.spend_or_refuse(cost, Some(now))
+    pub fn check(&self) -> Result<Allowed, Denied> {
+        match self.check_each() {
+            Ok(each) => Ok(each
+                .into_iter()
+                .fold(Allowed::unlimited(), |all, one| all.stricter(one))),
+            Err(each) => {
+                let worst = each.iter().find_map(|one| one.err());
+                let worst = worst.expect("a refusal has a refusing limit");
+                Err(each.into_iter().fold(worst, |all, one| all.stricter(one)))
+            }
+        }
     }
 
-    /// Books `cost` tokens in every limit, or in none, each ready within `max_wait`, each at
-    /// its own bucket's time: one [`Reservation`] per limit, in the order of the limits, to wait
-    /// for (the tokens are all there at the latest `ready_at`), cancel or settle one by one. A
-    /// `max_wait` of zero makes it an all-or-nothing check that can be taken back.
+    /// [`check`](Self::check), answered limit by limit, in the order of the limits: all
+    /// admitted, each with its bucket after its spend; or refused, nothing spent, each limit
+    /// with what it says now: the refusal of each limit that would refuse its cost, and for
+    /// each that would admit it, its bucket as it stands (a peek: nothing was spent there).
     ///
     /// ```
-    /// use cellrate::{all_of, Limit, Limiter, ManualClock, Quota};
+    /// use cellrate::{all_of, Limiter, ManualClock, Quota};
+    ///
+    /// let clock = ManualClock::new();
+    /// let user = Limiter::with_clock(Quota::per_second(10), clock.clone());
+    /// let global = Limiter::with_clock(Quota::per_second(2), clock.clone());
+    /// let each = all_of(&[(&user, 3), (&global, 3)]).check_each().unwrap_err();
+    /// assert_eq!(each[0].unwrap().remaining(), 10); // would admit 3, spent nothing
+    /// assert!(each[1].is_err()); // 3 is above the global burst
+    /// ```
+    pub fn check_each(&self) -> Result<Vec<Allowed>, Vec<Result<Allowed, Denied>>> {
+        let mut admitted = Vec::with_capacity(self.limits.len());
+        match spend_all(self.limits, &mut admitted) {
+            Ok(()) => Ok(admitted),
+            Err((refused, denied)) => Err(self.limits_now(refused, denied)),
+        }
+    }
+
+    /// Books each limit's cost in every limit, or in none, each ready within `max_wait`: one
+    /// [`Reservation`] per limit, in the order of the limits, to wait for (the tokens are all
+    /// there at the latest `ready_at`), cancel or settle one by one. A `max_wait` of zero makes
+    /// it an all-or-nothing check that can be taken back.
+    ///
+    /// ```
+    /// use cellrate::{all_of, Limiter, ManualClock, Quota};
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
     /// let user = Limiter::with_clock(Quota::per_second(10), clock.clone());
     /// let global = Limiter::with_clock(Quota::per_second(100), clock.clone());
-    /// let both: [&dyn Limit; 2] = [&user, &global];
-    /// let booked = all_of(&both).reserve_n(3, Duration::ZERO).unwrap();
+    /// let booked = all_of(&[(&user, 3), (&global, 3)]).reserve(Duration::ZERO).unwrap();
     /// for reservation in booked {
     ///     reservation.cancel(); // the request was not carried out after all
     /// }
     /// assert_eq!((user.available(), global.available()), (10, 100));
     /// ```
-    pub fn reserve_n(
+    pub fn reserve(
         &self,
-        cost: u32,
         max_wait: Duration,
-    ) -> Result<Vec<Reservation<'a, dyn Clock + 'a>>, Denied> {
-        self.reserve_or_refuse(cost, max_wait, None)
-    }
-
-    /// [`reserve_n`](Self::reserve_n) at a time passed in.
-    pub fn reserve_n_at(
-        &self,
-        cost: u32,
-        max_wait: Duration,
-        now: Nanos,
-    ) -> Result<Vec<Reservation<'a, dyn Clock + 'a>>, Denied> {
-        self.reserve_or_refuse(cost, max_wait, Some(now))
-    }
-
-    /// Books everywhere or nowhere: on a refusal, gives the bookings made back, the last one
-    /// first (so that each is on top of its bucket when it is given back).
-    fn reserve_or_refuse(
-        &self,
-        cost: u32,
-        max_wait: Duration,
-        at: Option<Nanos>,
     ) -> Result<Vec<Reservation<'a, dyn Clock + 'a>>, Denied> {
         let mut booked = Vec::with_capacity(self.limits.len());
-        for limit in self.limits {
-            let bucket = limit.bucket_ref();
-            let now = at.unwrap_or_else(|| bucket.now());
-            match Reservation::book(bucket.clone(), cost, max_wait, now) {
+        for (i, &(limit, cost)) in self.limits.iter().enumerate() {
+            let (bucket, at) = (limit.bucket_ref(), limit.at());
+            match Reservation::book(bucket.clone(), cost, max_wait, bucket.time(at)) {
                 Ok(reservation) => booked.push(reservation),
                 Err(denied) => {
+                    // The last one first, so that each is on top of its bucket when it is given
+                    // back.
                     while let Some(reservation) = booked.pop() {
+                        let at = self.limits[booked.len()].0.at();
                         match at {
                             Some(now) => reservation.cancel_at(now),
                             None => reservation.cancel(),
                         }
                     }
-                    return Err(self.refusal(lag(&bucket, at, denied), cost, at));
+                    let each = self.limits_now(i, bucket.lagged(at, denied));
+                    let worst = each.iter().fold(each[i].unwrap_err(), |all, one| {
+                        all.stricter(*one)
+                    });
+                    return Err(worst);
                 }
             }
         }
         Ok(booked)
     }
 
-    /// Spends everywhere or nowhere, at `at` or at each bucket's own time.
-    fn spend_or_refuse(&self, cost: u32, at: Option<Nanos>) -> Result<Allowed, Denied> {
-        spend_all(self.limits, cost, at).map_err(|refusal| self.refusal(refusal, cost, at))
-    }
-
-    /// The answer to a refused request: `refusal`, made stricter by what each limit says now.
-    fn refusal(&self, refusal: Denied, cost: u32, at: Option<Nanos>) -> Denied {
-        {
-            self.limits.iter().fold(refusal, |worst, limit| {
-                // A limit that would refuse brings its retry_after; one that would admit, its
-                // level now (a peek), not the level after a spend that did not happen.
-                let bucket = limit.bucket_ref();
-                let now = at.unwrap_or_else(|| bucket.now()).as_u64();
-                let answer = bucket
-                    .evaluate(cost, now)
-                    .and_then(|_| bucket.evaluate(0, now));
-                worst.stricter(answer.map_err(|denied| lag(&bucket, at, denied)))
-            })
-        }
-    }
-}
-
-/// A refusal of `bucket` decided at `at`, or at the bucket's own time (then with its lag).
-fn lag(bucket: &BucketRef<'_, dyn Clock + '_>, at: Option<Nanos>, denied: Denied) -> Denied {
-    match at {
-        Some(_) => denied,
-        None => bucket.lagged(denied),
-    }
-}
-
-impl AllOf<'_> {
-    /// Deliberately broken `check_n_at`: no rollback when a later limit refuses. Only for the
-    /// loom models, which must catch it.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn check_n_at_without_rollback(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        let mut answer = Allowed::unlimited();
-        for limit in self.limits {
-            answer = answer.stricter(limit.bucket_ref().book(cost, now.as_u64(), 0)?.1.allowed);
-        }
-        Ok(answer)
-    }
-
-    /// Deliberately broken `check_n` (`check_n_at` with `at`): each rollback a give-back with
-    /// the step `fault` broken, such as one by value, which puts the TAT from before the
-    /// spend back whenever the TAT is found equal to the one the spend left, as a give-back and
-    /// a spend in between can bring about (ABA). Only for the loom models, which must catch
-    /// it.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn check_n_rolling_back_faulty(
-        &self,
-        cost: u32,
-        at: Option<Nanos>,
-        fault: crate::engine::give_back::GiveBackFault,
-    ) -> Result<Allowed, Denied> {
-        let mut spent = alloc::vec::Vec::new();
-        for limit in self.limits {
-            let bucket = limit.bucket_ref();
-            let now = at.unwrap_or_else(|| bucket.now());
-            match bucket.book(cost, now.as_u64(), 0) {
-                Ok((receipt, _)) => spent.push((bucket, receipt)),
-                Err(denied) => {
-                    for (bucket, receipt) in spent.iter().rev() {
-                        bucket.give_back_faulty(receipt, cost, at, fault);
-                    }
+    /// Each limit's answer after a refusal by limit `refused` (`denied`): that refusal for it,
+    /// and for every other limit what a check of its cost would say now, admitting ones as a
+    /// peek.
+    fn limits_now(&self, refused: usize, denied: Denied) -> Vec<Result<Allowed, Denied>> {
+        self.limits
+            .iter()
+            .enumerate()
+            .map(|(i, &(limit, cost))| {
+                if i == refused {
                     return Err(denied);
                 }
-            }
-        }
-        Ok(Allowed::unlimited())
+                let (bucket, at) = (limit.bucket_ref(), limit.at());
+                let now = bucket.time(at).as_u64();
+                bucket
+                    .evaluate(cost, now)
+                    .and_then(|_| bucket.evaluate(0, now))
+                    .map_err(|denied| bucket.lagged(at, denied))
+            })
+            .collect()
     }
 }
 
-/// Spends in `limits[0]`, then the rest; when the rest refuses, gives `limits[0]`'s spend
-/// back. The recursion keeps each receipt on the stack: no allocation, depth = number of limits.
-fn spend_all(limits: &[&dyn Limit], cost: u32, at: Option<Nanos>) -> Result<Allowed, Denied> {
-    let Some((first, rest)) = limits.split_first() else {
-        return Ok(Allowed::unlimited());
+/// Spends in `limits[0]`, then the rest, pushing each admission; when the rest refuses, gives
+/// `limits[0]`'s spend back. The recursion keeps each receipt on the stack, and its depth is
+/// the number of limits. A refusal names the limit that refused, with its answer.
+fn spend_all(
+    limits: &[(&dyn Limit, u32)],
+    admitted: &mut Vec<Allowed>,
+) -> Result<(), (usize, Denied)> {
+    let Some((&(first, cost), rest)) = limits.split_first() else {
+        return Ok(());
     };
-    let bucket = first.bucket_ref();
-    let now = at.unwrap_or_else(|| bucket.now());
+    let (bucket, at) = (first.bucket_ref(), first.at());
+    let now = bucket.time(at);
     let (receipt, booking) = bucket
         .book(cost, now.as_u64(), 0)
-        .map_err(|denied| lag(&bucket, at, denied))?;
-    match spend_all(rest, cost, at) {
-        Ok(others) => Ok(booking.allowed.stricter(others)),
-        Err(refusal) => {
-            bucket.give_back(&receipt, cost, at);
-            Err(refusal)
-        }
-    }
+        .map_err(|denied| (admitted.len(), bucket.lagged(at, denied)))?;
+    admitted.push(booking.allowed);
+    spend_all(rest, admitted).inspect_err(|_| {
+        bucket.give_back(&receipt, cost, at);
+    })
 }
+

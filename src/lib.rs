@@ -113,6 +113,7 @@
 extern crate alloc;
 
 mod all_of;
+mod at;
 mod clock;
 mod engine;
 #[cfg(feature = "metrics")]
@@ -142,25 +143,18 @@ pub mod baseline;
 pub mod pace;
 
 pub use all_of::{all_of, AllOf, Limit};
+pub use at::At;
 #[cfg(feature = "std")]
 pub use clock::cached_clock::{CachedClock, CachedClockError};
 #[cfg(feature = "quanta")]
 pub use clock::quanta_clock::QuantaClock;
 #[cfg(feature = "std")]
 pub use clock::tick_clock::TickClock;
-#[cfg(all(feature = "std", loom))]
-pub use clock::tick_clock::Ticker;
 #[cfg(feature = "std")]
 pub use clock::MonotonicClock;
 pub use clock::{Clock, ManualClock};
-#[cfg(loom)]
-pub use engine::give_back::GiveBackFault;
-#[cfg(all(feature = "std", loom))]
-pub use engine::lanes::{LaneFault, Lanes};
 #[cfg(feature = "std")]
 pub use engine::tally::StripedCounts;
-#[cfg(all(feature = "std", loom))]
-pub use keyed::Broken;
 #[cfg(feature = "std")]
 pub use keyed::{
     FingerprintHash, KeyedBucket, KeyedBuildError, KeyedLimiter, KeyedLimiterBuilder,

@@ -1,6 +1,7 @@
-//! `Limiter`: one bucket, one quota, one clock.
+//! `Limiter`: one bucket, one quota at a time, one clock.
 
-use crate::clock::{lagged, now_for, Clock};
+use crate::at::At;
+use crate::clock::{Clock, Reading};
 use crate::engine::bucket_ref::BucketRef;
 use crate::engine::gcra;
 use crate::engine::quota_cells::Cells;
@@ -44,6 +45,8 @@ type DefaultClock = crate::clock::ManualClock;
 pub struct Limiter<C: Clock = DefaultClock> {
     pub(crate) cells: Cells,
     clock: C,
+    /// How every operation reads `clock`: fixed when the limiter is built.
+    reading: Reading,
     /// Set by [`Limiter::named`]: the opt-in to counting decisions (src/named.rs).
     #[cfg(feature = "std")]
     pub(crate) named: Option<Box<Named>>,
@@ -59,11 +62,15 @@ impl Limiter<TickClock> {
 }
 
 impl<C: Clock> Limiter<C> {
-    /// A full limiter reading time from `clock`.
+    /// A full limiter reading time from `clock`. How it reads the clock is fixed here, by
+    /// `quota`, for every later operation: a [`TickClock`](crate::TickClock)'s cached time if
+    /// `quota` is at least 16 ms deep, its exact time if not, whatever quota
+    /// [`set_quota`](Self::set_quota) brings later.
     pub fn with_clock(quota: Quota, clock: C) -> Limiter<C> {
         Limiter {
             cells: Cells::new(quota, 0),
             clock,
+            reading: Reading::for_quota(&quota),
             #[cfg(feature = "std")]
             named: None,
         }
@@ -82,16 +89,10 @@ impl<C: Clock> Limiter<C> {
     /// assert!(limiter.check().is_err());
     /// ```
     pub fn start_empty(self, on: bool) -> Limiter<C> {
-        let now = now_for(&self.clock, &self.quota());
-        self.start_empty_at(on, now)
-    }
-
-    /// [`Limiter::start_empty`] with the time passed in.
-    pub fn start_empty_at(self, on: bool, now: Nanos) -> Limiter<C> {
         if !on {
             return self;
         }
-        let quota = self.quota();
+        let (quota, now) = (self.quota(), self.reading.now(&self.clock));
         let limiter = Limiter {
             cells: Cells::new(quota, gcra::empty_at(now.as_u64(), &quota)),
             ..self
@@ -109,41 +110,34 @@ impl<C: Clock> Limiter<C> {
         self.check_n(1)
     }
 
-    /// [`Limiter::check`] at a time passed in; see [`Limiter::check_n_at`].
-    #[inline]
-    pub fn check_at(&self, now: Nanos) -> Result<Allowed, Denied> {
-        self.check_n_at(1, now)
-    }
-
     /// Spends `cost` tokens now if all of them are there; otherwise spends nothing.
     ///
     /// `cost == 0` is a peek: always allowed, nothing spent. `cost > burst` can never pass: it
     /// is denied with [`Denied::retry_after`] `None`.
     #[inline]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        // The padding reads the live quota again: carrying the decided cell's out of the spend
-        // would slow every allowed check, and a quota change in that instant can only pad one
-        // refusal by the lag too much or too little.
-        self.spend(cost, |quota| now_for(&self.clock, quota))
-            .map_err(|denied| lagged(&self.clock, &self.quota(), denied))
+        let now = self.reading.now(&self.clock);
+        self.spend(cost, now)
+            .map_err(|denied| self.reading.lagged(&self.clock, denied))
     }
 
-    /// [`Limiter::check_n`] at a time passed in, so that one clock reading can serve many
-    /// checks. A `now` earlier than one already used is answered as of that instant: it can
-    /// be denied where a later time would pass, and is never granted more.
+    /// This limiter at a time passed in, so that one clock reading can serve many checks:
+    /// `limiter.at(now).check_n(3)`. A `now` earlier than one already used is answered as of
+    /// that instant: it can be denied where a later time would pass, and is never granted
+    /// more. Its refusals carry no clock lag: the time is the caller's.
     #[inline]
-    pub fn check_n_at(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        self.spend(cost, |_| now)
+    pub fn at(&self, now: Nanos) -> At<'_, Self> {
+        At::new(self, now)
     }
 
-    /// Spends `cost` tokens at `now(quota of the cell decided on)`.
+    /// Spends `cost` tokens at `now`, counted if the limiter is named.
     #[inline]
-    fn spend(&self, cost: u32, now: impl Fn(&Quota) -> Nanos) -> Result<Allowed, Denied> {
+    pub(crate) fn spend(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
         // The last closure runs only on the path of a moved bucket, which a named limiter's
         // checks take (`Limiter::named`): an unnamed limiter's check tests nothing for counting.
         self.cells.spend_then(
             cost,
-            |quota| now(quota).as_u64(),
+            |_| now.as_u64(),
             |_decision| {
                 #[cfg(feature = "std")]
                 named::count(&self.named, cost, _decision);
@@ -154,13 +148,12 @@ impl<C: Clock> Limiter<C> {
     /// Whole tokens available now. Spends nothing.
     #[inline]
     pub fn available(&self) -> u32 {
-        self.cells
-            .available(|quota| now_for(&self.clock, quota).as_u64())
+        self.available_at(self.reading.now(&self.clock))
     }
 
-    /// [`Limiter::available`] at a time passed in.
+    /// Whole tokens available at `now`.
     #[inline]
-    pub fn available_at(&self, now: Nanos) -> u32 {
+    pub(crate) fn available_at(&self, now: Nanos) -> u32 {
         self.cells.available(|_| now.as_u64())
     }
 
@@ -183,6 +176,12 @@ impl<C: Clock> Limiter<C> {
         &self.cells
     }
 
+    /// How this limiter reads its clock.
+    #[inline]
+    pub(crate) fn reading(&self) -> Reading {
+        self.reading
+    }
+
     /// This limiter's bucket, for reservations and [`all_of`](crate::all_of).
     #[inline]
     pub(crate) fn bucket_ref(&self) -> BucketRef<'_, C> {
@@ -191,24 +190,8 @@ impl<C: Clock> Limiter<C> {
             id: 0,
             quota: self.quota(),
             clock: &self.clock,
+            reading: self.reading,
             start_empty: false,
-            // A limiter's cells decide under the live cell's quota themselves.
-            follows: None,
         }
-    }
-
-    /// The theoretical arrival time: the instant the bucket is full again. For the loom models.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn theoretical_arrival(&self) -> Nanos {
-        Nanos::new(self.cells.tat().0)
-    }
-
-    /// Deliberately broken `check_n_at` (load + store, no CAS). Only for the loom models.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn check_n_at_racy(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        let (bucket, quota) = self.cells.head_bucket();
-        bucket.spend_racy(cost, now.as_u64(), quota)
     }
 }

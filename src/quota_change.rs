@@ -10,32 +10,32 @@
 //!
 //! - `used = max(TAT - now, 0)` under the old quota, and `spent = ceil(used / T_old)` tokens
 //!   (rounded up: a conversion never grants a fraction of a token);
-//! - tokens booked beyond an empty bucket (reservations in line, a settled overrun) are
-//!   `debt = spent - burst_old` when positive. Every strategy but the resets carries the debt
-//!   over as tokens of the new quota, so a reservation made before the change keeps its place
-//!   and nobody can book a slot that overlaps it.
+//! - a bucket that holds more than its depth (`used > D_old`) has reservations waiting for
+//!   their tokens (or a settled overrun to wait out). They keep the times they were given,
+//!   worked out under the old quota, so the change takes effect when the last of them is ready,
+//!   at `s = TAT - D_old`, and the bucket is then empty under the new quota: `TAT = s + D_new`
+//!   (`s + max(D_old, D_new)` for [`QuotaChange::KeepTime`]). Nothing decided under the new
+//!   quota is ready before `s`, so no one is given the interval the bookings were timed into,
+//!   whatever the rule, upgrades included.
 
 use crate::engine::gcra;
 use crate::quota::Quota;
 
-/// How a bucket's state is carried over when its quota changes: by
-/// [`Limiter::set_quota`](crate::Limiter::set_quota), or for one key by
-/// [`KeyedBucket::rebase_from`](crate::KeyedBucket::rebase_from).
+/// How a [`Limiter`](crate::Limiter)'s bucket is carried over when
+/// [`set_quota`](crate::Limiter::set_quota) changes its quota.
 ///
 /// The default, [`KeepSpent`](QuotaChange::KeepSpent), never turns a downgrade into a wait
-/// longer than the new quota's depth (tokens booked ahead aside, which keep their place), and
-/// keeps a full bucket full, as a key the keyed limiter no longer holds is.
+/// longer than the new quota's depth, and keeps a full bucket full. Whatever the rule,
+/// reservations still waiting keep their times: the change takes effect once the last of them
+/// is ready, with the bucket empty then (module docs).
 ///
 /// ```
-/// use cellrate::{KeyedLimiter, ManualClock, QuotaChange, Quota};
+/// use cellrate::{Limiter, ManualClock, QuotaChange, Quota};
 ///
-/// let free = Quota::per_second(1).with_burst(10);
-/// let pro = Quota::per_second(50).with_burst(500);
-/// let limiter = KeyedLimiter::<u64, _>::with_clock(free, ManualClock::new());
-/// assert!(limiter.key(&1).check_n(7).is_ok()); // 3 of 10 left
-/// let upgraded = limiter.key(&1).with_quota(&pro);
-/// upgraded.rebase_from(&free, QuotaChange::KeepSpent);
-/// assert_eq!(upgraded.available(), 493); // 7 of 500 spent
+/// let limiter = Limiter::with_clock(Quota::per_second(1).with_burst(10), ManualClock::new());
+/// assert!(limiter.check_n(7).is_ok()); // 3 of 10 left
+/// limiter.set_quota(Quota::per_second(50).with_burst(500), QuotaChange::KeepSpent);
+/// assert_eq!(limiter.available(), 493); // 7 of 500 spent
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -51,14 +51,11 @@ pub enum QuotaChange {
     /// The bucket stays as full in proportion (Bucket4j's `PROPORTIONALLY`): a third full stays
     /// a third full.
     Proportional,
-    /// The TAT is kept as it is: the instant the bucket is full again does not move. What a
-    /// per-call quota ([`KeyedBucket::with_quota`](crate::KeyedBucket::with_quota))
-    /// does when a key is checked under another quota than before.
+    /// The TAT is kept as it is: the instant the bucket is full again does not move.
     KeepTime,
-    /// The bucket is full (Bucket4j's `RESET`); bookings ahead are forgotten.
+    /// The bucket is full (Bucket4j's `RESET`).
     Full,
-    /// The bucket is empty: full again one depth of the new quota later; bookings ahead are
-    /// forgotten.
+    /// The bucket is empty: full again one depth of the new quota later.
     Empty,
 }
 
@@ -67,33 +64,39 @@ impl QuotaChange {
     /// At most [`gcra::MAX_AHEAD`] past `now`, like every write of a TAT.
     pub(crate) fn rebase(self, tat: u64, now: u64, old: &Quota, new: &Quota) -> u64 {
         let used = tat.saturating_sub(now);
+        if used > old.depth_ns() {
+            // Reservations wait (module docs): the change takes effect as the last is ready.
+            let ready = tat - old.depth_ns();
+            let kept = match self {
+                QuotaChange::KeepTime => old.depth_ns(),
+                _ => 0,
+            };
+            let ahead = new.depth_ns().max(kept);
+            return ready.saturating_add(ahead).min(now.saturating_add(gcra::MAX_AHEAD).max(tat));
+        }
         if used == 0 && self != QuotaChange::Empty {
             return tat; // full under any quota
         }
-        let (t_old, t_new) = (old.emission_interval_ns(), new.emission_interval_ns());
-        let spent = used.div_ceil(t_old);
-        let debt = spent.saturating_sub(u64::from(old.burst()));
-        let in_bucket = spent - debt; // at most the old burst
+        let t_new = new.emission_interval_ns();
+        let spent = used.div_ceil(old.emission_interval_ns()); // at most the old burst
         let new_burst = u64::from(new.burst());
         let spent_new = match self {
             QuotaChange::KeepTime => return tat,
-            QuotaChange::Full => return tat.min(now),
+            QuotaChange::Full => return now,
             QuotaChange::Empty => return gcra::empty_at(now, new),
             QuotaChange::KeepAvailable => {
-                let available = u64::from(old.burst()) - in_bucket;
+                let available = u64::from(old.burst()) - spent.min(u64::from(old.burst()));
                 new_burst - available.min(new_burst)
             }
-            QuotaChange::KeepSpent => in_bucket.min(new_burst),
+            QuotaChange::KeepSpent => spent.min(new_burst),
             QuotaChange::Proportional => {
-                // in_bucket / burst_old of the new burst, rounded up.
-                let scaled = u128::from(in_bucket) * u128::from(new_burst);
+                // spent / burst_old of the new burst, rounded up.
+                let scaled = u128::from(spent) * u128::from(new_burst);
                 let whole = scaled.div_ceil(u128::from(old.burst()));
                 u64::try_from(whole).unwrap_or(u64::MAX).min(new_burst)
             }
         };
-        let tokens = spent_new.saturating_add(debt);
-        // No write places a TAT more than `MAX_AHEAD` past its `now` (gcra.rs).
-        let ahead = tokens.saturating_mul(t_new).min(gcra::MAX_AHEAD);
-        now.saturating_add(ahead)
+        // At most the new depth ahead of `now`, which is at most `MAX_AHEAD` (gcra.rs).
+        now.saturating_add(spent_new * t_new)
     }
 }

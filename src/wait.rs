@@ -18,15 +18,13 @@
 //! two ticks (2 ms) more than the lag of its cached reading, for quotas at least 16 ms deep;
 //! exact clocks add nothing.
 //!
-//! # Jitter
-//! Waiters of one limiter wake one emission interval apart, in booking order. When many
+//! # Spreading waiters
+//! Waiters of one limiter wake one emission interval apart, in booking order. Where many
 //! processes share a limit (through Redis, say) or a wake-up sets off a burst of work
-//! downstream, a random extra delay spreads them: the `_with_jitter` forms sleep a uniformly
-//! random extra time in `[0, max_jitter]` after the tokens are there. Jitter only ever delays:
-//! the tokens were booked at their place in line, so using them later can never admit more than
-//! the limit.
+//! downstream, sleep a random extra time after the wait returns: the tokens were booked at
+//! their place in line, so using them later can never admit more than the limit.
 
-use crate::clock::{tolerance_for, Clock};
+use crate::clock::Clock;
 use crate::engine::bucket_ref::BucketRef;
 use crate::engine::counting::{count_wait, Named};
 use crate::limiter::Limiter;
@@ -59,7 +57,7 @@ pub(crate) fn still_to_sleep<C: Clock + ?Sized>(
     if first {
         let exact = bucket.clock.now();
         let behind = exact.saturating_duration_since(bucket_now);
-        let lag = bucket.clock.lag_within(tolerance_for(&bucket.quota));
+        let lag = bucket.reading.lag(bucket.clock);
         return short
             .saturating_add(behind)
             .saturating_add(Duration::from_nanos(lag.as_u64()));
@@ -67,7 +65,7 @@ pub(crate) fn still_to_sleep<C: Clock + ?Sized>(
     short.max(Duration::from_millis(1))
 }
 
-impl<C: Clock> Reservation<'_, C> {
+impl<'a, C: Clock> Reservation<'a, C> {
     /// Blocks the thread until the booked tokens are there (see the module's *When a wait
     /// ends*), then keeps the booking.
     ///
@@ -75,66 +73,40 @@ impl<C: Clock> Reservation<'_, C> {
     /// [`ManualClock`](crate::ManualClock) it sleeps for the wait computed from its time and
     /// returns, whether or not the clock was advanced.
     pub fn wait(self) -> Allowed {
-        self.wait_with_jitter(Duration::ZERO)
-    }
-
-    /// [`wait`](Self::wait), then a random extra delay of at most
-    /// `max_jitter` (see the module's *Jitter*).
-    pub fn wait_with_jitter(self, max_jitter: Duration) -> Allowed {
-        let (bucket, ready_at) = (self.bucket(), self.ready_at());
+        let ready_at = self.ready_at();
         for round in 0..=MORE_SLEEPS {
-            let wait = still_to_sleep(&bucket, ready_at, round == 0);
+            let wait = still_to_sleep(self.bucket(), ready_at, round == 0);
             if wait.is_zero() {
                 break;
             }
             std::thread::sleep(wait);
-        }
-        let jitter = jitter(max_jitter);
-        if !jitter.is_zero() {
-            std::thread::sleep(jitter);
         }
         self.commit()
     }
 
     /// Waits asynchronously until the booked tokens are there (see the module's *When a wait
     /// ends*), then keeps the booking. Works on any executor: the timer is
-    /// `futures_timer::Delay` (feature `async`). Dropping the future before it resolves
-    /// cancels the reservation, giving its tokens back as [`Reservation::cancel`] describes.
+    /// `futures_timer::Delay` (feature `async`). Dropping the future before it resolves, polled
+    /// or not, cancels the reservation, giving its tokens back as [`Reservation::cancel`]
+    /// describes.
     #[cfg(feature = "async")]
-    pub async fn until_ready(self) -> Allowed {
-        self.until_ready_with_jitter(Duration::ZERO).await
-    }
-
-    /// [`until_ready`](Self::until_ready), then a random extra delay of at most `max_jitter` (see the
-    /// module's *Jitter*). Dropping the future before it resolves cancels the reservation.
-    #[cfg(feature = "async")]
-    pub async fn until_ready_with_jitter(self, max_jitter: Duration) -> Allowed {
+    pub fn until_ready(self) -> impl core::future::Future<Output = Allowed> + 'a {
+        // Made before the future is first polled, so that dropping it unpolled cancels too.
         let pending = CancelOnDrop(Some(self));
-        if let Some(reservation) = &pending.0 {
-            let (bucket, ready_at) = (reservation.bucket(), reservation.ready_at());
-            for round in 0..=MORE_SLEEPS {
-                let wait = still_to_sleep(&bucket, ready_at, round == 0);
-                if wait.is_zero() {
-                    break;
+        async move {
+            if let Some(reservation) = &pending.0 {
+                let ready_at = reservation.ready_at();
+                for round in 0..=MORE_SLEEPS {
+                    let wait = still_to_sleep(reservation.bucket(), ready_at, round == 0);
+                    if wait.is_zero() {
+                        break;
+                    }
+                    futures_timer::Delay::new(wait).await;
                 }
-                futures_timer::Delay::new(wait).await;
             }
+            pending.keep()
         }
-        let jitter = jitter(max_jitter);
-        if !jitter.is_zero() {
-            futures_timer::Delay::new(jitter).await;
-        }
-        pending.keep()
     }
-}
-
-/// A uniformly random delay in `[0, max]`, to the nanosecond.
-fn jitter(max: Duration) -> Duration {
-    if max.is_zero() {
-        return Duration::ZERO;
-    }
-    let max_ns = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
-    Duration::from_nanos(fastrand::u64(0..=max_ns))
 }
 
 /// One attempt of a wait's booking: `cost` tokens of `bucket` at `now`, ready within what is
@@ -149,7 +121,7 @@ fn try_book<'a, C: Clock>(
 ) -> Result<Reservation<'a, C>, (Denied, Option<Duration>)> {
     let left = max_wait.saturating_sub(now.saturating_duration_since(start));
     Reservation::book(bucket.clone(), cost, left, now).map_err(|denied| {
-        let denied = bucket.lagged(denied);
+        let denied = bucket.lagged(None, denied);
         // Only a refusal for lack of room says to retry within the time left: a booking that
         // has to wait that long is made, not refused.
         let again = denied.retry_after().filter(|r| *r <= left && !r.is_zero());
@@ -159,7 +131,7 @@ fn try_book<'a, C: Clock>(
 
 /// The blocking wait of every limiter: books (again after a refusal for lack of room), sleeps,
 /// counts.
-pub(crate) fn wait_n_on<C: Clock>(
+pub(crate) fn wait_on<C: Clock>(
     bucket: &BucketRef<'_, C>,
     named: Option<&Named>,
     cost: u32,
@@ -187,7 +159,7 @@ pub(crate) fn wait_n_on<C: Clock>(
 /// The async wait of every limiter: books (again after a refusal for lack of room), sleeps,
 /// counts; dropped, it gives the tokens back and counts nothing.
 #[cfg(feature = "async")]
-pub(crate) async fn until_ready_n_on<C: Clock>(
+pub(crate) async fn until_ready_on<C: Clock>(
     bucket: &BucketRef<'_, C>,
     named: Option<&Named>,
     cost: u32,
@@ -213,32 +185,19 @@ pub(crate) async fn until_ready_n_on<C: Clock>(
 }
 
 impl<C: Clock> Limiter<C> {
-    /// Blocks the thread until one token is there, however long that takes (one emission
-    /// interval at most, unless reservations or debt are queued ahead).
-    pub fn wait(&self) -> Result<Allowed, Denied> {
-        self.wait_n(1, Duration::MAX)
-    }
-
-    /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`;
-    /// otherwise returns the refusal at once, having booked nothing. See
-    /// [`Reservation::wait`].
-    pub fn wait_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        wait_n_on(&self.bucket_ref(), self.named.as_deref(), cost, max_wait)
+    /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`
+    /// (`Duration::MAX`: however long); otherwise returns the refusal at once, having booked
+    /// nothing. A cost above the burst is refused at once. See [`Reservation::wait`].
+    pub fn wait(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
+        wait_on(&self.bucket_ref(), self.named.as_deref(), cost, max_wait)
     }
 
     /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
     /// otherwise resolves to the refusal at once, having booked nothing. Dropping the future
     /// cancels the reservation. See [`Reservation::until_ready`].
     #[cfg(feature = "async")]
-    pub async fn until_ready_n(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
-        until_ready_n_on(&self.bucket_ref(), self.named.as_deref(), cost, max_wait).await
-    }
-
-    /// Waits asynchronously until one token is there, however long that takes; dropping the
-    /// future cancels. See [`Limiter::wait`].
-    #[cfg(feature = "async")]
-    pub async fn until_ready(&self) -> Result<Allowed, Denied> {
-        self.until_ready_n(1, Duration::MAX).await
+    pub async fn until_ready(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
+        until_ready_on(&self.bucket_ref(), self.named.as_deref(), cost, max_wait).await
     }
 }
 

@@ -77,36 +77,60 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     }
 }
 
-/// The time a check under `quota` reads: a reading at most a sixteenth of the quota's depth
-/// stale. Staleness only ever denies (the bucket is judged as it was a little earlier), and a
-/// lag of a sixteenth of the depth can hold back at most a sixteenth of a full bucket, so a
-/// quota keeps its rate on a coarse clock; a shallower quota gets an exact reading.
-#[inline]
-pub(crate) fn now_for<C: Clock + ?Sized>(clock: &C, quota: &Quota) -> Nanos {
-    clock.now_within(tolerance_for(quota))
-}
-
-/// A refusal decided on [`now_for`]`(clock, quota)`, with the reading's lag added to its
-/// `retry_after` ([`Clock::lag_within`]).
-#[inline]
-pub(crate) fn lagged<C: Clock + ?Sized>(clock: &C, quota: &Quota, denied: Denied) -> Denied {
-    lagged_within(clock, tolerance_for(quota), denied)
-}
-
-/// A refusal decided on `clock.now_within(tolerance)`, with that reading's lag added.
-#[inline]
-pub(crate) fn lagged_within<C: Clock + ?Sized>(
-    clock: &C,
+/// How a limiter reads its clock: one way for every operation on its buckets (checks,
+/// bookings, give-backs, waits, eviction), fixed when the limiter is built, so that no
+/// decision on a bucket uses a reading of another kind than the one its TAT was written at.
+///
+/// The tolerance is a sixteenth of the depth of the quota the limiter is built with: a reading
+/// that lags by `L` judges a bucket as it was `L` earlier, so it never grants tokens and holds
+/// back at most `L / T` of the `D / T` tokens a full bucket holds; with `L` at most a sixteenth
+/// of `D` a quota keeps its rate on a coarse clock (docs/design.md, section 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reading {
     tolerance: Nanos,
-    denied: Denied,
-) -> Denied {
-    denied.later_by(clock.lag_within(tolerance).as_u64())
 }
 
-/// How stale a reading a check under `quota` accepts: a sixteenth of its depth.
-#[inline]
-pub(crate) fn tolerance_for(quota: &Quota) -> Nanos {
-    Nanos::new(quota.depth_ns() >> 4)
+impl Reading {
+    /// The reading of a limiter built with `quota`.
+    #[inline]
+    pub(crate) fn for_quota(quota: &Quota) -> Reading {
+        Reading {
+            tolerance: Nanos::new(quota.depth_ns() >> 4),
+        }
+    }
+
+    /// The time now, read this way.
+    #[inline]
+    pub(crate) fn now<C: Clock + ?Sized>(self, clock: &C) -> Nanos {
+        clock.now_within(self.tolerance)
+    }
+
+    /// How far a reading taken this way may lag the true time ([`Clock::lag_within`]).
+    #[inline]
+    pub(crate) fn lag<C: Clock + ?Sized>(self, clock: &C) -> Nanos {
+        clock.lag_within(self.tolerance)
+    }
+
+    /// A refusal decided on a reading taken this way, with its lag added to `retry_after`: the
+    /// retry's own reading may lag as much.
+    #[inline]
+    pub(crate) fn lagged<C: Clock + ?Sized>(self, clock: &C, denied: Denied) -> Denied {
+        denied.later_by(self.lag(clock).as_u64())
+    }
+
+    /// A refusal decided at `at` (no lag: the caller's time), or on a reading taken this way.
+    #[inline]
+    pub(crate) fn lagged_unless<C: Clock + ?Sized>(
+        self,
+        clock: &C,
+        at: Option<Nanos>,
+        denied: Denied,
+    ) -> Denied {
+        match at {
+            Some(_) => denied,
+            None => self.lagged(clock, denied),
+        }
+    }
 }
 
 /// The exact clock: `std::time::Instant`, measured from one origin shared by the whole

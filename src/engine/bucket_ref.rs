@@ -1,5 +1,5 @@
-//! `BucketRef`: one bucket, wherever its TAT lives, with what reservations and all-or-nothing
-//! checks do to it.
+//! `BucketRef`: one bucket, wherever its TAT lives, with what reservations, waits and
+//! all-or-nothing checks do to it.
 //!
 //! A [`Limiter`](crate::Limiter) keeps its TAT in its own cells; a keyed limiter keeps one per
 //! key in its table. Both implement [`TatStore`], so that reservations and
@@ -7,10 +7,8 @@
 //! never name the keyed ones. These are the cold paths (a booking, a give-back): the checks
 //! themselves call their bucket directly.
 
-use crate::clock::{lagged, now_for, Clock};
+use crate::clock::{Clock, Reading};
 use crate::engine::gcra::{self, Booking};
-#[cfg(loom)]
-use crate::engine::give_back::GiveBackFault;
 use crate::engine::give_back::Receipt;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
@@ -35,9 +33,9 @@ pub trait TatStore: Sync {
         start_empty: bool,
     ) -> Result<(Receipt, Booking), Denied>;
 
-    /// Gives back `tokens` of the booking `receipt` under `quota` (for a limiter: the quota of
-    /// the cell booked on), at times read by `now` (`give_back.rs`); nothing if the bucket's
-    /// tenure has ended since. Returns the credit given back, in nanoseconds.
+    /// Gives back `tokens` of the booking `receipt` under `quota` (the booking's), at times
+    /// read by `now` (`give_back.rs`); nothing if the bucket's tenure has ended since. Returns
+    /// the credit given back, in nanoseconds.
     fn give_back(
         &self,
         id: u64,
@@ -47,45 +45,32 @@ pub trait TatStore: Sync {
         now: &dyn Fn() -> u64,
     ) -> u64;
 
-    /// Spends `tokens` more unconditionally at `now` in the bucket's current tenure (creating
-    /// it if absent): the extra cost of a settled booking.
-    fn force(&self, id: u64, tokens: u32, now: u64, quota: &Quota, start_empty: bool);
+    /// Spends `tokens` more unconditionally at `now` in the bucket as it is (creating it if
+    /// absent): the extra cost of a settled booking. Refused only where a keyed table has no
+    /// room for a bucket it has to create again; then nothing is charged.
+    fn force(
+        &self,
+        id: u64,
+        tokens: u32,
+        now: u64,
+        quota: &Quota,
+        start_empty: bool,
+    ) -> Result<(), Denied>;
 
     /// The bucket's TAT at `now`: the stored one, or for a bucket the store does not hold,
     /// the one a new bucket starts from. Creates nothing.
     fn tat(&self, id: u64, now: u64, quota: &Quota, start_empty: bool) -> u64;
-
-    /// [`give_back`](Self::give_back) with the step `fault` broken. Only the loom models'
-    /// broken twins call it, on a [`Limiter`](crate::Limiter).
-    #[cfg(loom)]
-    fn give_back_faulty(
-        &self,
-        receipt: &Receipt,
-        tokens: u32,
-        now: &dyn Fn() -> u64,
-        fault: GiveBackFault,
-    ) -> u64;
 }
 
-/// A quota that can change under a bucket: a keyed limiter's default quota, which a key's
-/// handle without a quota of its own follows. A booking's extra cost (a settle above it) is
-/// charged under the quota as it is then.
-pub(crate) trait LiveQuota: Sync {
-    /// The quota now.
-    fn now(&self) -> Quota;
-}
-
-/// One bucket and everything needed to act on it: its store and id, the quota it is booked
-/// under, its clock, and how a bucket the store does not hold starts.
+/// One bucket and everything needed to act on it: its store and id, its quota, its clock and
+/// how the limiter reads it, and how a bucket the store does not hold starts.
 pub struct BucketRef<'a, C: Clock + ?Sized> {
     pub(crate) store: &'a dyn TatStore,
     pub(crate) id: u64,
     pub(crate) quota: Quota,
     pub(crate) clock: &'a C,
+    pub(crate) reading: Reading,
     pub(crate) start_empty: bool,
-    /// The quota the bucket follows, if it can change under a booking (`quota` is then the
-    /// quota of the booking).
-    pub(crate) follows: Option<&'a dyn LiveQuota>,
 }
 
 impl<C: Clock + ?Sized> Clone for BucketRef<'_, C> {
@@ -104,24 +89,31 @@ impl<'a, C: Clock + 'a> BucketRef<'a, C> {
             id: self.id,
             quota: self.quota,
             clock: self.clock,
+            reading: self.reading,
             start_empty: self.start_empty,
-            follows: self.follows,
         }
     }
 }
 
 impl<C: Clock + ?Sized> BucketRef<'_, C> {
-    /// The bucket's time now: the reading every operation on a bucket under this quota uses,
-    /// checks and give-backs alike (docs/design.md, section 3, *One time per bucket*).
+    /// The bucket's time now: the reading every operation on the limiter uses, checks and
+    /// give-backs alike (docs/design.md, section 3, *One reading per limiter*).
     #[inline]
     pub(crate) fn now(&self) -> Nanos {
-        now_for(self.clock, &self.quota)
+        self.reading.now(self.clock)
     }
 
-    /// A refusal decided on [`now`](Self::now), its `retry_after` covering the reading's lag.
+    /// `at`, or the bucket's time now.
     #[inline]
-    pub(crate) fn lagged(&self, denied: Denied) -> Denied {
-        lagged(self.clock, &self.quota, denied)
+    pub(crate) fn time(&self, at: Option<Nanos>) -> Nanos {
+        at.unwrap_or_else(|| self.now())
+    }
+
+    /// A refusal decided at `at`, or on [`now`](Self::now) (then with its reading's lag added
+    /// to `retry_after`).
+    #[inline]
+    pub(crate) fn lagged(&self, at: Option<Nanos>, denied: Denied) -> Denied {
+        self.reading.lagged_unless(self.clock, at, denied)
     }
 
     /// Books `cost` tokens at `now`, ready within `max_wait_ns` (0: a check).
@@ -153,38 +145,24 @@ impl<C: Clock + ?Sized> BucketRef<'_, C> {
     }
 
     /// Whole tokens at `now`, spending nothing.
-    #[cfg_attr(not(feature = "std"), allow(dead_code))] // only the keyed handle needs it
+    #[cfg(feature = "std")] // only the keyed handle needs it
     pub(crate) fn available(&self, now: u64) -> u32 {
         gcra::available(self.tat(now), now, &self.quota)
     }
 
     /// Gives back `tokens` of the booking `receipt` at the bucket's time, read after each load
-    /// of the TAT (`give_back.rs`); `at` instead if given (the `_at` forms).
+    /// of the TAT (`give_back.rs`); at `at` instead if given.
     pub(crate) fn give_back(&self, receipt: &Receipt, tokens: u32, at: Option<Nanos>) -> u64 {
-        let now = || at.unwrap_or_else(|| self.now()).as_u64();
+        let now = || self.time(at).as_u64();
         self.store
             .give_back(self.id, receipt, tokens, &self.quota, &now)
     }
 
-    /// [`give_back`](Self::give_back) with the step `fault` broken. Only for loom.
-    #[cfg(loom)]
-    pub(crate) fn give_back_faulty(
-        &self,
-        receipt: &Receipt,
-        tokens: u32,
-        at: Option<Nanos>,
-        fault: GiveBackFault,
-    ) -> u64 {
-        let now = || at.unwrap_or_else(|| self.now()).as_u64();
-        self.store.give_back_faulty(receipt, tokens, &now, fault)
-    }
-
     /// Spends `tokens` more unconditionally at `now` (a settled booking that cost more), in
-    /// the bucket as it is now: under the live quota of a limiter, in a keyed bucket created
-    /// again if it was removed.
-    pub(crate) fn force(&self, tokens: u32, now: u64) {
-        let quota = self.follows.map_or(self.quota, |live| live.now());
+    /// the bucket as it is now: under a limiter's live quota, in a keyed bucket created again
+    /// if it was removed.
+    pub(crate) fn force(&self, tokens: u32, now: u64) -> Result<(), Denied> {
         self.store
-            .force(self.id, tokens, now, &quota, self.start_empty)
+            .force(self.id, tokens, now, &self.quota, self.start_empty)
     }
 }

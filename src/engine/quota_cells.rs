@@ -463,22 +463,20 @@ impl TatStore for Cells {
         give_back::give_back(&word, view.ledger, receipt, tokens, &view.quota, now)
     }
 
-    fn force(&self, _id: u64, tokens: u32, now: u64, _quota: &Quota, _start_empty: bool) {
-        self.on_live(|view| view.force(tokens, now))
+    fn force(
+        &self,
+        _id: u64,
+        tokens: u32,
+        now: u64,
+        _quota: &Quota,
+        _start_empty: bool,
+    ) -> Result<(), Denied> {
+        self.on_live(|view| view.force(tokens, now));
+        Ok(())
     }
 
     fn tat(&self, _id: u64, _now: u64, _quota: &Quota, _start_empty: bool) -> u64 {
         Cells::tat(self).0
     }
 
-    #[cfg(loom)]
-    fn give_back_faulty(
-        &self,
-        receipt: &Receipt,
-        tokens: u32,
-        now: &dyn Fn() -> u64,
-        fault: crate::engine::give_back::GiveBackFault,
-    ) -> u64 {
-        self.give_back_with_fault(receipt, tokens, now, fault)
-    }
 }

@@ -3,7 +3,7 @@
 //! overlap instead of following one another.
 
 use super::KeyedLimiter;
-use crate::clock::{lagged, now_for, Clock};
+use crate::clock::Clock;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use core::borrow::Borrow;
@@ -19,8 +19,8 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     /// at one reading of the clock, and answers one decision per request, in order (the same
     /// call and shape as `cellrate-redis`'s `RedisLimiter::check_many`).
     ///
-    /// The decisions are exactly those of [`check_key_n_at`](Self::check_key_n_at) called
-    /// for each request in turn at that reading (a key listed twice sees its first spend).
+    /// The decisions are exactly those of `limiter.at(now).key(&k).check_n(cost)` called for
+    /// each request in turn at that reading (a key listed twice sees its first spend).
     /// Each check is atomic on its own, as a single check is; the batch is not all-or-nothing
     /// (see [`all_of`](crate::all_of) for that). The batch is faster when the table does not
     /// fit in the cache: while one key is decided, the slots of the next few are already being
@@ -39,18 +39,18 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        let quota = self.quota();
-        let mut decisions = self.check_many_at(requests, now_for(&self.clock, &quota));
+        let (reading, clock) = (self.reading(), self.clock());
+        let mut decisions = self.check_many_at(requests, reading.now(clock));
         for decision in &mut decisions {
             if let Err(denied) = decision {
-                *denied = lagged(&self.clock, &quota, *denied);
+                *denied = reading.lagged(clock, *denied);
             }
         }
         decisions
     }
 
-    /// [`check_many`](Self::check_many) at a time passed in.
-    pub fn check_many_at<Q>(
+    /// [`check_many`](Self::check_many) at `now`.
+    pub(crate) fn check_many_at<Q>(
         &self,
         requests: &[(&Q, u32)],
         now: Nanos,
@@ -59,10 +59,10 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        let (now, quota) = (now.as_u64(), self.quota());
+        let now = now.as_u64();
         let mut decisions = Vec::with_capacity(requests.len());
         let decide = |(fp, cost): (u64, u32)| {
-            let request = self.request(fp, cost, &quota, now, 0);
+            let request = self.request(fp, cost, now);
             self.table
                 .spend(&request)
                 .map(|(_, booking)| booking.allowed)

@@ -102,6 +102,24 @@ impl Fingerprinter {
     }
 }
 
+/// The id of a key's bucket under a quota other than the limiter's own: the key's fingerprint
+/// `fp` mixed with the quota's figures by a bijection (murmur3's finaliser), so that the key's
+/// buckets under different quotas have unrelated fingerprints, each as unpredictable as `fp`
+/// (a secret pseudorandom value), and so collide with other buckets no more often than keys do.
+pub(super) fn under_quota(fp: u64, quota: &crate::quota::Quota) -> u64 {
+    let figures = quota
+        .emission_interval_ns()
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .rotate_left(17)
+        ^ u64::from(quota.burst()).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    let mut x = fp ^ figures;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    x ^ (x >> 33)
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -115,5 +133,21 @@ mod tests {
             assert_eq!(differ.count(), 8, "{wanted:?}");
             assert_eq!(a.fingerprint("key"), a.fingerprint(&String::from("key")));
         }
+    }
+
+    #[test]
+    fn a_key_under_each_quota_has_its_own_fingerprint() {
+        use crate::quota::Quota;
+        let fp = Fingerprinter::new(FingerprintHash::SipHash13).fingerprint(&7u64);
+        let quotas = [
+            Quota::per_second(10),
+            Quota::per_second(10).with_burst(11),
+            Quota::per_second(11).with_burst(10),
+            Quota::per_minute(10),
+        ];
+        let ids: std::collections::HashSet<u64> =
+            quotas.iter().map(|q| under_quota(fp, q)).collect();
+        assert_eq!(ids.len(), quotas.len());
+        assert!(!ids.contains(&fp));
     }
 }

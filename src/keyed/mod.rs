@@ -4,9 +4,9 @@
 
 #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
 mod aes_cmac;
+mod at;
 mod batch;
 mod builder;
-mod default_quota;
 mod fingerprint;
 #[cfg(all(test, not(loom)))]
 mod flood_stress_tests;
@@ -24,7 +24,8 @@ pub use key_bucket::KeyedBucket;
 pub use table::loom_hooks::Broken;
 
 use crate::clock::tick_clock::TickClock;
-use crate::clock::Clock;
+use crate::at::At;
+use crate::clock::{Clock, Reading};
 use crate::engine::counting::Named;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
@@ -33,7 +34,6 @@ use core::borrow::Borrow;
 use core::fmt;
 use core::hash::Hash;
 use core::marker::PhantomData;
-use default_quota::DefaultQuota;
 use fingerprint::Fingerprinter;
 use table::{Request, Table};
 
@@ -134,8 +134,10 @@ pub enum OverflowPolicy {
 /// [`evict_idle`]: Self::evict_idle
 pub struct KeyedLimiter<K, C = TickClock> {
     table: Table,
-    quota: DefaultQuota,
+    quota: Quota,
     clock: C,
+    /// How every operation reads `clock`: fixed when the limiter is built.
+    reading: Reading,
     start_empty: bool,
     fingerprinter: Fingerprinter,
     /// Set by [`KeyedLimiter::named`]: the opt-in to counting decisions (observe.rs).
@@ -167,8 +169,9 @@ impl<K, C> KeyedLimiter<K, C> {
     ) -> Self {
         KeyedLimiter {
             table,
-            quota: DefaultQuota::new(quota),
+            quota,
             clock,
+            reading: Reading::for_quota(&quota),
             start_empty,
             fingerprinter,
             named: None,
@@ -179,11 +182,15 @@ impl<K, C> KeyedLimiter<K, C> {
 
 impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     /// A limiter of [`DEFAULT_MAX_KEYS`] keys, each starting full, reading time from `clock`.
+    /// How it reads the clock is fixed by `quota` for every key and every quota of a call
+    /// ([`KeyedBucket::with_quota`]): a [`TickClock`]'s cached time if `quota` is at least
+    /// 16 ms deep, its exact time if not.
     pub fn with_clock(quota: Quota, clock: C) -> KeyedLimiter<K, C> {
         KeyedLimiter::builder(quota).clock(clock).build()
     }
 
-    /// Spends one token of `key`'s bucket now if there is one: `key(key).check()`.
+    /// Spends one token of `key`'s bucket now if there is one. A cost of more than one token,
+    /// a reservation or a wait go through the key's handle: `limiter.key(&k).check_n(3)`.
     #[inline]
     pub fn check_key<Q>(&self, key: &Q) -> Result<Allowed, Denied>
     where
@@ -193,51 +200,23 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         self.key(key).check_n(1)
     }
 
-    /// [`check_key`](Self::check_key) at a time passed in.
+    /// This limiter at a time passed in, so that one clock reading can serve many checks:
+    /// `limiter.at(now).check_key(&k)`, `limiter.at(now).key(&k).check_n(3)`; see [`At`].
     #[inline]
-    pub fn check_key_at<Q>(&self, key: &Q, now: Nanos) -> Result<Allowed, Denied>
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        self.key(key).check_n_at(1, now)
-    }
-
-    /// Spends `cost` tokens of `key`'s bucket now if all are there; the rules of
-    /// [`Limiter::check_n`](crate::Limiter::check_n). Every other operation on one key (a
-    /// quota of its own, reservations, waits) goes through its handle, [`key`](Self::key).
-    #[inline]
-    pub fn check_key_n<Q>(&self, key: &Q, cost: u32) -> Result<Allowed, Denied>
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        self.key(key).check_n(cost)
-    }
-
-    /// [`check_key_n`](Self::check_key_n) at a time passed in; the rules of
-    /// [`Limiter::check_n_at`](crate::Limiter::check_n_at).
-    #[inline]
-    pub fn check_key_n_at<Q>(&self, key: &Q, cost: u32, now: Nanos) -> Result<Allowed, Denied>
-    where
-        K: Borrow<Q>,
-        Q: Hash + ?Sized,
-    {
-        self.key(key).check_n_at(cost, now)
+    pub fn at(&self, now: Nanos) -> At<'_, Self> {
+        At::new(self, now)
     }
 
     /// Removes every key whose bucket is full now; returns how many. One pass over the table
-    /// with compare-and-swaps: it blocks no check, and a check racing it loses no spend.
-    ///
-    /// "Now" is the earliest reading a check may use ([`Clock::now_within`] at the widest
-    /// tolerance: the default clock's cached time), so that no bucket that is not full at the
-    /// checks' own time is removed and its debt forgotten.
+    /// with compare-and-swaps: it blocks no check, and a check racing it loses no spend. "Now"
+    /// is the limiter's own reading, the one its checks use; a check on a reading earlier than
+    /// a removal's finds a removed key as in debt until that reading (docs/design.md, 6.5).
     pub fn evict_idle(&self) -> usize {
-        self.evict_idle_at(self.clock.now_within(Nanos::MAX))
+        self.evict_idle_at(self.reading.now(&self.clock))
     }
 
-    /// [`evict_idle`](Self::evict_idle) at a time passed in.
-    pub fn evict_idle_at(&self, now: Nanos) -> usize {
+    /// [`evict_idle`](Self::evict_idle) at `now`.
+    pub(crate) fn evict_idle_at(&self, now: Nanos) -> usize {
         let removed = self.table.evict_idle(now.as_u64());
         self.table.counters.count_idle_evictions(removed);
         removed
@@ -259,11 +238,11 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         self.table.slot_count()
     }
 
-    /// The default quota of this limiter: the one it was built with, or the last one set by
-    /// [`set_default_quota`](Self::set_default_quota).
+    /// The quota of this limiter: the one of [`check_key`](Self::check_key) and
+    /// [`key`](Self::key), fixed when it was built.
     #[inline]
     pub fn quota(&self) -> Quota {
-        self.quota.get()
+        self.quota
     }
 
     /// Whether the kernel accepted the advice to back the table with huge pages
@@ -290,25 +269,24 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         self.fingerprinter.fingerprint(key)
     }
 
-    /// A request of `cost` tokens of the bucket of `fp` at `now`, waiting at most `max_wait_ns`.
+    /// A check of `cost` tokens of the bucket of `fp` at `now` under the limiter's quota.
     #[inline]
-    pub(crate) fn request<'q>(
-        &self,
-        fp: u64,
-        cost: u32,
-        quota: &'q Quota,
-        now: u64,
-        max_wait_ns: u64,
-    ) -> Request<'q> {
+    pub(crate) fn request(&self, fp: u64, cost: u32, now: u64) -> Request<'_> {
         Request {
             fp,
             now,
             cost,
-            quota,
+            quota: &self.quota,
             start_empty: self.start_empty,
-            max_wait_ns,
+            max_wait_ns: 0,
             force: false,
         }
+    }
+
+    /// How this limiter reads its clock.
+    #[inline]
+    pub(crate) fn reading(&self) -> Reading {
+        self.reading
     }
 }
 

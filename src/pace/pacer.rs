@@ -137,7 +137,7 @@ where
                 Err(denied) => {
                     // No room for the key (a keyed limit), or a quota changed under the part:
                     // book again when the refusal says, or after a while if it says nothing.
-                    let again = match bucket.lagged(denied).retry_after() {
+                    let again = match bucket.lagged(None, denied).retry_after() {
                         Some(retry) => retry,
                         None if self.refusals == 0 => Duration::ZERO,
                         None => NEVER_RETRY,

@@ -28,6 +28,7 @@ use super::upkeep;
 use super::window::Slots;
 use crate::engine::gcra::level;
 use crate::outcome::Denied;
+use crate::sync::{AtomicU64, Ordering};
 
 /// What a new key does when its window has no room: the table's own copy of
 /// [`OverflowPolicy`](crate::OverflowPolicy), so that the table needs nothing of the public face.
@@ -80,6 +81,8 @@ pub(super) struct Insert<'t> {
     pub(super) counters: &'t Counters,
     pub(super) overflow: Overflow,
     pub(super) seen: Option<&'t Seen>,
+    /// The latest time at which the table removed a bucket as idle (`request::initial_of`).
+    pub(super) floor: &'t AtomicU64,
 }
 
 impl Insert<'_> {
@@ -93,11 +96,12 @@ impl Insert<'_> {
             Found::Mine(outcome) => Step::Mine(outcome),
             Found::Live(held) => Step::Live(held),
             Found::Absent(room) => {
-                if initial_of(self.seen, req) == 0 {
-                    // A full bucket that this decision leaves full (a peek, or a cost above
+                let initial = initial_of(self.seen, self.floor, req);
+                if initial <= req.now {
+                    // A full bucket that this decision leaves as it is (a peek, or a cost above
                     // the burst) need not be stored: an absent key is full.
-                    let (tat, outcome) = decide(0, req);
-                    if tat == 0 {
+                    let (tat, outcome) = decide(initial, req);
+                    if tat == initial {
                         return Step::Mine(outcome);
                     }
                 }
@@ -199,10 +203,13 @@ impl Insert<'_> {
         let slot = self.slots.at(home, i);
         if let Some((w, overflow)) = bucket {
             if !overflow {
-                // An idle bucket is full: its key comes back full (`seen.rs`).
+                // An idle bucket is full: its key comes back full (`seen.rs`), and no earlier
+                // than this reading (`request::initial_of`). Both before the freeze.
                 if let Some(seen) = self.seen {
                     seen.mark(k.tag());
                 }
+                // Relaxed: see `request::initial_of`.
+                self.floor.fetch_max(req.now, Ordering::Relaxed);
             }
             if !upkeep::freeze(self.slots, slot, k, w) {
                 return Ok(Step::Restart); // it was spent from meanwhile

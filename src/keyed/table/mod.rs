@@ -45,8 +45,6 @@ pub(crate) mod loom_hooks;
 pub(crate) mod memory;
 mod prefetch;
 mod request;
-#[cfg(all(test, not(loom)))]
-mod rewrite_tests;
 mod seen;
 pub(crate) mod slot;
 pub(crate) mod test_hooks;
@@ -64,6 +62,7 @@ use crate::engine::give_back::{self, Ledger, Receipt, TenureWord};
 use crate::hint::cold_path;
 use crate::outcome::Denied;
 use crate::quota::Quota;
+use crate::sync::{AtomicU64, Ordering};
 use alloc::boxed::Box;
 use claim::{Insert, Step};
 use crossbeam_utils::CachePadded;
@@ -94,6 +93,9 @@ pub(crate) struct Table {
     pub(crate) origin: u64,
     /// In a table whose new keys start empty, the keys removed while full (`seen.rs`).
     seen: Option<Seen>,
+    /// The latest time at which a bucket was removed as idle: no new bucket starts before it
+    /// (`request::initial_of`).
+    floor: CachePadded<AtomicU64>,
 }
 
 impl Table {
@@ -109,6 +111,7 @@ impl Table {
         let seen = start_empty.then(|| Seen::new(slots.len()));
         Table {
             seen,
+            floor: CachePadded::new(AtomicU64::new(0)),
             slots: Slots::new(slots, window, faults),
             overflow,
             counters: Counters::default(),
@@ -170,6 +173,7 @@ impl Table {
             counters: &self.counters,
             overflow: self.overflow,
             seen: self.seen.as_ref(),
+            floor: &self.floor,
         }
     }
 
@@ -216,7 +220,7 @@ impl Table {
             let publish = tat == UNPUBLISHED;
             let (new, outcome) = decide(
                 if publish {
-                    initial_of(self.seen.as_ref(), req)
+                    initial_of(self.seen.as_ref(), &self.floor, req)
                 } else {
                     tat
                 },
@@ -290,57 +294,6 @@ impl Table {
         (tat != UNPUBLISHED).then_some(tat)
     }
 
-    /// Rewrites the TAT of the published bucket of `fp` at `now` to `f(TAT)` (`None`: leave
-    /// it), by a CAS of W retried with the TAT it finds: a bucket that was removed or whose slot
-    /// went to another key is never touched, and an absent key is left alone. Returns whether
-    /// a write happened.
-    ///
-    /// A rewrite may move the key's bookings anywhere below the new TAT, so it is entered in
-    /// the ledger as a shift of everything the bucket held (`TAT - now`): the bookings made
-    /// before it give nothing back.
-    pub(crate) fn rewrite(&self, fp: u64, now: u64, mut f: impl FnMut(u64) -> Option<u64>) -> bool {
-        let ledger = self.ledger(fp);
-        // A rewrite may lower the TAT as a give-back does: one at a time with them.
-        let _hold = ledger.hold();
-        let mut announced = 0u64;
-        let replaced = self.rewrite_as_is(fp, |tat| {
-            let new = f(tat)?;
-            let held = tat.saturating_sub(now);
-            ledger.announce(held);
-            announced = announced.wrapping_add(held);
-            Some(new)
-        });
-        let entered = replaced.map_or(0, |tat| tat.saturating_sub(now));
-        ledger.complete(entered);
-        ledger.retract(announced.wrapping_sub(entered));
-        replaced.is_some()
-    }
-
-    /// [`rewrite`](Self::rewrite) without the ledger: the TAT it replaced, if it wrote.
-    fn rewrite_as_is(&self, fp: u64, mut f: impl FnMut(u64) -> Option<u64>) -> Option<u64> {
-        let home = self.home(fp);
-        while let Some((slot, k, mut w)) = lookup_settled(&self.slots, home, tag_of(fp)) {
-            let mask = self.slots.mask(k);
-            loop {
-                let tat = w ^ mask;
-                if tat == FROZEN {
-                    break; // being removed: look up again
-                }
-                if tat == UNPUBLISHED {
-                    return None; // not yet published: as an absent key
-                }
-                let new = f(tat).filter(|&new| new < FROZEN && new != tat)?;
-                test_hooks::pause();
-                match slot.tat.spend(w, new ^ mask) {
-                    Ok(_) => return Some(tat),
-                    Err(actual) if slot.key.load() == k => w = actual,
-                    Err(_) => break, // removed or reused meanwhile: look up again
-                }
-            }
-        }
-        None
-    }
-
     /// Removes every bucket that is full at `now` (`TAT <= now`); returns how many. A removal
     /// freezes W, then retires K (see [`upkeep`]). A bucket not yet published holds nothing to
     /// remove, whatever `now`. A bucket whose TAT no operation could have written by `now`
@@ -348,6 +301,8 @@ impl Table {
     /// stalled through a whole cycle of generations (see [`upkeep`], *A stalled thread*): it
     /// is removed too, uncounted, as it was never published.
     pub(crate) fn evict_idle(&self, now: u64) -> usize {
+        // Before any freeze: see `request::initial_of`. Relaxed, for the reason given there.
+        self.floor.fetch_max(now, Ordering::Relaxed);
         let mut removed = 0;
         for slot in self.slots.as_slice() {
             let k = slot.key.load();
@@ -384,8 +339,17 @@ impl Table {
 
     /// Spends `tokens` more unconditionally for the key `fp` at `now` under `quota`, in its
     /// bucket as it is now, creating it (full, or empty under `start_empty`) if it is absent.
-    pub(crate) fn force(&self, fp: u64, tokens: u32, now: u64, quota: &Quota, start_empty: bool) {
-        let _ = self.spend(&Request {
+    /// Refused only when the bucket is absent and there is no room to make it (the refusal of
+    /// a new key); then nothing is charged.
+    pub(crate) fn force(
+        &self,
+        fp: u64,
+        tokens: u32,
+        now: u64,
+        quota: &Quota,
+        start_empty: bool,
+    ) -> Result<(), Denied> {
+        self.spend(&Request {
             fp,
             now,
             cost: tokens,
@@ -393,14 +357,17 @@ impl Table {
             start_empty,
             max_wait_ns: 0,
             force: true,
-        });
+        })
+        .map(|_| ())
     }
 
     /// The TAT of the bucket of `fp` at `now`, or the one it would start from if absent.
     pub(crate) fn tat_or_new(&self, fp: u64, now: u64, quota: &Quota, start_empty: bool) -> u64 {
         self.tat_of(fp).unwrap_or_else(|| {
             let returning = self.seen.as_ref().is_some_and(|s| s.holds(tag_of(fp)));
-            initial_tat(start_empty && !returning, now, quota)
+            // Relaxed: see `request::initial_of`.
+            let floor = self.floor.load(Ordering::Relaxed);
+            initial_tat(start_empty && !returning, now, quota).max(floor)
         })
     }
 

@@ -2,6 +2,7 @@
 //! request on a bucket's TAT.
 
 use super::seen::Seen;
+use crate::sync::{AtomicU64, Ordering};
 use super::slot::{tag_of, KeyWord, FROZEN};
 use crate::engine::bucket::Change;
 use crate::engine::gcra::{self, Booking};
@@ -67,11 +68,13 @@ impl<'q> Request<'q> {
 
 /// The TAT a new bucket of the key of `req` starts from: empty at `req.now` in a table that
 /// starts keys empty, unless `seen` holds the key (removed while full: it comes back full),
-/// else full. Only an insert needs it, so it is out of line, so that the compiler does not
-/// hoist it into every check.
+/// else full; and never before `floor`, the latest time at which the table removed a bucket
+/// as idle (docs/design.md, 6.5, *Removed at one reading, back at an earlier one*). Only an
+/// insert needs it, so it is out of line, so that the compiler does not hoist it into every
+/// check.
 #[inline]
-pub(super) fn initial_of(seen: Option<&Seen>, req: &Request<'_>) -> u64 {
-    initial_of_fields(seen, req.fp, req.start_empty, req.now, req.quota)
+pub(super) fn initial_of(seen: Option<&Seen>, floor: &AtomicU64, req: &Request<'_>) -> u64 {
+    initial_of_fields(seen, floor, req.fp, req.start_empty, req.now, req.quota)
 }
 
 /// [`initial_of`] on the fields it reads, passed in registers: a request passed by reference
@@ -81,13 +84,18 @@ pub(super) fn initial_of(seen: Option<&Seen>, req: &Request<'_>) -> u64 {
 #[inline(never)]
 fn initial_of_fields(
     seen: Option<&Seen>,
+    floor: &AtomicU64,
     fp: u64,
     start_empty: bool,
     now: u64,
     quota: &Quota,
 ) -> u64 {
     let returning = seen.is_some_and(|seen| seen.holds(tag_of(fp)));
-    initial_tat(start_empty && !returning, now, quota)
+    // Relaxed: a removal raises the floor before it freezes the bucket, and an insert reads it
+    // after it has seen that bucket's slot retired (a SeqCst operation on K): happens-before
+    // carries the raise here (docs/design.md, 6.5).
+    let floor = floor.load(Ordering::Relaxed);
+    initial_tat(start_empty && !returning, now, quota).max(floor)
 }
 
 /// The TAT of a key seen for the first time at `now`: 0 (full), or empty at `now`. Never one
