@@ -23,7 +23,7 @@
 //! | Several limits, all or nothing | [`all_of`] → [`AllOf`] over [`Limit`]s |
 //! | Pace a stream, sink or writer | `pace::PaceExt` (feature `async`) |
 //! | Change a quota live | `set_quota`, the rules in [`QuotaChange`] |
-//! | Time | [`Clock`]: [`TickClock`] (the default), [`MonotonicClock`], [`ManualClock`] (tests), [`CachedClock`], `QuantaClock` (feature `quanta`); [`Nanos`] |
+//! | Time | [`Clock`]: [`TickClock`] (the default), [`MonotonicClock`], [`ManualClock`] (tests), `QuantaClock` (feature `quanta`); [`Nanos`] |
 //! | Counts | `named("api")` then `stats()`: [`Stats`], [`KeyedStats`] |
 //! | The reference the tests compare with | [`baseline::MutexBucket`] |
 //!
@@ -43,7 +43,7 @@
 //! - on an exact clock ([`MonotonicClock`], [`ManualClock`], `QuantaClock`, or times passed to
 //!   the `_at` forms) a denied request would pass at exactly `now + retry_after`, and not one
 //!   nanosecond sooner. On a reading that may lag (the default [`TickClock`] for quotas at
-//!   least 16 ms deep, [`CachedClock`]) `retry_after` also holds the clock's declared lag
+//!   least 16 ms deep) `retry_after` also holds the clock's declared lag
 //!   ([`Clock::lag_within`]: two ticks, 2 ms, on [`TickClock`]), so that a retry made
 //!   `retry_after` later passes although that reading may lag more than the one refused;
 //! - `cost == 0` is a peek; `cost > burst` is denied with no retry time;
@@ -88,7 +88,7 @@
 //! ```
 //!
 //! # Features
-//! - `std` (default): [`TickClock`] (the default clock), [`MonotonicClock`], [`CachedClock`],
+//! - `std` (default): [`TickClock`] (the default clock), [`MonotonicClock`],
 //!   `Limiter::new`, the waits, [`KeyedLimiter`], naming and [`baseline::MutexBucket`].
 //!   Without it the crate is `no_std` and needs `alloc`: [`Limiter::with_clock`] on a clock of
 //!   your own or [`ManualClock`], reservations, [`all_of`] and quota changes remain.
@@ -144,8 +144,6 @@ pub mod pace;
 
 pub use all_of::{all_of, AllOf, Limit};
 pub use at::At;
-#[cfg(feature = "std")]
-pub use clock::cached_clock::{CachedClock, CachedClockError};
 #[cfg(feature = "quanta")]
 pub use clock::quanta_clock::QuantaClock;
 #[cfg(feature = "std")]

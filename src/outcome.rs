@@ -3,7 +3,6 @@
 //! Both carry the bucket's state after the decision as two nanosecond figures and work out
 //! token counts only when asked, so that a check's hot path has no division in it.
 
-use crate::quota::Quota;
 use core::fmt;
 use core::time::Duration;
 
@@ -38,16 +37,6 @@ impl Level {
             reset_after_ns,
             depth_ns,
             interval_ns: interval_ns.max(1),
-        }
-    }
-
-    /// The level of a bucket under `quota` that is `reset_after` from full (saturating at
-    /// 584 years).
-    fn of(quota: &Quota, reset_after: Duration) -> Level {
-        Level {
-            reset_after_ns: u64::try_from(reset_after.as_nanos()).unwrap_or(u64::MAX),
-            depth_ns: quota.depth_ns(),
-            interval_ns: quota.emission_interval_ns(),
         }
     }
 
@@ -96,22 +85,6 @@ impl Allowed {
     #[inline]
     pub fn remaining(&self) -> u32 {
         self.level.remaining()
-    }
-
-    /// The answer of a bucket under `quota` that admitted a request and is `reset_after` from
-    /// full: what a backend deciding elsewhere (a Redis script) reports as a local check
-    /// would. `remaining` is worked out as a check's is.
-    ///
-    /// ```
-    /// use cellrate::{Allowed, Quota};
-    /// use std::time::Duration;
-    ///
-    /// let quota = Quota::per_second(10); // 100 ms a token, 10 deep
-    /// let allowed = Allowed::from_bucket(&quota, Duration::from_millis(250));
-    /// assert_eq!((allowed.remaining(), allowed.reset_after()), (7, Duration::from_millis(250)));
-    /// ```
-    pub fn from_bucket(quota: &Quota, reset_after: Duration) -> Allowed {
-        Allowed::new(Level::of(quota, reset_after))
     }
 
     /// The answer of a bucket `depth_ns` deep, refilled one token every `interval_ns`
@@ -185,27 +158,6 @@ impl Denied {
         }
     }
 
-    /// The refusal of a bucket under `quota` that is `reset_after` from full, where the same
-    /// request passes after `retry_after` (`None`: never): what a backend deciding elsewhere
-    /// reports as a local check would.
-    ///
-    /// ```
-    /// use cellrate::{Denied, Quota};
-    /// use std::time::Duration;
-    ///
-    /// let quota = Quota::per_second(10);
-    /// let denied = Denied::from_bucket(&quota, Duration::from_secs(1), Some(Duration::from_millis(100)));
-    /// assert_eq!((denied.remaining(), denied.retry_after()), (0, Some(Duration::from_millis(100))));
-    /// ```
-    pub fn from_bucket(
-        quota: &Quota,
-        reset_after: Duration,
-        retry_after: Option<Duration>,
-    ) -> Denied {
-        let retry_after_ns = retry_after.map(|r| u64::try_from(r.as_nanos()).unwrap_or(u64::MAX));
-        Denied::new(Level::of(quota, reset_after), retry_after_ns)
-    }
-
     /// The refusal of a bucket with the figures of [`Allowed::from_figures`], where the same
     /// request passes after `retry_after_ns` (`None`: never).
     ///
@@ -233,7 +185,7 @@ impl Denied {
     /// is spent meanwhile) and at no earlier time.
     ///
     /// On a reading that may lag the true time (the default [`TickClock`](crate::TickClock)'s
-    /// cached time, a [`CachedClock`](crate::CachedClock)), `retry_after` also covers the lag
+    /// cached time), `retry_after` also covers the lag
     /// ([`Clock::lag_within`](crate::Clock::lag_within)): the retry's reading may lag too, and a
     /// retry made `retry_after` after the refusal is decided on a reading late enough to pass.
     /// The request may then pass up to that lag earlier.

@@ -32,7 +32,7 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 /// assert_eq!(q.emission_interval(), Duration::from_millis(10));
 ///
 /// // Runtime configuration: the fallible forms return a QuotaError instead of panicking.
-/// assert!(Quota::try_per_second(0).is_err());
+/// assert!(Quota::try_new(Duration::from_secs(1), 0).is_err());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Quota {
@@ -104,35 +104,38 @@ impl Quota {
     /// ```
     ///
     /// # Panics
-    /// If `n` is zero. [`Quota::try_per_second`] returns the error instead.
+    /// If `n` is zero. [`Quota::try_new`] builds a quota from figures known only at run time
+    /// and returns the error instead.
     pub fn per_second(n: u32) -> Quota {
-        Quota::try_per_second(n).unwrap_or_else(|e| panic!("Quota::per_second({n}): {e}"))
+        Quota::per_period_ns(n, NANOS_PER_SECOND)
+            .unwrap_or_else(|e| panic!("Quota::per_second({n}): {e}"))
     }
 
     /// `n` tokens per minute, burst `n`.
     ///
     /// # Panics
-    /// If `n` is zero. [`Quota::try_per_minute`] returns the error instead.
+    /// If `n` is zero.
     pub fn per_minute(n: u32) -> Quota {
-        Quota::try_per_minute(n).unwrap_or_else(|e| panic!("Quota::per_minute({n}): {e}"))
+        Quota::per_period_ns(n, NANOS_PER_MINUTE)
+            .unwrap_or_else(|e| panic!("Quota::per_minute({n}): {e}"))
     }
 
     /// `n` tokens per hour, burst `n`.
     ///
     /// # Panics
-    /// If `n` is zero. [`Quota::try_per_hour`] returns the error instead.
+    /// If `n` is zero.
     pub fn per_hour(n: u32) -> Quota {
-        Quota::try_per_hour(n).unwrap_or_else(|e| panic!("Quota::per_hour({n}): {e}"))
+        Quota::per_period_ns(n, NANOS_PER_HOUR)
+            .unwrap_or_else(|e| panic!("Quota::per_hour({n}): {e}"))
     }
 
     /// One token every `period`, burst 1.
     ///
     /// # Panics
-    /// If `period` is zero or longer than [`Quota::MAX_DEPTH`]. [`Quota::try_with_period`]
-    /// returns the error instead.
+    /// If `period` is zero or longer than [`Quota::MAX_DEPTH`]. [`Quota::try_new`] returns
+    /// the error instead.
     pub fn with_period(period: Duration) -> Quota {
-        Quota::try_with_period(period)
-            .unwrap_or_else(|e| panic!("Quota::with_period({period:?}): {e}"))
+        Quota::try_new(period, 1).unwrap_or_else(|e| panic!("Quota::with_period({period:?}): {e}"))
     }
 
     /// The same rate with a capacity of `burst` tokens.
@@ -143,26 +146,6 @@ impl Quota {
     pub fn with_burst(self, burst: u32) -> Quota {
         self.try_with_burst(burst)
             .unwrap_or_else(|e| panic!("Quota::with_burst({burst}): {e}"))
-    }
-
-    /// Fallible [`Quota::per_second`]: [`QuotaError::ZeroRate`] for 0.
-    pub fn try_per_second(n: u32) -> Result<Quota, QuotaError> {
-        Quota::per_period_ns(n, NANOS_PER_SECOND)
-    }
-
-    /// Fallible [`Quota::per_minute`].
-    pub fn try_per_minute(n: u32) -> Result<Quota, QuotaError> {
-        Quota::per_period_ns(n, NANOS_PER_MINUTE)
-    }
-
-    /// Fallible [`Quota::per_hour`].
-    pub fn try_per_hour(n: u32) -> Result<Quota, QuotaError> {
-        Quota::per_period_ns(n, NANOS_PER_HOUR)
-    }
-
-    /// Fallible [`Quota::with_period`].
-    pub fn try_with_period(period: Duration) -> Result<Quota, QuotaError> {
-        Quota::try_new(period, 1)
     }
 
     /// Fallible [`Quota::with_burst`].
@@ -207,7 +190,19 @@ impl Quota {
         Quota::from_parts(interval_ns, (self.burst / n).max(1))
     }
 
-    /// One token every `emission_interval`, at most `burst` saved: the general constructor.
+    /// One token every `emission_interval`, at most `burst` saved: the general constructor,
+    /// fallible, for figures read at run time (a configuration file). `n` per `period` is
+    /// `try_new(period / n, n)`, the interval rounded up so that the rate is never above `n`
+    /// per `period`.
+    ///
+    /// ```
+    /// use cellrate::{Quota, QuotaError};
+    /// use std::time::Duration;
+    ///
+    /// let ten_per_30s = Quota::try_new(Duration::from_secs(3), 10).unwrap();
+    /// assert_eq!(ten_per_30s.replenish_all(), Duration::from_secs(30));
+    /// assert_eq!(Quota::try_new(Duration::ZERO, 10), Err(QuotaError::ZeroPeriod));
+    /// ```
     pub fn try_new(emission_interval: Duration, burst: u32) -> Result<Quota, QuotaError> {
         let ns =
             u64::try_from(emission_interval.as_nanos()).map_err(|_| QuotaError::PeriodTooLong)?;
@@ -263,13 +258,13 @@ impl Quota {
 
     /// The emission interval in nanoseconds (at least 1).
     #[inline]
-    pub fn emission_interval_ns(&self) -> u64 {
+    pub(crate) fn emission_interval_ns(&self) -> u64 {
         self.interval_ns
     }
 
     /// The bucket depth, `burst * emission_interval`, in nanoseconds.
     #[inline]
-    pub fn depth_ns(&self) -> u64 {
+    pub(crate) fn depth_ns(&self) -> u64 {
         self.depth_ns
     }
 }

@@ -116,8 +116,8 @@ pub(crate) mod lane {
     pub(crate) use std::sync::Mutex;
 }
 
-/// Atomics for statistics counters (the keyed limiter's, the Redis limiter's) and for
-/// [`CachedClock`](crate::CachedClock)'s reading: always the real ones, also under loom. They
+/// Atomics for statistics counters (the keyed limiter's, the Redis limiter's): always the real
+/// ones, also under loom. They
 /// order nothing and take no part in any protocol, so the models need not interleave them
 /// (which would multiply their state space).
 #[cfg(feature = "std")]

@@ -5,8 +5,6 @@
 //! to. Every check also has an `_at(now)` form that takes the time from the caller, which is the
 //! cheapest clock of all when one reading serves many checks.
 
-#[cfg(feature = "std")]
-pub(crate) mod cached_clock;
 #[cfg(feature = "quanta")]
 pub(crate) mod quanta_clock;
 #[cfg(feature = "std")]

@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 /// A monotonic clock read from the CPU's timestamp counter through the quanta crate (the clock
 /// governor uses), calibrated against the OS clock. A read is cheaper than
 /// `std::time::Instant` (BENCHMARKS.md, the clock rows). Where the counter is not reliable (not invariant), quanta
-/// falls back to the OS clock. [`CachedClock`](crate::CachedClock) is cheaper still, at the
-/// price of a reading up to its resolution old.
+/// falls back to the OS clock. The default [`TickClock`](crate::TickClock)'s cached time is
+/// cheaper still, at the price of a reading up to a tick old.
 ///
 /// All `QuantaClock`s share one origin, so readings are valid across limiters on this clock
 /// (but not mixed with [`MonotonicClock`](crate::MonotonicClock) readings, whose origin
