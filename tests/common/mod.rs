@@ -2,7 +2,8 @@
 //! files take it with `use crate::common;`).
 #![allow(dead_code)]
 
-use cellrate::{Clock, ManualClock, Nanos, Quota};
+use cellrate::{Clock, KeyedLimiter, Limiter, ManualClock, Nanos, Quota};
+use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,9 +13,27 @@ pub fn quota(interval_ns: u64, burst: u32) -> Quota {
     Quota::try_new(Duration::from_nanos(interval_ns), burst).unwrap()
 }
 
+/// `n` milliseconds on a limiter's clock: the tests' one time helper.
+pub fn ms(n: u64) -> Nanos {
+    Nanos::new(n * 1_000_000)
+}
+
 /// `ns` nanoseconds on a limiter's clock.
 pub fn at(ns: u64) -> Nanos {
     Nanos::new(ns)
+}
+
+/// A full limiter of `quota` on a manual clock at 0, and the clock: the tests' builder.
+pub fn manual(quota: Quota) -> (Limiter<ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    (Limiter::with_clock(quota, clock.clone()), clock)
+}
+
+/// A keyed limiter of `quota` (default capacity, keys starting full) on a manual clock at 0,
+/// and the clock.
+pub fn keyed<K: Hash + Eq>(quota: Quota) -> (KeyedLimiter<K, ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    (KeyedLimiter::with_clock(quota, clock.clone()), clock)
 }
 
 /// A clock whose coarse reading (`now_within` a tolerance of at least `step`) lags the true
