@@ -14,14 +14,13 @@
 //!
 //! # Time
 //! Each limit is decided at its own time: its limiter's reading, the one every other operation
-//! on that bucket uses, or the time of the view it comes from (`limiter.at(now)`,
-//! `keyed.at(now).key(&k)`). A rollback reads its limit's time again, after loading the TAT,
+//! on that bucket uses, or the time of the handle it comes from (`keyed.at(now).key(&k)`), or
+//! the one time of [`AllOf::at`] for all of them. A rollback reads its limit's time again, after loading the TAT,
 //! so that it is no earlier than any spend it undoes beneath.
 //!
 //! The loom models (`loom` in docs/design.md, section 8) check this: no bucket admits more
 //! than its burst, and a refused check leaves every bucket as the admitted checks alone would.
 
-use crate::at::At;
 use crate::clock::Clock;
 use crate::engine::bucket_ref::BucketRef;
 use crate::limiter::Limiter;
@@ -53,9 +52,8 @@ pub(crate) mod sealed {
     }
 }
 
-/// A bucket that can take part in an [`all_of`] check: a [`Limiter`], a limiter at a time
-/// passed in ([`Limiter::at`]), or one key of a keyed limiter
-/// ([`KeyedBucket`](crate::KeyedBucket), from `KeyedLimiter::key`). Sealed.
+/// A bucket that can take part in an [`all_of`] check: a [`Limiter`], or one key of a keyed
+/// limiter ([`KeyedBucket`](crate::KeyedBucket), from `KeyedLimiter::key`). Sealed.
 pub trait Limit: sealed::Sealed {}
 
 impl<C: Clock> sealed::Sealed for Limiter<C> {
@@ -75,27 +73,13 @@ impl<C: Clock> sealed::Sealed for Limiter<C> {
 
 impl<C: Clock> Limit for Limiter<C> {}
 
-impl<C: Clock> sealed::Sealed for At<'_, Limiter<C>> {
-    fn bucket_ref(&self) -> BucketRef<'_, dyn Clock + '_> {
-        Limiter::bucket_ref(self.of).erased()
-    }
-
-    fn at(&self) -> Option<Nanos> {
-        Some(self.now)
-    }
-
-    #[cfg(feature = "std")]
-    fn named(&self) -> Option<&crate::engine::counting::Named> {
-        self.of.named.as_deref()
-    }
-}
-
-impl<C: Clock> Limit for At<'_, Limiter<C>> {}
 
 /// Several limits checked together, each with its cost. Build it with [`all_of`].
 #[derive(Clone, Copy)]
-pub struct AllOf<'a> {
-    limits: &'a [(&'a dyn Limit, u32)],
+pub struct AllOf<'s, 'a> {
+    limits: &'s [(&'a dyn Limit, u32)],
+    /// The time of [`at`](Self::at), if given.
+    at: Option<Nanos>,
 }
 
 /// Checks a request against every limit in `limits`, each with its own cost (tokens of that
@@ -114,11 +98,25 @@ pub struct AllOf<'a> {
 /// assert_eq!(user.available(), 8);
 /// assert_eq!(denied.remaining(), 0); // the smallest remaining among the limits
 /// ```
-pub fn all_of<'a>(limits: &'a [(&'a dyn Limit, u32)]) -> AllOf<'a> {
-    AllOf { limits }
+pub fn all_of<'s, 'a>(limits: &'s [(&'a dyn Limit, u32)]) -> AllOf<'s, 'a> {
+    AllOf { limits, at: None }
 }
 
-impl<'a> AllOf<'a> {
+impl<'a> AllOf<'_, 'a> {
+    /// The same check with every limit decided at `now` instead of its limiter's reading (as
+    /// `limiter.at(now)` does for one limiter): pass times from one clock.
+    pub fn at(self, now: Nanos) -> Self {
+        AllOf {
+            at: Some(now),
+            ..self
+        }
+    }
+
+    /// The time limit `limit` is decided at: this check's, or its own.
+    fn time_of(&self, limit: &dyn Limit) -> Option<Nanos> {
+        self.at.or_else(|| limit.at())
+    }
+
     /// Spends each limit's cost in every limit, or in none (an empty set admits everything),
     /// and answers for all of them together.
     ///
@@ -156,7 +154,7 @@ impl<'a> AllOf<'a> {
     /// ```
     pub fn check_each(&self) -> Result<Vec<Allowed>, Vec<Result<Allowed, Denied>>> {
         let mut admitted = Vec::with_capacity(self.limits.len());
-        match spend_all(self.limits, &mut admitted) {
+        match spend_all(self.limits, self.at, &mut admitted) {
             Ok(()) => Ok(admitted),
             Err((refused, denied)) => Err(self.limits_now(refused, denied)),
         }
@@ -186,14 +184,14 @@ impl<'a> AllOf<'a> {
     ) -> Result<Vec<Reservation<'a, dyn Clock + 'a>>, Denied> {
         let mut booked = Vec::with_capacity(self.limits.len());
         for (i, &(limit, cost)) in self.limits.iter().enumerate() {
-            let (bucket, at) = (limit.bucket_ref(), limit.at());
+            let (bucket, at) = (limit.bucket_ref(), self.time_of(limit));
             match Reservation::book(bucket.clone(), cost, max_wait, bucket.time(at)) {
                 Ok(reservation) => booked.push(reservation),
                 Err(denied) => {
                     // The last one first, so that each is on top of its bucket when it is given
                     // back.
                     while let Some(reservation) = booked.pop() {
-                        let at = self.limits[booked.len()].0.at();
+                        let at = self.time_of(self.limits[booked.len()].0);
                         match at {
                             Some(now) => reservation.cancel_at(now),
                             None => reservation.cancel(),
@@ -221,7 +219,7 @@ impl<'a> AllOf<'a> {
                 if i == refused {
                     return Err(denied);
                 }
-                let (bucket, at) = (limit.bucket_ref(), limit.at());
+                let (bucket, at) = (limit.bucket_ref(), self.time_of(limit));
                 let now = bucket.time(at).as_u64();
                 bucket
                     .evaluate(cost, now)
@@ -237,18 +235,19 @@ impl<'a> AllOf<'a> {
 /// the number of limits. A refusal names the limit that refused, with its answer.
 fn spend_all(
     limits: &[(&dyn Limit, u32)],
+    time: Option<Nanos>,
     admitted: &mut Vec<Allowed>,
 ) -> Result<(), (usize, Denied)> {
     let Some((&(first, cost), rest)) = limits.split_first() else {
         return Ok(());
     };
-    let (bucket, at) = (first.bucket_ref(), first.at());
+    let (bucket, at) = (first.bucket_ref(), time.or_else(|| first.at()));
     let now = bucket.time(at);
     let (receipt, booking) = bucket
         .book(cost, now.as_u64(), 0)
         .map_err(|denied| (admitted.len(), bucket.lagged(at, denied)))?;
     admitted.push(booking.allowed);
-    spend_all(rest, admitted).inspect_err(|_| {
+    spend_all(rest, time, admitted).inspect_err(|_| {
         bucket.give_back(&receipt, cost, at);
     })
 }

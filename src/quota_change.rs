@@ -63,6 +63,13 @@ impl QuotaChange {
     /// The TAT that a bucket at `tat` has at `now` after moving from quota `old` to `new`.
     /// At most [`gcra::MAX_AHEAD`] past `now`, like every write of a TAT.
     pub(crate) fn rebase(self, tat: u64, now: u64, old: &Quota, new: &Quota) -> u64 {
+        // Never before `now`: the change happens at its reading, and an operation after it on
+        // an earlier reading is answered as of the change, not under the new quota earlier.
+        self.carry(tat, now, old, new).max(now)
+    }
+
+    /// [`rebase`](Self::rebase) before it is kept from going below `now`.
+    fn carry(self, tat: u64, now: u64, old: &Quota, new: &Quota) -> u64 {
         let used = tat.saturating_sub(now);
         if used > old.depth_ns() {
             // Reservations wait (module docs): the change takes effect as the last is ready.

@@ -75,7 +75,7 @@ fn own_answers(
             if spent || level.as_ref().is_ok_and(|a| a.remaining() >= cost) {
                 return level;
             }
-            match bucket.reserve_n(cost, Duration::ZERO) {
+            match bucket.reserve(cost, Duration::ZERO) {
                 Err(denied) => Err(denied),
                 Ok(booking) => {
                     booking.cancel();
@@ -117,7 +117,7 @@ impl Local {
     pub(crate) fn check(&self, ask: &Ask<'_>) -> Option<LocalAnswer> {
         match ask {
             Ask::One { key, cost, quota } => Some(LocalAnswer {
-                decision: self.table(quota)?.check_key_n(*key, *cost),
+                decision: self.table(quota)?.key(*key).check_n(*cost),
                 each: Vec::new(),
             }),
             Ask::AllOf { limits, cost } => {
@@ -130,8 +130,9 @@ impl Local {
                     .zip(limits.iter())
                     .map(|(table, (key, _))| table.key(*key))
                     .collect();
-                let limits: Vec<&dyn Limit> = buckets.iter().map(|b| b as &dyn Limit).collect();
-                let decision = all_of(&limits).check_n(*cost);
+                let limits: Vec<(&dyn Limit, u32)> =
+                    buckets.iter().map(|b| (b as &dyn Limit, *cost)).collect();
+                let decision = all_of(&limits).check();
                 let each = own_answers(&buckets, *cost, decision.is_ok());
                 Some(LocalAnswer { decision, each })
             }

@@ -27,7 +27,8 @@ impl MicroQuota {
     /// The quota with its emission interval rounded up to whole microseconds (so the long-run
     /// rate never exceeds the one configured), or an error if its depth passes 2^51 µs.
     pub(crate) fn new(quota: &Quota) -> Result<MicroQuota, Error> {
-        let interval_us = quota.emission_interval_ns().div_ceil(1000);
+        let interval_ns = u64::try_from(quota.emission_interval().as_nanos()).unwrap_or(u64::MAX);
+        let interval_us = interval_ns.div_ceil(1000);
         let depth_us = interval_us.checked_mul(u64::from(quota.burst()));
         match depth_us {
             Some(d) if d <= MAX_DEPTH_US => Ok(MicroQuota {

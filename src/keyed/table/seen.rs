@@ -10,7 +10,7 @@
 //! forgets a key after two generations of removals.
 //!
 //! What it costs and what it risks (docs/design.md, section 6.5):
-//! - two bytes per slot, only for tables that start keys empty;
+//! - two bytes per slot (1 KiB at least), only for tables that start keys empty;
 //! - a new key whose bits happen to be set is taken for a returning one and starts full: at
 //!   most about 2% of new keys (8 bits per key, 5 bits each, at a full generation);
 //! - a key that returns after more than two generations of removals (about twice the table's
@@ -42,7 +42,9 @@ pub(crate) struct Seen {
 impl Seen {
     /// A filter for a table of `slots` slots.
     pub(crate) fn new(slots: usize) -> Seen {
-        let bits = (slots.max(8) * BITS_PER_KEY).next_power_of_two() as u64;
+        // At least 4,096 bits (512 bytes a generation): a small table's few keys then share
+        // next to no bits, and so are next to never taken for one another.
+        let bits = (slots * BITS_PER_KEY).max(4_096).next_power_of_two() as u64;
         let generation = || (0..bits / 64).map(|_| AtomicU64::new(0)).collect();
         Seen {
             generations: [generation(), generation()],
