@@ -4,9 +4,7 @@
 
 use crate::common::{ms, LaggingClock};
 use crate::oracle::{Exact, Log};
-use cellrate::{
-    KeyedLimiter, Limiter, ManualClock, Nanos, OverflowPolicy, Quota, QuotaChange,
-};
+use cellrate::{KeyedLimiter, Limiter, ManualClock, Nanos, OverflowPolicy, Quota, QuotaChange};
 use std::time::Duration;
 
 const NO_WAIT: Duration = Duration::ZERO;
@@ -27,10 +25,17 @@ fn a_settle_above_a_booking_whose_bucket_has_no_room_says_so() {
     clock.set(ms(1_000));
     assert_eq!(table.evict_idle(), 1, "key 1 is idle and removed");
     for key in [2u64, 3] {
-        assert!(table.key(&key).check_n(10).is_ok(), "key {key} fills a slot");
+        assert!(
+            table.key(&key).check_n(10).is_ok(),
+            "key {key} fills a slot"
+        );
     }
     let refused = table.attach(ticket).unwrap().settle(100).unwrap_err();
-    assert_eq!(refused.retry_after(), Some(Duration::from_secs(1)), "when 2 or 3 is full");
+    assert_eq!(
+        refused.retry_after(),
+        Some(Duration::from_secs(1)),
+        "when 2 or 3 is full"
+    );
 
     // Under start_empty with the default policy: no bucket that is not full makes room.
     let clock = ManualClock::new();
@@ -42,12 +47,23 @@ fn a_settle_above_a_booking_whose_bucket_has_no_room_says_so() {
     let wait = Duration::from_secs(2);
     let ticket = table.key(&1).reserve(1, wait).unwrap().detach(); // empty at 0: ready 100 ms
     clock.set(ms(3_000));
-    assert_eq!(table.evict_idle(), 1, "key 1 is idle and removed (and comes back full)");
+    assert_eq!(
+        table.evict_idle(),
+        1,
+        "key 1 is idle and removed (and comes back full)"
+    );
     for key in [2u64, 3] {
-        assert!(table.key(&key).reserve(10, wait).is_ok(), "key {key} fills a slot");
+        assert!(
+            table.key(&key).reserve(10, wait).is_ok(),
+            "key {key} fills a slot"
+        );
     }
     let refused = table.attach(ticket).unwrap().settle(100).unwrap_err();
-    assert_eq!(refused.retry_after(), Some(Duration::from_secs(2)), "when 2 or 3 is full");
+    assert_eq!(
+        refused.retry_after(),
+        Some(Duration::from_secs(2)),
+        "when 2 or 3 is full"
+    );
 }
 
 /// The same settle where the default policy may make room: the extra lands on the key, which
@@ -217,7 +233,11 @@ fn an_upgrade_never_lets_new_requests_overlap_a_waiting_booking() {
                 "{how:?}: a check at {t} ms would use the booking's time"
             );
         }
-        let first = if how == QuotaChange::KeepTime { 20_000 - 90 } else { 10_010 };
+        let first = if how == QuotaChange::KeepTime {
+            20_000 - 90
+        } else {
+            10_010
+        };
         assert!(limiter.at(ms(first - 1)).check().is_err(), "{how:?}");
         assert!(limiter.at(ms(first)).check().is_ok(), "{how:?}");
         log.checked(1, ms(first).as_u64());

@@ -11,8 +11,8 @@
 
 use crate::oracle::{BookingId, Exact, Log};
 use cellrate::{
-    all_of, Clock, KeyedLimiter, Limiter, ManualClock, Nanos, OverflowPolicy, Quota,
-    QuotaChange, Reservation,
+    all_of, Clock, KeyedLimiter, Limiter, ManualClock, Nanos, OverflowPolicy, Quota, QuotaChange,
+    Reservation,
 };
 use fastrand::Rng;
 use std::collections::HashMap;
@@ -50,7 +50,11 @@ fn random_quota(rng: &mut Rng) -> Quota {
 }
 
 fn wait(rng: &mut Rng) -> Duration {
-    [Duration::ZERO, Duration::from_millis(50), Duration::from_secs(2)][rng.usize(..3)]
+    [
+        Duration::ZERO,
+        Duration::from_millis(50),
+        Duration::from_secs(2),
+    ][rng.usize(..3)]
 }
 
 /// The true time, and a reading of it that lags by up to `lag` (and so may go backwards).
@@ -219,12 +223,15 @@ fn keyed_schedule(seed: u64) -> Result<(), String> {
     let mut rng = Rng::with_seed(seed);
     // Two quotas, two buckets per key (equal quotas would be one bucket).
     let first = random_quota(&mut rng);
-    let tiers = [first, loop {
-        let q = random_quota(&mut rng);
-        if q != first {
-            break q;
-        }
-    }];
+    let tiers = [
+        first,
+        loop {
+            let q = random_quota(&mut rng);
+            if q != first {
+                break q;
+            }
+        },
+    ];
     let policy = [OverflowPolicy::EvictNearestNew, OverflowPolicy::DenyNewKeys][rng.usize(..2)];
     let start_empty = rng.u8(..4) == 0;
     let table = KeyedLimiter::<u64, _>::builder(tiers[0])
@@ -236,7 +243,8 @@ fn keyed_schedule(seed: u64) -> Result<(), String> {
     let buckets: Vec<BucketOf> = (0..5)
         .flat_map(|key| (0..2).map(move |tier| BucketOf { key, tier }))
         .collect();
-    let index: HashMap<BucketOf, usize> = buckets.iter().enumerate().map(|(i, b)| (*b, i)).collect();
+    let index: HashMap<BucketOf, usize> =
+        buckets.iter().enumerate().map(|(i, b)| (*b, i)).collect();
     let mut logs: Vec<Log> = buckets.iter().map(|_| Log::default()).collect();
     // Under start_empty, a bucket starts empty at its first reading (or later, if the table had
     // no room for it then): the oracle starts it at the earliest, which is looser.
@@ -265,7 +273,11 @@ fn keyed_schedule(seed: u64) -> Result<(), String> {
         // Under EvictNearestNew, an operation on several buckets could remove one of them for
         // another and then use it again, which the evictions found after the operation cannot
         // tell: those schedules take one bucket an operation.
-        let ops = if policy == OverflowPolicy::EvictNearestNew { 5 } else { 7 };
+        let ops = if policy == OverflowPolicy::EvictNearestNew {
+            5
+        } else {
+            7
+        };
         match rng.u8(..ops) {
             0 | 1 => {
                 let cost = rng.u32(0..=burst + 1);
@@ -296,7 +308,10 @@ fn keyed_schedule(seed: u64) -> Result<(), String> {
                 if first_seen[other].is_none_or(|t| now < t) {
                     first_seen[other] = Some(now);
                 }
-                let (c1, c2) = (rng.u32(0..=burst), rng.u32(0..=tiers[buckets[other].tier].burst()));
+                let (c1, c2) = (
+                    rng.u32(0..=burst),
+                    rng.u32(0..=tiers[buckets[other].tier].burst()),
+                );
                 if other != b && all_of(&[(&handle, c1), (&second, c2)]).check().is_ok() {
                     for (log, cost) in [(b, c1), (other, c2)] {
                         if cost > 0 {
@@ -342,7 +357,7 @@ fn keyed_schedule(seed: u64) -> Result<(), String> {
                 ));
             }
             for i in forgotten {
-                logs[i].forgotten(t);
+                logs[i].forgotten();
             }
             evictions = overflow;
         }
@@ -427,7 +442,9 @@ fn thread_schedule(
     let mut pending = Vec::new();
     for _ in 0..200 {
         if rng.u8(..3) == 0 {
-            clock.0.fetch_add(rng.u64(0..=20_000_000), std::sync::atomic::Ordering::SeqCst);
+            clock
+                .0
+                .fetch_add(rng.u64(0..=20_000_000), std::sync::atomic::Ordering::SeqCst);
         }
         let b = rng.usize(..buckets.len());
         let handle = table.key(&buckets[b].0).with_quota(buckets[b].1);
@@ -481,7 +498,9 @@ fn thread_schedule(
         }
     }
     for (b, r) in pending {
-        carried.bookings.push((b, r.cost(), r.ready_at().as_u64(), None)); // kept
+        carried
+            .bookings
+            .push((b, r.cost(), r.ready_at().as_u64(), None)); // kept
     }
     carried
 }
@@ -494,7 +513,9 @@ fn threaded_keyed_schedules_replay_through_the_exact_bucket_of_each_bucket() {
         Quota::per_second(100).with_burst(3),
         Quota::per_second(10).with_burst(2),
     ];
-    let buckets: Vec<(u64, Quota)> = (0..4u64).map(|i| (i / 2, tiers[(i % 2) as usize])).collect();
+    let buckets: Vec<(u64, Quota)> = (0..4u64)
+        .map(|i| (i / 2, tiers[(i % 2) as usize]))
+        .collect();
     for seed in 0..schedules(1_000) / 20 {
         let start_empty = seed % 2 == 1;
         let clock = SharedClock(std::sync::Arc::new(1_000_000_000.into()));

@@ -109,8 +109,8 @@ impl Exact {
                 (i128::from(self.burst) - spent_in_bucket).min(b_new) * t_new
             }
             QuotaChange::Proportional => {
-                let of_new = (spent_in_bucket * b_new + i128::from(self.burst) - 1)
-                    / i128::from(self.burst);
+                let of_new =
+                    (spent_in_bucket * b_new + i128::from(self.burst) - 1) / i128::from(self.burst);
                 next.depth() - of_new.min(b_new) * t_new
             }
             other => panic!("no oracle rule for {other:?}"),
@@ -140,8 +140,9 @@ enum Event {
         how: QuotaChange,
         decided: usize,
     },
-    /// The bucket was removed at `at` by an overflow eviction: it comes back as a new bucket.
-    Forgotten { at: u64, decided: usize },
+    /// The bucket was removed by an overflow eviction: what is decided after it is decided on
+    /// a new bucket, whatever its reading.
+    Forgotten { decided: usize },
 }
 
 /// A booking in the log.
@@ -216,32 +217,47 @@ impl Log {
     }
 
     /// The bucket was evicted although not full (an overflow eviction, a documented loss):
-    /// from `at` it is a new bucket, and what it held (bookings still to come included) is
-    /// forgiven.
-    pub fn forgotten(&mut self, at: u64) {
+    /// what is decided from now on is decided on a new bucket, and what the old one held
+    /// (bookings still to come included) is forgiven: the two are replayed apart.
+    pub fn forgotten(&mut self) {
         let decided = self.next_decision();
-        for b in &mut self.bookings {
-            if b.ready_at > at {
-                b.cancelled = true;
-            }
-        }
-        self.events.push(Event::Forgotten { at, decided });
+        self.events.push(Event::Forgotten { decided });
+    }
+
+    /// The decisions at which the bucket was forgotten, in order.
+    fn epochs(&self) -> Vec<usize> {
+        self.events
+            .iter()
+            .filter_map(|e| match *e {
+                Event::Forgotten { decided } => Some(decided),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Whether the bucket is full at `t` as far as the log knows: the requests carried out by
     /// then replayed, and no booking still to come.
     pub fn is_full_at(&self, start: Exact, quota: Quota, t: u64) -> bool {
-        if self.bookings.iter().any(|b| !b.cancelled && b.ready_at > t) {
+        let since = self.epochs().last().copied().unwrap_or(0);
+        let start = if since == 0 {
+            start
+        } else {
+            Exact::full(quota)
+        };
+        if self
+            .bookings
+            .iter()
+            .any(|b| !b.cancelled && b.decided >= since && b.ready_at > t)
+        {
             return false;
         }
-        self.state_at(start, quota, t).is_full(t)
+        self.state_at(start, t, since).is_full(t)
     }
 
     /// The bucket at `t`, replaying what the log holds up to then (failures ignored).
-    fn state_at(&self, start: Exact, quota: Quota, t: u64) -> Exact {
+    fn state_at(&self, start: Exact, t: u64, since: usize) -> Exact {
         let mut bucket = start;
-        let mut quota = quota;
-        for (at, e) in self.timeline() {
+        for (at, e) in self.timeline(since, usize::MAX) {
             if at > t {
                 break;
             }
@@ -250,18 +266,25 @@ impl Log {
                     let _ = bucket.take(cost, at);
                 }
                 Event::Charged { cost, .. } => bucket.charge(cost, at),
-                Event::Changed { at: tc, to, how, .. } => {
-                    bucket = if at > tc { Exact::empty_at(to, at) } else { bucket.changed(to, how, at) };
-                    quota = to;
+                Event::Changed {
+                    at: tc, to, how, ..
+                } => {
+                    bucket = if at > tc {
+                        Exact::empty_at(to, at)
+                    } else {
+                        bucket.changed(to, how, at)
+                    };
                 }
-                Event::Forgotten { .. } => bucket = Exact::full(quota),
+                Event::Forgotten { .. } => {}
             }
         }
         bucket
     }
 
-    /// Every event at the time it takes effect, in the order the replay takes them.
-    fn timeline(&self) -> Vec<(u64, Event)> {
+    /// Every event decided in `[from, to)` at the time it takes effect, in the order the
+    /// replay takes them.
+    fn timeline(&self, from: usize, to: usize) -> Vec<(u64, Event)> {
+        let within = |decided: usize| (from..to).contains(&decided);
         let mut timeline: Vec<(u64, u8, usize, Event)> = Vec::new();
         // A request decided after a quota change is decided under the new quota, whatever its
         // reading: it takes effect no earlier than the change.
@@ -283,11 +306,20 @@ impl Log {
         let latest_ready_before = |decided: usize| {
             self.bookings
                 .iter()
-                .filter(|b| b.decided < decided && !b.cancelled)
+                .filter(|b| b.decided < decided && !b.cancelled && within(b.decided))
                 .map(|b| b.ready_at)
                 .max()
         };
         for (i, e) in self.events.iter().enumerate() {
+            let decided = match *e {
+                Event::Carried { what, .. } => what,
+                Event::Charged { decided, .. }
+                | Event::Changed { decided, .. }
+                | Event::Forgotten { decided } => decided,
+            };
+            if !within(decided) {
+                continue;
+            }
             match *e {
                 Event::Carried { at, what, .. } => {
                     let (at, kind) = after_change(at, what, 1);
@@ -302,10 +334,14 @@ impl Log {
                     let waiting = latest_ready_before(decided).filter(|&r| r > at);
                     timeline.push((waiting.unwrap_or(at), 3, i, *e))
                 }
-                Event::Forgotten { at, .. } => timeline.push((at, 0, i, *e)),
+                Event::Forgotten { .. } => {}
             }
         }
-        for b in self.bookings.iter().filter(|b| !b.cancelled) {
+        for b in self
+            .bookings
+            .iter()
+            .filter(|b| !b.cancelled && within(b.decided))
+        {
             let cost = b.settled.unwrap_or(b.cost);
             let (at, kind) = after_change(b.ready_at, b.decided, 1);
             let carried = Event::Carried {
@@ -323,13 +359,32 @@ impl Log {
     /// carried-out request must pass. Returns the number replayed, or a description of the
     /// first that fails.
     pub fn replay(&self, start: Exact, quota: Quota) -> Result<usize, String> {
+        let mut bounds = vec![0];
+        bounds.extend(self.epochs());
+        bounds.push(usize::MAX);
+        let mut replayed = 0;
+        for (k, pair) in bounds.windows(2).enumerate() {
+            let start = if k == 0 { start } else { Exact::full(quota) };
+            replayed += self.replay_epoch(start, quota, pair[0], pair[1])?;
+        }
+        Ok(replayed)
+    }
+
+    /// [`replay`](Self::replay) of the decisions in `[from, to)`.
+    fn replay_epoch(
+        &self,
+        start: Exact,
+        quota: Quota,
+        from: usize,
+        to: usize,
+    ) -> Result<usize, String> {
         let (mut bucket, mut quota, mut replayed) = (start, quota, 0);
-        for (t, e) in self.timeline() {
+        for (t, e) in self.timeline(from, to) {
             match e {
                 Event::Carried { cost, what, .. } => {
                     if cost > 0 && !bucket.take(cost, t) {
                         let trace = if std::env::var_os("CELLRATE_REPLAY_TRACE").is_some() {
-                            format!("\n{:?}", self.timeline())
+                            format!("\n{:?}", self.timeline(0, usize::MAX))
                         } else {
                             String::new()
                         };
@@ -350,7 +405,7 @@ impl Log {
                     };
                     quota = to;
                 }
-                Event::Forgotten { .. } => bucket = Exact::full(quota),
+                Event::Forgotten { .. } => {}
             }
         }
         Ok(replayed)
