@@ -1,6 +1,7 @@
-//! Every check, reservation and give-back of the in-process limiters has an `_at(now)` form,
-//! as README.md says, and so does every `try_*` call of `cellrate-redis`: read from the
-//! sources, so that a new call without its `_at` twin fails here.
+//! Every `try_*` call of `cellrate-redis` that decides at a time has an `_at(now)` twin: read
+//! from the sources, so that a new call without its twin fails here. (The in-process limiters
+//! take a time through a view, `limiter.at(now)` and `keyed.at(now)`, whose operations are
+//! checked against the clock's in `limiter.rs` and `keyed.rs`.)
 
 use std::path::{Path, PathBuf};
 
@@ -14,9 +15,6 @@ const TIMED: &[&str] = &[
     "start_empty",
     "rebase_from",
 ];
-
-/// Test and model hooks (under `cfg(loom)`), which are no API.
-const HOOKS: &[&str] = &["racy", "faulty", "without_rollback", "rolling_back"];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("a source folder") {
@@ -65,25 +63,13 @@ fn is_call(name: &str, stem: &str) -> bool {
 fn without_at_form(names: &[String], timed: impl Fn(&str) -> bool) -> Vec<String> {
     let mut missing: Vec<String> = names
         .iter()
-        .filter(|n| timed(n) && !n.contains("_at") && !HOOKS.iter().any(|h| n.contains(h)))
+        .filter(|n| timed(n) && !n.contains("_at"))
         .filter(|n| !names.contains(&format!("{n}_at")))
         .cloned()
         .collect();
     missing.sort();
     missing.dedup();
     missing
-}
-
-#[test]
-fn every_timed_call_of_the_core_has_an_at_form() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let names = public_functions(&root.join("src"));
-    let timed = |n: &str| TIMED.iter().any(|t| is_call(n, t));
-    assert!(
-        names.iter().any(|n| n == "check_n_at"),
-        "the scan found nothing"
-    );
-    assert_eq!(without_at_form(&names, timed), Vec::<String>::new());
 }
 
 #[test]

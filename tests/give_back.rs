@@ -3,18 +3,9 @@
 //! back more than the booking still holds. All on `Quota::per_second(10)`, burst 10 (T = 100
 //! ms), with the time passed in, unless said otherwise.
 
-use cellrate::{
-    all_of, KeyedLimiter, Limiter, ManualClock, Nanos, OverflowPolicy, Quota, QuotaChange,
-};
+use crate::common::{manual, ms};
+use cellrate::{all_of, KeyedLimiter, ManualClock, OverflowPolicy, Quota, QuotaChange};
 use std::time::Duration;
-
-fn ms(n: u64) -> Nanos {
-    Nanos::new(n * 1_000_000)
-}
-
-fn ten() -> Limiter<ManualClock> {
-    Limiter::with_clock(Quota::per_second(10), ManualClock::new())
-}
 
 const WAIT: Duration = Duration::from_millis(400);
 
@@ -26,19 +17,19 @@ const WAIT: Duration = Duration::from_millis(400);
 #[test]
 fn a_give_back_and_a_spend_between_a_booking_and_its_cancel_do_not_fool_it() {
     for y in [5, 4] {
-        let limiter = ten();
-        let x = limiter.reserve_n_at(5, Duration::ZERO, ms(0)).unwrap();
-        let r = limiter.reserve_n_at(5, WAIT, ms(0)).unwrap();
+        let (limiter, _) = manual(Quota::per_second(10));
+        let x = limiter.at(ms(0)).reserve(5, Duration::ZERO).unwrap();
+        let r = limiter.at(ms(0)).reserve(5, WAIT).unwrap();
         x.cancel_at(ms(400)); // X held 100 ms of its 500 by then
-        assert!(limiter.check_n_at(y, ms(400)).is_ok());
+        assert!(limiter.at(ms(400)).check_n(y).is_ok());
         r.cancel_at(ms(400));
         assert!(
-            limiter.available_at(ms(400)) <= 10 - y,
+            limiter.at(ms(400)).available() <= 10 - y,
             "Y spent {y} at 400 ms and {} are left",
-            limiter.available_at(ms(400))
+            limiter.at(ms(400)).available()
         );
         // Nothing is lost either: the exact bucket that saw only Y has exactly this many.
-        assert_eq!(limiter.available_at(ms(400)), 10 - y);
+        assert_eq!(limiter.at(ms(400)).available(), 10 - y);
     }
 }
 
@@ -46,19 +37,19 @@ fn a_give_back_and_a_spend_between_a_booking_and_its_cancel_do_not_fool_it() {
 /// limit refuses, with a give-back and a spend on L before the rollback.
 #[test]
 fn an_all_of_rollback_after_a_give_back_and_a_spend_returns_only_its_own() {
-    let l = ten();
-    let x = l.reserve_n_at(5, Duration::ZERO, ms(0)).unwrap();
+    let (l, _) = manual(Quota::per_second(10));
+    let x = l.at(ms(0)).reserve(5, Duration::ZERO).unwrap();
     // The all_of's spend on L (a zero-wait booking is the same step), then its refusal.
-    let spent = l.reserve_n_at(5, Duration::ZERO, ms(0)).unwrap();
+    let spent = l.at(ms(0)).reserve(5, Duration::ZERO).unwrap();
     x.cancel_at(ms(400));
-    assert!(l.check_n_at(5, ms(400)).is_ok()); // Y
+    assert!(l.at(ms(400)).check_n(5).is_ok()); // Y
     spent.cancel_at(ms(400)); // the rollback
-    assert_eq!(l.available_at(ms(400)), 5, "only Y's 5 are spent");
+    assert_eq!(l.at(ms(400)).available(), 5, "only Y's 5 are spent");
     // And all_of itself, where nothing comes between: exactly as if it never ran.
-    let g = Limiter::with_clock(Quota::per_second(1).with_burst(1), ManualClock::new());
-    g.check_n_at(1, ms(400)).unwrap();
-    assert!(all_of(&[&l, &g]).check_n_at(3, ms(400)).is_err());
-    assert_eq!(l.available_at(ms(400)), 5);
+    let (g, _) = manual(Quota::per_second(1).with_burst(1));
+    g.at(ms(400)).check_n(1).unwrap();
+    assert!(all_of(&[(&l, 3), (&g, 3)]).at(ms(400)).check().is_err());
+    assert_eq!(l.at(ms(400)).available(), 5);
 }
 
 /// A booking settled above its cost after a quota change: the extra is charged under the live
@@ -66,24 +57,28 @@ fn an_all_of_rollback_after_a_give_back_and_a_spend_returns_only_its_own() {
 #[test]
 fn a_settle_above_the_booking_after_a_quota_change_charges_the_live_quota() {
     // Booked under 100/s, settled at 50 under 10/s: 49 more tokens of 100 ms, in debt.
-    let limiter = Limiter::with_clock(Quota::per_second(100), ManualClock::new());
-    let booked = limiter.reserve_n_at(1, Duration::ZERO, ms(0)).unwrap();
-    limiter.set_quota_at(Quota::per_second(10), QuotaChange::KeepSpent, ms(0));
-    booked.settle_at(50, ms(0));
+    let (limiter, _) = manual(Quota::per_second(100));
+    let booked = limiter.at(ms(0)).reserve(1, Duration::ZERO).unwrap();
+    limiter
+        .at(ms(0))
+        .set_quota(Quota::per_second(10), QuotaChange::KeepSpent);
+    booked.settle_at(50, ms(0)).unwrap();
     assert_eq!(
-        limiter.available_at(ms(0)),
+        limiter.at(ms(0)).available(),
         0,
         "the extra cost was not charged"
     );
-    let refused = limiter.check_n_at(1, ms(0)).unwrap_err();
+    let refused = limiter.at(ms(0)).check_n(1).unwrap_err();
     // 1 token kept by the change, 49 forced: 5 s of debt beyond the burst.
     assert_eq!(refused.retry_after(), Some(Duration::from_millis(4_100)));
     // Upgraded from 10/s to 100/s, then settled from 1 to 50: 50 of 100 spent.
-    let limiter = ten();
-    let booked = limiter.reserve_n_at(1, Duration::ZERO, ms(0)).unwrap();
-    limiter.set_quota_at(Quota::per_second(100), QuotaChange::KeepSpent, ms(0));
-    booked.settle_at(50, ms(0));
-    assert_eq!(limiter.available_at(ms(0)), 50);
+    let (limiter, _) = manual(Quota::per_second(10));
+    let booked = limiter.at(ms(0)).reserve(1, Duration::ZERO).unwrap();
+    limiter
+        .at(ms(0))
+        .set_quota(Quota::per_second(100), QuotaChange::KeepSpent);
+    booked.settle_at(50, ms(0)).unwrap();
+    assert_eq!(limiter.at(ms(0)).available(), 50);
 }
 
 /// A keyed booking whose key was evicted, settled far above its cost: the re-created bucket is
@@ -97,14 +92,16 @@ fn a_settle_above_an_evicted_keys_booking_charges_the_whole_extra() {
         .overflow(OverflowPolicy::EvictNearestNew)
         .build();
     let booked = limiter
+        .at(ms(0))
         .key(&1)
-        .reserve_n_at(1, Duration::ZERO, ms(0))
+        .reserve(1, Duration::ZERO)
         .unwrap();
     for other in 2..5 {
-        limiter.check_key_n_at(&other, 5, ms(0)).unwrap(); // evicts key 1
+        limiter.at(ms(0)).key(&other).check_n(5).unwrap(); // evicts key 1
     }
-    booked.settle_at(1_000, ms(0));
-    let refused = limiter.check_key_n_at(&1, 1, ms(0)).unwrap_err();
+    // Room can be made for it (keys start full, EvictNearestNew): the extra is charged.
+    booked.settle_at(1_000, ms(0)).unwrap();
+    let refused = limiter.at(ms(0)).key(&1).check_n(1).unwrap_err();
     let retry = refused.retry_after().unwrap();
     assert!(
         retry >= Duration::from_secs(99),
@@ -116,24 +113,23 @@ fn a_settle_above_an_evicted_keys_booking_charges_the_whole_extra() {
 /// be used at `ready_at`, and a later booking was timed around them.
 #[test]
 fn a_settle_before_ready_at_gives_nothing_back() {
-    let limiter = Limiter::with_clock(Quota::per_second(10).with_burst(1), ManualClock::new());
-    limiter.check_n_at(1, ms(0)).unwrap();
-    let waiting = limiter.reserve_n_at(1, WAIT, ms(0)).unwrap(); // ready at 100 ms
-    waiting.settle_at(0, ms(50));
+    let (limiter, _) = manual(Quota::per_second(10).with_burst(1));
+    limiter.at(ms(0)).check_n(1).unwrap();
+    let waiting = limiter.at(ms(0)).reserve(1, WAIT).unwrap(); // ready at 100 ms
+    waiting.settle_at(0, ms(50)).unwrap();
     assert!(
-        limiter.check_n_at(1, ms(100)).is_err(),
+        limiter.at(ms(100)).check_n(1).is_err(),
         "the waiting token came back"
     );
-    assert!(limiter.check_n_at(1, ms(200)).is_ok());
+    assert!(limiter.at(ms(200)).check_n(1).is_ok());
 }
 
 /// A give-back always reads a time no earlier than the spends it sees: the forms without
 /// `_at` read the clock after loading the TAT.
 #[test]
 fn a_cancel_reads_the_bucket_time_when_it_gives_back() {
-    let clock = ManualClock::new();
-    let limiter = Limiter::with_clock(Quota::per_second(10), clock.clone());
-    let x = limiter.reserve_n(5, Duration::ZERO).unwrap(); // 0 to 500 ms
+    let (limiter, clock) = manual(Quota::per_second(10));
+    let x = limiter.reserve(5, Duration::ZERO).unwrap(); // 0 to 500 ms
     limiter.check_n(1).unwrap(); // 500 to 600 ms: X is no longer on top
     clock.set(ms(300));
     // At 300 ms X held only its last 200 ms: the check above it moves down to end at 400 ms.

@@ -1,19 +1,11 @@
 //! `Limiter`: the rules of the GCRA decision (`docs/design.md`), one by one, with the figures
 //! each outcome reports.
 
-use crate::common;
-
-use cellrate::{Allowed, Clock, Denied, Limiter, ManualClock, Quota, TickClock};
-use common::{at, quota};
+use crate::common::{manual, ms, quota};
+use cellrate::{
+    Allowed, Clock, Denied, Limiter, ManualClock, Nanos, Quota, QuotaChange, TickClock,
+};
 use std::time::Duration;
-
-fn ns(n: u64) -> Duration {
-    Duration::from_nanos(n)
-}
-
-fn limiter(quota: Quota) -> Limiter<ManualClock> {
-    Limiter::with_clock(quota, ManualClock::new())
-}
 
 /// Small quotas, including intervals that do not divide a second and bursts from 1 up.
 fn quota_grid() -> Vec<Quota> {
@@ -34,9 +26,10 @@ fn quota_grid() -> Vec<Quota> {
 
 /// A fresh limiter on `quota` with `spent` tokens spent at `when`.
 fn spent_at(quota: Quota, spent: u32, when: u64) -> Limiter<ManualClock> {
-    let limiter = limiter(quota);
+    let (limiter, _) = manual(quota);
     limiter
-        .check_n_at(spent, at(when))
+        .at(Nanos::new(when))
+        .check_n(spent)
         .expect("the setup spend");
     limiter
 }
@@ -52,16 +45,16 @@ const _: () = {
 
 #[test]
 fn a_new_limiter_starts_full() {
-    let l = limiter(quota(10, 5));
+    let l = manual(quota(10, 5)).0;
     assert_eq!(l.available(), 5);
     for left in (0..5).rev() {
-        assert_eq!(l.check_n_at(1, at(0)).unwrap().remaining(), left);
+        assert_eq!(l.at(Nanos::ZERO).check_n(1).unwrap().remaining(), left);
     }
-    assert!(l.check_n_at(1, at(0)).is_err());
+    assert!(l.at(Nanos::ZERO).check_n(1).is_err());
 
     // Full whatever the clock reads when it is made.
     let clock = ManualClock::new();
-    clock.set(at(1 << 40));
+    clock.set(Nanos::new(1 << 40));
     let l = Limiter::with_clock(quota(10, 5), clock);
     assert_eq!(l.available(), 5);
     assert_eq!(l.check_n(5).unwrap().remaining(), 0);
@@ -80,30 +73,38 @@ fn limiter_new_reads_the_tick_clock_and_starts_full() {
 }
 
 #[test]
-fn start_empty_at_holds_no_tokens_and_is_full_one_depth_later() {
-    let l = limiter(quota(10, 5)).start_empty_at(true, at(1_000));
-    assert_eq!(l.available_at(at(1_000)), 0);
-    let denied = l.check_n_at(1, at(1_000)).unwrap_err();
-    assert_eq!(denied.retry_after(), Some(ns(10)));
-    assert_eq!((denied.remaining(), denied.reset_after()), (0, ns(50)));
-    assert_eq!(l.available_at(at(1_009)), 0);
-    assert_eq!(l.available_at(at(1_010)), 1);
-    assert_eq!(l.available_at(at(1_049)), 4);
-    assert_eq!(l.available_at(at(1_050)), 5);
-    assert_eq!(l.check_n_at(5, at(1_050)).unwrap().remaining(), 0);
+fn start_empty_holds_no_tokens_and_is_full_one_depth_later() {
+    let (l, clock) = manual(quota(10, 5));
+    clock.set(Nanos::new(1_000));
+    let l = l.start_empty(true);
+    assert_eq!(l.at(Nanos::new(1_000)).available(), 0);
+    let denied = l.at(Nanos::new(1_000)).check_n(1).unwrap_err();
+    assert_eq!(denied.retry_after(), Some(Duration::from_nanos(10)));
+    assert_eq!(
+        (denied.remaining(), denied.reset_after()),
+        (0, Duration::from_nanos(50))
+    );
+    assert_eq!(l.at(Nanos::new(1_009)).available(), 0);
+    assert_eq!(l.at(Nanos::new(1_010)).available(), 1);
+    assert_eq!(l.at(Nanos::new(1_049)).available(), 4);
+    assert_eq!(l.at(Nanos::new(1_050)).available(), 5);
+    assert_eq!(l.at(Nanos::new(1_050)).check_n(5).unwrap().remaining(), 0);
 }
 
 #[test]
 fn start_empty_reads_the_clock() {
     let clock = ManualClock::new();
-    clock.set(at(7_000));
+    clock.set(Nanos::new(7_000));
     let l = Limiter::with_clock(quota(10, 5), clock.clone()).start_empty(true);
-    assert_eq!((l.clock().now(), l.quota()), (at(7_000), quota(10, 5)));
+    assert_eq!(
+        (l.clock().now(), l.quota()),
+        (Nanos::new(7_000), quota(10, 5))
+    );
     assert_eq!(l.available(), 0);
     assert!(l.check().is_err());
-    clock.advance(ns(49));
+    clock.advance(Duration::from_nanos(49));
     assert_eq!(l.available(), 4);
-    clock.advance(ns(1));
+    clock.advance(Duration::from_nanos(1));
     assert_eq!(l.available(), 5);
 }
 
@@ -112,64 +113,136 @@ fn start_empty_reads_the_clock() {
 #[test]
 fn start_empty_false_leaves_the_limiter_as_it_is() {
     assert_eq!(
-        limiter(quota(10, 5)).start_empty(false).available_at(at(0)),
+        manual(quota(10, 5))
+            .0
+            .start_empty(false)
+            .at(Nanos::ZERO)
+            .available(),
         5
     );
-    let spent = limiter(quota(10, 5));
-    spent.check_n_at(3, at(0)).unwrap();
-    let kept = spent.start_empty_at(false, at(0));
-    assert_eq!(kept.available_at(at(0)), 2);
+    let spent = manual(quota(10, 5)).0;
+    spent.at(Nanos::ZERO).check_n(3).unwrap();
+    let kept = spent.start_empty(false);
+    assert_eq!(kept.at(Nanos::ZERO).available(), 2);
     let keyed = cellrate::KeyedLimiter::<u64, _>::builder(quota(10, 5))
         .clock(ManualClock::new())
         .start_empty(true)
         .start_empty(false)
         .build();
     assert_eq!(
-        keyed.check_key_n_at(&1, 5, at(0)).map(|a| a.remaining()),
+        keyed
+            .at(Nanos::ZERO)
+            .key(&1)
+            .check_n(5)
+            .map(|a| a.remaining()),
         Ok(0)
     );
+}
+
+/// Every operation of a limiter has a form at a time passed in (`limiter.at(now)`, and
+/// `cancel_at` / `settle_at` of a reservation) that decides exactly as the operation does when
+/// the limiter's clock reads that time: one script, on a limiter read from its clock and on its
+/// twin given the times.
+#[test]
+fn every_operation_at_a_time_passed_in_decides_as_on_the_clock() {
+    let (q, other) = (Quota::per_second(10).with_burst(5), Quota::per_second(20));
+    let (on_clock, clock) = manual(q);
+    let (passed_in, _) = manual(q);
+    let wait = Duration::from_millis(250);
+    for (i, t) in [0, 0, 30, 120, 120, 450, 1_000, 1_020, 1_300, 3_000]
+        .into_iter()
+        .enumerate()
+    {
+        let (now, cost) = (ms(t), [1, 2, 3, 0][i % 4]);
+        clock.set(now);
+        let at = passed_in.at(now);
+        assert_eq!(at.now(), now);
+        assert_eq!(on_clock.check(), at.check(), "check at {t} ms");
+        assert_eq!(
+            on_clock.check_n(cost),
+            at.check_n(cost),
+            "check_n at {t} ms"
+        );
+        assert_eq!(on_clock.available(), at.available(), "available at {t} ms");
+        match (on_clock.reserve(cost, wait), at.reserve(cost, wait)) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!((a.ready_at(), a.allowed()), (b.ready_at(), b.allowed()));
+                match i % 3 {
+                    0 => (a.cancel(), b.cancel_at(now)),
+                    1 => (
+                        a.settle(cost + 1).unwrap(),
+                        b.settle_at(cost + 1, now).unwrap(),
+                    ),
+                    _ => (a.settle(0).unwrap(), b.settle_at(0, now).unwrap()),
+                };
+            }
+            (Err(a), Err(b)) => assert_eq!(a, b, "reserve at {t} ms"),
+            (a, b) => panic!("reserve at {t} ms: {a:?} on the clock, {b:?} passed in"),
+        }
+        if i == 4 {
+            on_clock.set_quota(other, QuotaChange::KeepAvailable);
+            at.set_quota(other, QuotaChange::KeepAvailable);
+        } else if i == 7 {
+            on_clock.set_quota(q, QuotaChange::Proportional);
+            at.set_quota(q, QuotaChange::Proportional);
+        }
+        assert_eq!(on_clock.quota(), passed_in.quota());
+        assert_eq!(on_clock.check_n(0), at.check_n(0), "the buckets at {t} ms");
+    }
 }
 
 #[test]
 fn a_peek_reports_the_level_and_spends_nothing() {
     let l = spent_at(quota(10, 5), 2, 0);
     for _ in 0..100 {
-        let peek = l.check_n_at(0, at(5)).unwrap();
-        assert_eq!((peek.remaining(), peek.reset_after()), (3, ns(15)));
+        let peek = l.at(Nanos::new(5)).check_n(0).unwrap();
+        assert_eq!(
+            (peek.remaining(), peek.reset_after()),
+            (3, Duration::from_nanos(15))
+        );
     }
-    assert_eq!(l.available_at(at(5)), 3);
-    assert_eq!(l.check_n_at(3, at(5)).unwrap().remaining(), 0);
+    assert_eq!(l.at(Nanos::new(5)).available(), 3);
+    assert_eq!(l.at(Nanos::new(5)).check_n(3).unwrap().remaining(), 0);
     // Even an empty bucket admits a peek.
-    assert_eq!(l.check_n_at(0, at(5)).unwrap().remaining(), 0);
+    assert_eq!(l.at(Nanos::new(5)).check_n(0).unwrap().remaining(), 0);
 }
 
 #[test]
 fn a_peek_at_a_stale_time_stores_nothing() {
     let l = spent_at(quota(10, 5), 3, 1_000);
-    let peek = l.check_n_at(0, at(0)).unwrap();
-    assert_eq!((peek.remaining(), peek.reset_after()), (0, ns(1_030)));
-    assert_eq!(l.available_at(at(1_000)), 2);
-    assert_eq!(l.check_n_at(2, at(1_000)).unwrap().remaining(), 0);
+    let peek = l.at(Nanos::ZERO).check_n(0).unwrap();
+    assert_eq!(
+        (peek.remaining(), peek.reset_after()),
+        (0, Duration::from_nanos(1_030))
+    );
+    assert_eq!(l.at(Nanos::new(1_000)).available(), 2);
+    assert_eq!(l.at(Nanos::new(1_000)).check_n(2).unwrap().remaining(), 0);
 
     // A peek at a late time must not move the TAT up to that time either: an earlier check
     // still finds the bucket full.
-    let l = limiter(quota(10, 5));
-    assert_eq!(l.check_n_at(0, at(1_000_000)).unwrap().remaining(), 5);
-    assert_eq!(l.available_at(at(0)), 5);
-    assert_eq!(l.check_n_at(5, at(0)).unwrap().remaining(), 0);
+    let l = manual(quota(10, 5)).0;
+    assert_eq!(
+        l.at(Nanos::new(1_000_000)).check_n(0).unwrap().remaining(),
+        5
+    );
+    assert_eq!(l.at(Nanos::ZERO).available(), 5);
+    assert_eq!(l.at(Nanos::ZERO).check_n(5).unwrap().remaining(), 0);
 }
 
 #[test]
 fn a_cost_above_the_burst_never_passes_and_spends_nothing() {
     let l = spent_at(quota(10, 5), 1, 0);
     for cost in [6, 7, 1_000, u32::MAX] {
-        let denied = l.check_n_at(cost, at(0)).unwrap_err();
+        let denied = l.at(Nanos::ZERO).check_n(cost).unwrap_err();
         assert_eq!(denied.retry_after(), None, "cost {cost}");
-        assert_eq!((denied.remaining(), denied.reset_after()), (4, ns(10)));
+        assert_eq!(
+            (denied.remaining(), denied.reset_after()),
+            (4, Duration::from_nanos(10))
+        );
     }
-    assert_eq!(l.available_at(at(0)), 4);
-    assert_eq!(l.check_n_at(4, at(0)).unwrap().remaining(), 0);
-    let full_later = l.check_n_at(6, at(1 << 40)).unwrap_err();
+    assert_eq!(l.at(Nanos::ZERO).available(), 4);
+    assert_eq!(l.at(Nanos::ZERO).check_n(4).unwrap().remaining(), 0);
+    let full_later = l.at(Nanos::new(1 << 40)).check_n(6).unwrap_err();
     assert_eq!(full_later.retry_after(), None);
     assert_eq!(full_later.remaining(), 5);
 }
@@ -180,14 +253,18 @@ fn a_cost_above_the_burst_never_passes_and_spends_nothing() {
 #[test]
 fn retry_after_is_exact_to_the_nanosecond() {
     for q in quota_grid() {
-        let (t, b, d) = (q.emission_interval_ns(), q.burst(), q.depth_ns());
+        let (t, b, d) = (
+            q.emission_interval().as_nanos() as u64,
+            q.burst(),
+            q.replenish_all().as_nanos() as u64,
+        );
         let mut denials = 0;
         for spent in 0..=b {
             let tat = u64::from(spent) * t;
             for now in [0, 1, t / 2, t - 1, t, t + 1, 2 * t + t / 3] {
                 for cost in 1..=b {
                     let l = spent_at(q, spent, 0);
-                    let Err(denied) = l.check_n_at(cost, at(now)) else {
+                    let Err(denied) = l.at(Nanos::new(now)).check_n(cost) else {
                         continue;
                     };
                     denials += 1;
@@ -196,12 +273,12 @@ fn retry_after_is_exact_to_the_nanosecond() {
                     let case = format!("{q:?} spent {spent} now {now} cost {cost}");
                     assert_eq!(wait, need - d, "{case}");
                     assert!(
-                        l.check_n_at(cost, at(now + wait - 1)).is_err(),
+                        l.at(Nanos::new(now + wait - 1)).check_n(cost).is_err(),
                         "{case}: early"
                     );
-                    let allowed = l.check_n_at(cost, at(now + wait)).expect(&case);
+                    let allowed = l.at(Nanos::new(now + wait)).check_n(cost).expect(&case);
                     assert_eq!(allowed.remaining(), 0, "{case}");
-                    assert_eq!(allowed.reset_after(), ns(d), "{case}");
+                    assert_eq!(allowed.reset_after(), Duration::from_nanos(d), "{case}");
                 }
             }
         }
@@ -214,7 +291,7 @@ fn retry_after_is_exact_to_the_nanosecond() {
 #[test]
 fn a_stale_now_never_grants_more() {
     for q in quota_grid() {
-        let (t, b) = (q.emission_interval_ns(), q.burst());
+        let (t, b) = (q.emission_interval().as_nanos() as u64, q.burst());
         let late = 5 * t + 3;
         let cases = (1..=b).flat_map(|spent| {
             let stale = [0, 1, t, 5 * t, late - 1];
@@ -226,16 +303,16 @@ fn a_stale_now_never_grants_more() {
             let case = format!("{q:?} spent {spent} stale {stale} cost {cost}");
             let (old, new) = (spent_at(q, spent, late), spent_at(q, spent, late));
             assert!(
-                old.available_at(at(stale)) <= old.available_at(at(late)),
+                old.at(Nanos::new(stale)).available() <= old.at(Nanos::new(late)).available(),
                 "{case}"
             );
             match (
-                old.check_n_at(cost, at(stale)),
-                new.check_n_at(cost, at(late)),
+                old.at(Nanos::new(stale)).check_n(cost),
+                new.at(Nanos::new(late)).check_n(cost),
             ) {
                 (Ok(_), Err(_)) => panic!("{case}: admitted only at the stale time"),
                 (Ok(_), Ok(_)) => assert!(
-                    old.available_at(at(late)) <= new.available_at(at(late)),
+                    old.at(Nanos::new(late)).available() <= new.at(Nanos::new(late)).available(),
                     "{case}: a stale spend cost less"
                 ),
                 (Err(o), Err(n)) => assert_eq!(
@@ -251,22 +328,25 @@ fn a_stale_now_never_grants_more() {
 
 #[test]
 fn a_cancelled_booking_gives_back_what_it_still_holds() {
-    let l = limiter(quota(10, 5));
-    let booked = l.reserve_n_at(3, Duration::ZERO, at(0)).unwrap();
-    booked.cancel_at(at(0));
+    let l = manual(quota(10, 5)).0;
+    let booked = l.at(Nanos::ZERO).reserve(3, Duration::ZERO).unwrap();
+    booked.cancel_at(Nanos::ZERO);
     assert_eq!(
-        l.available_at(at(0)),
+        l.at(Nanos::ZERO).available(),
         5,
         "nothing came between: all of it back"
     );
     // Spent at 0, given back at 15: the 15 ns already refilled do not come back twice.
-    let booked = l.reserve_n_at(5, Duration::ZERO, at(0)).unwrap();
-    booked.cancel_at(at(15));
-    assert_eq!(l.check_n_at(0, at(15)).unwrap().reset_after(), ns(0));
-    assert_eq!(l.available_at(at(15)), 5);
-    assert!(l.check_n_at(5, at(15)).is_ok());
+    let booked = l.at(Nanos::ZERO).reserve(5, Duration::ZERO).unwrap();
+    booked.cancel_at(Nanos::new(15));
+    assert_eq!(
+        l.at(Nanos::new(15)).check_n(0).unwrap().reset_after(),
+        Duration::from_nanos(0)
+    );
+    assert_eq!(l.at(Nanos::new(15)).available(), 5);
+    assert!(l.at(Nanos::new(15)).check_n(5).is_ok());
     assert!(
-        l.check_n_at(1, at(15)).is_err(),
+        l.at(Nanos::new(15)).check_n(1).is_err(),
         "the give-back banked tokens"
     );
 }
@@ -274,12 +354,15 @@ fn a_cancelled_booking_gives_back_what_it_still_holds() {
 #[test]
 fn a_booking_given_back_into_a_full_bucket_banks_nothing() {
     for when in [0, 1_000_000] {
-        let l = limiter(quota(10, 5));
-        let booked = l.reserve_n_at(3, Duration::ZERO, at(when)).unwrap();
-        booked.cancel_at(at(when + 100)); // full again since `when + 30`
-        assert_eq!(l.check_n_at(5, at(when + 100)).unwrap().remaining(), 0);
+        let l = manual(quota(10, 5)).0;
+        let booked = l.at(Nanos::new(when)).reserve(3, Duration::ZERO).unwrap();
+        booked.cancel_at(Nanos::new(when + 100)); // full again since `when + 30`
+        assert_eq!(
+            l.at(Nanos::new(when + 100)).check_n(5).unwrap().remaining(),
+            0
+        );
         assert!(
-            l.check_n_at(1, at(when + 100)).is_err(),
+            l.at(Nanos::new(when + 100)).check_n(1).is_err(),
             "the give-back banked tokens"
         );
     }
@@ -287,8 +370,7 @@ fn a_booking_given_back_into_a_full_bucket_banks_nothing() {
 
 #[test]
 fn available_counts_whole_tokens() {
-    let clock = ManualClock::new();
-    let l = Limiter::with_clock(quota(10, 5), clock.clone());
+    let (l, clock) = manual(quota(10, 5));
     l.check_n(5).unwrap();
     for (now, expect) in [
         (0, 0),
@@ -300,16 +382,15 @@ fn available_counts_whole_tokens() {
         (50, 5),
         (500, 5),
     ] {
-        assert_eq!(l.available_at(at(now)), expect, "at {now}");
-        clock.set(at(now));
+        assert_eq!(l.at(Nanos::new(now)).available(), expect, "at {now}");
+        clock.set(Nanos::new(now));
         assert_eq!(l.available(), expect, "clock at {now}");
     }
 }
 
 #[test]
 fn outcomes_report_remaining_and_reset_after() {
-    let clock = ManualClock::new();
-    let l = Limiter::with_clock(Quota::per_second(2).with_burst(6), clock.clone());
+    let (l, clock) = manual(Quota::per_second(2).with_burst(6));
     let ms = Duration::from_millis;
     let a = l.check().unwrap();
     assert_eq!((a.remaining(), a.reset_after()), (5, ms(500)));
@@ -334,16 +415,16 @@ fn outcomes_report_remaining_and_reset_after() {
 #[test]
 fn outcomes_format_for_people() {
     let l = spent_at(Quota::per_second(2).with_burst(6), 6, 0);
-    let denied = l.check_n_at(1, at(0)).unwrap_err();
+    let denied = l.at(Nanos::ZERO).check_n(1).unwrap_err();
     assert_eq!(denied.to_string(), "rate limited: retry after 500ms");
-    let never = l.check_n_at(7, at(0)).unwrap_err();
+    let never = l.at(Nanos::ZERO).check_n(7).unwrap_err();
     assert_eq!(
         never.to_string(),
         "rate limited: the request can never pass (cost above burst)"
     );
     let error: Box<dyn std::error::Error> = Box::new(denied);
     assert!(error.to_string().contains("500ms"));
-    let allowed = limiter(quota(10, 5)).check_n_at(2, at(0)).unwrap();
+    let allowed = manual(quota(10, 5)).0.at(Nanos::ZERO).check_n(2).unwrap();
     assert_eq!(
         format!("{allowed:?}"),
         "Allowed { remaining: 3, reset_after: 20ns }"

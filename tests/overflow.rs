@@ -1,32 +1,17 @@
 //! `Limiter` at the edges of `u64`: an overflow is a denial, never a wrap into an admission.
 //! (The other rules of the decision are tested in `limiter.rs`.)
 
-use crate::common;
-
-use cellrate::{KeyedLimiter, Limiter, ManualClock, Nanos, Quota};
-use common::{at, quota};
+use crate::common::{keyed, manual, quota};
+use cellrate::{Nanos, Quota};
 use std::time::Duration;
 
 /// The longest depth a quota may have, in nanoseconds.
 const MAX_DEPTH: u64 = Quota::MAX_DEPTH.as_nanos() as u64;
 
-fn limiter(quota: Quota) -> Limiter<ManualClock> {
-    Limiter::with_clock(quota, ManualClock::new())
-}
-
-/// A fresh limiter on `quota` with `spent` tokens spent at `when`.
-fn spent_at(quota: Quota, spent: u32, when: u64) -> Limiter<ManualClock> {
-    let limiter = limiter(quota);
-    limiter
-        .check_n_at(spent, at(when))
-        .expect("the setup spend");
-    limiter
-}
-
 #[test]
 fn a_cost_whose_product_overflows_is_denied() {
     // 5_124_097 * 3.6e12 ns wraps a u64 to about 1.4 hourly tokens: it must not pass.
-    let l = Limiter::with_clock(Quota::per_hour(1).with_burst(10), ManualClock::new());
+    let (l, _) = manual(Quota::per_hour(1).with_burst(10));
     let denied = l.check_n(5_124_097).unwrap_err();
     assert_eq!(denied.retry_after(), None);
     assert_eq!(denied.remaining(), 10);
@@ -36,29 +21,35 @@ fn a_cost_whose_product_overflows_is_denied() {
 
 #[test]
 fn a_check_near_the_end_of_the_clock_is_denied_and_never_wraps() {
-    let l = limiter(quota(10, 5));
+    let l = manual(quota(10, 5)).0;
     // The bucket holds 5 tokens, but none can be spent: the answer says so, never "you have
     // the tokens" with "this can never pass".
-    let denied = l.check_n_at(1, Nanos::MAX).unwrap_err();
+    let denied = l.at(Nanos::MAX).check_n(1).unwrap_err();
     assert_eq!((denied.retry_after(), denied.remaining()), (None, 0));
-    assert_eq!(l.available_at(Nanos::MAX), 5);
+    assert_eq!(l.at(Nanos::MAX).available(), 5);
     // The last spend whose TAT is representable (the clock's last nanosecond is the marker of
     // a bucket moved by a quota change, never a TAT), then one more.
     let end = u64::MAX - 11;
-    assert_eq!(l.check_n_at(1, at(end)).unwrap().remaining(), 4);
-    let denied = l.check_n_at(1, at(end)).unwrap_err();
+    assert_eq!(l.at(Nanos::new(end)).check_n(1).unwrap().remaining(), 4);
+    let denied = l.at(Nanos::new(end)).check_n(1).unwrap_err();
     assert_eq!((denied.retry_after(), denied.remaining()), (None, 0));
-    assert_eq!(l.available_at(at(end)), 4);
-    assert!(l.check_n_at(1, Nanos::MAX).is_err());
+    assert_eq!(l.at(Nanos::new(end)).available(), 4);
+    assert!(l.at(Nanos::MAX).check_n(1).is_err());
     // A wrapped TAT would make the bucket look full at small times.
-    assert!(l.check_n_at(1, at(0)).is_err());
-    assert_eq!(l.available_at(at(0)), 0);
+    assert!(l.at(Nanos::ZERO).check_n(1).is_err());
+    assert_eq!(l.at(Nanos::ZERO).available(), 0);
 
     let hourly = Quota::per_hour(1).with_burst(10);
-    let last_start = u64::MAX - 1 - hourly.depth_ns();
-    assert!(limiter(hourly).check_n_at(10, at(last_start)).is_ok());
-    let denied = limiter(hourly)
-        .check_n_at(10, at(last_start + 1))
+    let last_start = u64::MAX - 1 - hourly.replenish_all().as_nanos() as u64;
+    assert!(manual(hourly)
+        .0
+        .at(Nanos::new(last_start))
+        .check_n(10)
+        .is_ok());
+    let denied = manual(hourly)
+        .0
+        .at(Nanos::new(last_start + 1))
+        .check_n(10)
         .unwrap_err();
     assert_eq!(denied.retry_after(), None);
 }
@@ -68,11 +59,12 @@ fn a_check_near_the_end_of_the_clock_is_denied_and_never_wraps() {
 #[test]
 fn a_retry_after_near_the_end_of_the_clock_is_kept_or_none() {
     for (q, start) in [(quota(10, 5), u64::MAX - 51), (quota(1 << 60, 4), 0)] {
-        let l = spent_at(q, q.burst(), start);
-        let denied = l.check_n_at(1, at(start)).unwrap_err();
+        let (l, _) = manual(q);
+        l.at(Nanos::new(start)).check_n(q.burst()).unwrap();
+        let denied = l.at(Nanos::new(start)).check_n(1).unwrap_err();
         if let Some(wait) = denied.retry_after() {
             let then = start.checked_add(wait.as_nanos() as u64);
-            let passes = then.is_some_and(|then| l.check_n_at(1, at(then)).is_ok());
+            let passes = then.is_some_and(|then| l.at(Nanos::new(then)).check_n(1).is_ok());
             assert!(
                 passes,
                 "{q:?} at {start}: told to retry at {then:?}, refused there"
@@ -85,10 +77,20 @@ fn a_retry_after_near_the_end_of_the_clock_is_kept_or_none() {
 fn a_cost_near_u32_max_on_the_deepest_quota_is_exact() {
     // T * b just below the longest depth: the largest spend fits, the same again is denied.
     let q = quota(MAX_DEPTH / 4_000_000_000, 4_000_000_000);
-    let l = limiter(q);
-    assert_eq!(l.check_n_at(4_000_000_000, at(10)).unwrap().remaining(), 0);
-    assert!(l.check_n_at(1, at(10)).is_err());
-    assert_eq!(l.available_at(at(10 + q.depth_ns())), 4_000_000_000);
+    let l = manual(q).0;
+    assert_eq!(
+        l.at(Nanos::new(10))
+            .check_n(4_000_000_000)
+            .unwrap()
+            .remaining(),
+        0
+    );
+    assert!(l.at(Nanos::new(10)).check_n(1).is_err());
+    assert_eq!(
+        l.at(Nanos::new(10).saturating_add(q.replenish_all()))
+            .available(),
+        4_000_000_000
+    );
 }
 
 /// The slowest quotas that are accepted decide like any other: a full bucket admits any cost
@@ -96,15 +98,19 @@ fn a_cost_near_u32_max_on_the_deepest_quota_is_exact() {
 /// built.
 #[test]
 fn a_full_bucket_of_the_deepest_quota_admits_its_burst() {
-    let slowest = Quota::try_with_period(Quota::MAX_DEPTH).unwrap();
-    assert!(Limiter::new(slowest).check().is_ok());
+    let slowest = Quota::with_period(Quota::MAX_DEPTH);
+    assert!(cellrate::Limiter::new(slowest).check().is_ok());
     let widest = quota(MAX_DEPTH / u64::from(u32::MAX), u32::MAX);
     for now in [0, 1 << 40, (1 << 63) - MAX_DEPTH - 1] {
-        let allowed = limiter(widest).check_n_at(u32::MAX, at(now)).unwrap();
+        let allowed = manual(widest)
+            .0
+            .at(Nanos::new(now))
+            .check_n(u32::MAX)
+            .unwrap();
         assert_eq!(allowed.remaining(), 0, "at {now}");
-        let keyed = KeyedLimiter::<u64, _>::with_clock(widest, ManualClock::new());
+        let (table, _) = keyed::<u64>(widest);
         assert!(
-            keyed.check_key_n_at(&1, u32::MAX, at(now)).is_ok(),
+            table.at(Nanos::new(now)).key(&1).check_n(u32::MAX).is_ok(),
             "at {now}"
         );
     }
@@ -113,8 +119,8 @@ fn a_full_bucket_of_the_deepest_quota_admits_its_burst() {
 /// A keyed check at the end of the clock reports no tokens either.
 #[test]
 fn a_keyed_check_at_the_end_of_the_clock_reports_no_tokens() {
-    let keyed = KeyedLimiter::<u64, _>::with_clock(quota(10, 5), ManualClock::new());
-    let denied = keyed.check_key_n_at(&1, 1, Nanos::MAX).unwrap_err();
+    let (table, _) = keyed::<u64>(quota(10, 5));
+    let denied = table.at(Nanos::MAX).key(&1).check_n(1).unwrap_err();
     assert_eq!((denied.retry_after(), denied.remaining()), (None, 0));
 }
 
@@ -122,12 +128,11 @@ fn a_keyed_check_at_the_end_of_the_clock_reports_no_tokens() {
 /// now, and no further: every TAT stays within reach of the clock.
 #[test]
 fn a_forced_debt_stops_at_the_longest_depth() {
-    let l = limiter(Quota::per_hour(1).with_burst(10));
-    l.reserve_n_at(1, Duration::ZERO, at(0))
-        .unwrap()
-        .settle(u32::MAX);
-    let denied = l.check_n_at(1, at(0)).unwrap_err();
+    let (l, _) = manual(Quota::per_hour(1).with_burst(10));
+    let booked = l.at(Nanos::ZERO).reserve(1, Duration::ZERO).unwrap();
+    booked.settle(u32::MAX).unwrap();
+    let denied = l.at(Nanos::ZERO).check_n(1).unwrap_err();
     assert_eq!(denied.reset_after(), Quota::MAX_DEPTH);
     // A reservation may not wait past it either.
-    assert!(l.reserve_n_at(1, Duration::MAX, at(0)).is_err());
+    assert!(l.at(Nanos::ZERO).reserve(1, Duration::MAX).is_err());
 }
