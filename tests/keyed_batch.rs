@@ -1,13 +1,14 @@
 //! `check_many`: a batch decides exactly as the same checks made one by one, in order, at
 //! one time.
 
+use crate::common::keyed;
 use cellrate::{Allowed, Denied, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
 use proptest::prelude::*;
 use std::time::Duration;
 
 /// A limiter on a manual clock: small buckets, so batches meet both decisions, and room for
 /// `max_keys` keys under `policy`.
-fn limiter(
+fn table(
     max_keys: usize,
     policy: OverflowPolicy,
     start_empty: bool,
@@ -39,22 +40,22 @@ proptest! {
         start_empty in any::<bool>(),
     ) {
         let policy = if deny_new { OverflowPolicy::DenyNewKeys } else { OverflowPolicy::EvictNearestNew };
-        let batched = limiter(max_keys, policy, start_empty);
-        let single = limiter(max_keys, policy, start_empty);
+        let batched = table(max_keys, policy, start_empty);
+        let single = table(max_keys, policy, start_empty);
         let mut now = 0;
         for (requests, step) in batches {
             now += step;
             let refs: Vec<(&u16, u32)> = requests.iter().map(|(k, cost)| (k, *cost)).collect();
-            let decisions = batched.check_many_at(&refs, Nanos::new(now));
+            let decisions = batched.at(Nanos::new(now)).check_many(&refs);
             let expected: Vec<Result<Allowed, Denied>> = requests
                 .iter()
-                .map(|(k, cost)| single.check_key_n_at(k, *cost, Nanos::new(now)))
+                .map(|(k, cost)| single.at(Nanos::new(now)).key(k).check_n(*cost))
                 .collect();
             prop_assert_eq!(decisions, expected);
             prop_assert_eq!(batched.len(), single.len());
             for key in 0..40u16 {
                 let at = Nanos::new(now);
-                prop_assert_eq!(batched.key(&key).available_at(at), single.key(&key).available_at(at));
+                prop_assert_eq!(batched.at(at).key(&key).available(), single.at(at).key(&key).available());
             }
         }
     }
@@ -62,30 +63,30 @@ proptest! {
 
 #[test]
 fn decisions_come_in_the_order_of_the_requests() {
-    let limiter = limiter(100, OverflowPolicy::EvictNearestNew, false);
+    let limiter = table(100, OverflowPolicy::EvictNearestNew, false);
     let none: &[(&u16, u32)] = &[];
     assert!(
-        limiter.check_many_at(none, Nanos::new(5)).is_empty(),
+        limiter.at(Nanos::new(5)).check_many(none).is_empty(),
         "no requests, no decisions"
     );
     // 20 keys, more than the lookahead, each listed 4 times: 3 allowed, then denied.
     let keys: Vec<u16> = (0..80).map(|i| i % 20).collect();
     let requests: Vec<(&u16, u32)> = keys.iter().map(|k| (k, 1)).collect();
-    let decisions = limiter.check_many_at(&requests, Nanos::new(5));
+    let decisions = limiter.at(Nanos::new(5)).check_many(&requests);
     let allowed: Vec<bool> = decisions.iter().map(Result::is_ok).collect();
     let expected: Vec<bool> = (0..80).map(|i| i < 60).collect();
     assert_eq!(allowed, expected);
     // Each request's own cost: 2 of 3, then 2 more is too many, then the last 1 passes.
-    let decisions = limiter.check_many_at(&[(&1000u16, 2), (&1000, 2), (&1000, 1)], Nanos::new(5));
+    let decisions = limiter
+        .at(Nanos::new(5))
+        .check_many(&[(&1000u16, 2), (&1000, 2), (&1000, 1)]);
     let allowed: Vec<bool> = decisions.iter().map(Result::is_ok).collect();
     assert_eq!(allowed, [true, false, true]);
 }
 
 #[test]
 fn string_keys_are_looked_up_by_str_and_the_clock_is_read_once() {
-    let clock = ManualClock::new();
-    let limiter: KeyedLimiter<String, ManualClock> =
-        KeyedLimiter::with_clock(Quota::per_second(1), clock.clone());
+    let (limiter, clock) = keyed::<String>(Quota::per_second(1));
     let names = [String::from("alice"), String::from("bob")];
     let requests: Vec<(&str, u32)> = names.iter().map(|n| (n.as_str(), 1)).collect();
     let mut decisions = limiter.check_many(&requests);

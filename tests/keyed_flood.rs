@@ -1,18 +1,15 @@
 //! Floods of new keys against the keys a table holds, under every overflow policy, with keys
 //! starting full or empty: new keys that book ahead (stored in debt) or are only checked, on
-//! tables of one to four keys' capacity, beside `baseline::MutexBucket` per held key. A
+//! tables of one to four keys' capacity, beside an exact bucket per held key. A
 //! request of one key never changes what another key holds, but for a reset to full in a
 //! table that starts keys full (which costs nothing); a held key decides as the exact bucket
 //! of its own requests; and a new key with no room is refused with the time until there is
 //! room, its wait waiting for it.
 
-use cellrate::baseline::MutexBucket;
+use crate::common::ms;
+use crate::oracle::Exact;
 use cellrate::{KeyedLimiter, ManualClock, MonotonicClock, Nanos, OverflowPolicy, Quota};
 use std::time::{Duration, Instant};
-
-fn ms(n: u64) -> Nanos {
-    Nanos::new(n * 1_000_000)
-}
 
 const POLICIES: [OverflowPolicy; 2] =
     [OverflowPolicy::EvictNearestNew, OverflowPolicy::DenyNewKeys];
@@ -31,7 +28,7 @@ fn table(
 }
 
 /// Under `start_empty`, a flood of new keys, each checked (stored empty) or booking ahead (a
-/// `reserve_n`, `wait` or `until_ready` of a key never seen: stored in debt). No bucket that is
+/// `reserve`, `wait` or `until_ready` of a key never seen: stored in debt). No bucket that is
 /// not full may make room there, under either policy: the flood fills the free slots, then is
 /// refused, and the key that held 9 of its 10 tokens keeps them.
 #[test]
@@ -40,22 +37,23 @@ fn a_flood_of_new_keys_booking_ahead_under_start_empty_cannot_empty_a_key() {
         for book_ahead in [true, false] {
             let limiter = table(800, policy, true);
             let victim = u64::MAX;
-            assert!(limiter.check_key_at(&victim, ms(0)).is_err());
+            assert!(limiter.at(ms(0)).check_key(&victim).is_err());
             let full = ms(1_000);
-            assert!(limiter.check_key_at(&victim, full).is_ok()); // 9 of 10 left
+            assert!(limiter.at(full).check_key(&victim).is_ok()); // 9 of 10 left
             for flood in 0..20_000u64 {
                 let _ = if book_ahead {
                     limiter
+                        .at(full)
                         .key(&flood)
-                        .reserve_n_at(1, Duration::from_secs(1), full)
+                        .reserve(1, Duration::from_secs(1))
                         .map(|r| r.commit())
                 } else {
-                    limiter.check_key_at(&flood, full)
+                    limiter.at(full).check_key(&flood)
                 };
             }
             let how = format!("{policy:?}, booking ahead {book_ahead}");
             assert_eq!(
-                limiter.key(&victim).available_at(full),
+                limiter.at(full).key(&victim).available(),
                 9,
                 "{how}: the flood emptied a key that held tokens"
             );
@@ -74,19 +72,19 @@ fn a_flood_of_new_keys_booking_ahead_under_start_empty_cannot_empty_a_key() {
 #[test]
 fn a_new_key_refused_for_room_under_start_empty_is_told_when_room_comes() {
     let limiter = table(1, OverflowPolicy::EvictNearestNew, true);
-    assert!(limiter.check_key_at(&1, ms(0)).is_err()); // empty, full at 1 s
-    assert!(limiter.check_key_at(&2, ms(500)).is_err()); // full at 1.5 s
-    let refused = limiter.check_key_at(&3, ms(600)).unwrap_err();
+    assert!(limiter.at(ms(0)).check_key(&1).is_err()); // empty, full at 1 s
+    assert!(limiter.at(ms(500)).check_key(&2).is_err()); // full at 1.5 s
+    let refused = limiter.at(ms(600)).check_key(&3).unwrap_err();
     assert_eq!(refused.retry_after(), Some(Duration::from_millis(400)));
     assert_eq!(limiter.stats().overflow_denials, 1);
-    assert_eq!(limiter.key(&1).available_at(ms(600)), 6);
+    assert_eq!(limiter.at(ms(600)).key(&1).available(), 6);
     // At 1 s key 1 is full: its slot goes to key 3, and key 1 comes back full.
     assert!(
-        limiter.check_key_at(&3, ms(1_000)).is_err(),
+        limiter.at(ms(1_000)).check_key(&3).is_err(),
         "key 3 starts empty"
     );
-    assert_eq!(limiter.key(&1).available_at(ms(1_000)), 10);
-    assert_eq!(limiter.key(&3).available_at(ms(1_100)), 1);
+    assert_eq!(limiter.at(ms(1_000)).key(&1).available(), 10);
+    assert_eq!(limiter.at(ms(1_100)).key(&3).available(), 1);
     assert_eq!(limiter.stats().overflow_evictions, 0);
 }
 
@@ -101,23 +99,24 @@ fn a_new_keys_wait_under_start_empty_waits_for_room() {
         .start_empty(true)
         .build();
     let quota = |ms| Quota::try_new(Duration::from_millis(ms), 1).unwrap();
-    let _ = limiter.key(&1).with_quota(&quota(30)).check();
-    let _ = limiter.key(&2).with_quota(&quota(60)).check();
+    let _ = limiter.key(&1).with_quota(quota(30)).check();
+    let _ = limiter.key(&2).with_quota(quota(60)).check();
     let start = Instant::now();
     let deep = quota(100);
-    let refused = limiter
-        .key(&3)
-        .with_quota(&deep)
-        .reserve_n(1, Duration::ZERO);
+    let refused = limiter.key(&3).with_quota(deep).reserve(1, Duration::ZERO);
     assert!(refused.is_err());
     assert_eq!(limiter.stats().overflow_denials, 1, "refused for room");
-    limiter.key(&3).with_quota(&deep).wait().unwrap();
+    limiter
+        .key(&3)
+        .with_quota(deep)
+        .wait(1, Duration::MAX)
+        .unwrap();
     let waited = start.elapsed();
     // Room at 30 ms, then the new key's own 100 ms from empty.
     assert!(waited >= Duration::from_millis(120), "{waited:?}");
     assert_eq!(limiter.stats().overflow_evictions, 0);
     // A wait bounded by less than the time until room is refused.
-    assert!(limiter.key(&4).wait_n(1, Duration::from_millis(1)).is_err());
+    assert!(limiter.key(&4).wait(1, Duration::from_millis(1)).is_err());
 }
 
 /// One schedule on a table of `max_keys` keys' capacity: `held` keys (one slot fewer than the
@@ -130,17 +129,12 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
     let quota = Quota::per_second(10).with_burst(50); // 5 s deep
     let short = Quota::try_new(Duration::from_millis(1), 2).unwrap();
     let held: Vec<u64> = (0..limiter.capacity() as u64 - 1).collect();
-    let oracles: Vec<MutexBucket<ManualClock>> = held
-        .iter()
-        .map(|_| {
-            let exact = MutexBucket::with_clock(quota, ManualClock::new());
-            if start_empty {
-                exact.start_empty_at(true, Nanos::ZERO)
-            } else {
-                exact
-            }
-        })
-        .collect();
+    let start = if start_empty {
+        Exact::empty_at(quota, 0)
+    } else {
+        Exact::full(quota)
+    };
+    let mut oracles = vec![start; held.len()];
     // Where a key removed for a new one comes back full, it may hold more than its exact
     // bucket: only the other keys' tokens are compared there, never to drop.
     let resets_refill = !start_empty && policy == OverflowPolicy::EvictNearestNew;
@@ -152,19 +146,20 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
             "{policy:?}, start_empty {start_empty}, max_keys {max_keys}, seed {seed}, step {step}"
         )
     };
-    for (&key, exact) in held.iter().zip(&oracles) {
+    for (&key, exact) in held.iter().zip(&mut oracles) {
         let got = limiter
+            .at(Nanos::ZERO)
             .key(&key)
-            .with_quota(&quota)
-            .check_n_at(1, Nanos::ZERO);
-        assert_eq!(got.is_ok(), exact.check_n_at(1, Nanos::ZERO).is_ok());
+            .with_quota(quota)
+            .check_n(1);
+        assert_eq!(got.is_ok(), exact.take(1, 0));
     }
     for step in 0..600 {
         now += rng.u64(..8) * 1_000_000; // at most 4.2 s in all
         let at = Nanos::new(now);
         let before: Vec<u32> = held
             .iter()
-            .map(|k| limiter.key(k).with_quota(&quota).available_at(at))
+            .map(|k| limiter.at(at).key(k).with_quota(quota).available())
             .collect();
         let denials = limiter.stats().overflow_denials;
         let cost = 1 + rng.u64(..3) as u32;
@@ -172,13 +167,13 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
         let actor = match rng.u64(..10) {
             0..=3 => {
                 let h = rng.u64(..held.len() as u64) as usize;
-                let key = limiter.key(&held[h]).with_quota(&quota);
+                let key = limiter.at(at).key(&held[h]).with_quota(quota);
                 let nanos = wait.as_nanos() as u64;
                 let check = rng.u64(..2) == 0;
                 let got = if check {
-                    key.check_n_at(cost, at).is_ok()
+                    key.check_n(cost).is_ok()
                 } else {
-                    key.reserve_n_at(cost, wait, at).map(|r| r.commit()).is_ok()
+                    key.reserve(cost, wait).map(|r| r.commit()).is_ok()
                 };
                 if limiter.stats().overflow_denials > denials {
                     // Refused for room: nothing carried out, the exact bucket is not asked.
@@ -186,9 +181,16 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
                     assert!(!start_empty, "{}: a held key lost its slot", what(step));
                 } else if !resets_refill {
                     let want = if check {
-                        oracles[h].check_n_at(cost, at).is_ok()
+                        oracles[h].take(cost, now)
                     } else {
-                        oracles[h].reserve_n_at(cost, nanos, at).is_ok()
+                        // A booking ready within `wait`: the tokens there `wait` later, were
+                        // nothing else spent, and spent now, into debt.
+                        let mut later = oracles[h];
+                        let booked = later.take(cost, now + nanos);
+                        if booked {
+                            oracles[h].charge(cost, now);
+                        }
+                        booked
                     };
                     assert_eq!(
                         got,
@@ -201,26 +203,26 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
             }
             4..=8 => {
                 fresh += 1;
-                let key = limiter.key(&fresh);
+                let key = limiter.at(at).key(&fresh);
                 let key = match rng.u64(..3) {
                     0 => key,
-                    1 => key.with_quota(&quota),
-                    _ => key.with_quota(&short),
+                    1 => key.with_quota(quota),
+                    _ => key.with_quota(short),
                 };
                 if rng.u64(..3) == 0 {
-                    let _ = key.check_n_at(1, at);
+                    let _ = key.check_n(1);
                 } else {
-                    let _ = key.reserve_n_at(cost, wait, at).map(|r| r.commit());
+                    let _ = key.reserve(cost, wait).map(|r| r.commit());
                 }
                 None
             }
             _ => {
-                limiter.evict_idle_at(at);
+                limiter.at(at).evict_idle();
                 None
             }
         };
         for (h, key) in held.iter().enumerate().filter(|&(h, _)| Some(h) != actor) {
-            let after = limiter.key(key).with_quota(&quota).available_at(at);
+            let after = limiter.at(at).key(key).with_quota(quota).available();
             if resets_refill {
                 assert!(
                     after >= before[h],

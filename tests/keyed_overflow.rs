@@ -28,7 +28,7 @@ fn flood(policy: OverflowPolicy) -> (u64, u64, KeyedLimiter<u64, ManualClock>) {
             let (limiter, admitted) = (&limiter, &admitted);
             s.spawn(move || {
                 for i in 0..per_thread {
-                    if limiter.check_key_n_at(&key(t, i), 1, Nanos::ZERO).is_ok() {
+                    if limiter.at(Nanos::ZERO).key(&key(t, i)).check_n(1).is_ok() {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -43,7 +43,7 @@ fn held(limiter: &KeyedLimiter<u64, ManualClock>, tried: u64) -> u64 {
     let per_thread = tried / THREADS;
     (0..THREADS)
         .flat_map(|t| (0..per_thread).map(move |i| key(t, i)))
-        .filter(|k| limiter.key(k).available_at(Nanos::ZERO) == 0)
+        .filter(|k| limiter.at(Nanos::ZERO).key(k).available() == 0)
         .count() as u64
 }
 

@@ -1,37 +1,32 @@
 //! Reservations and their give-backs, waiting and all-or-nothing checks on the buckets of a
 //! keyed limiter.
 
-use cellrate::{all_of, KeyedLimiter, Limit, Limiter, ManualClock, Nanos, Quota};
+use crate::common::{keyed, ms};
+use cellrate::{all_of, KeyedLimiter, Limit, ManualClock, Nanos, Quota};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 const LONG: Duration = Duration::from_secs(3600);
 
-fn ms(n: u64) -> Nanos {
-    Nanos::new(n * 1_000_000)
-}
-
-fn keyed(burst: u32) -> KeyedLimiter<&'static str, ManualClock> {
-    KeyedLimiter::with_clock(Quota::per_second(10).with_burst(burst), ManualClock::new())
+/// Ten a second, holding `burst`, per key.
+fn ten_per_second(burst: u32) -> KeyedLimiter<&'static str, ManualClock> {
+    keyed(Quota::per_second(10).with_burst(burst)).0
 }
 
 /// Three follow-up checks at `t`, `t + 50 ms` and `t + 100 ms`: a fingerprint of a bucket.
 fn follow_up(l: &KeyedLimiter<&'static str, ManualClock>, key: &'static str, t: u64) -> Vec<bool> {
     [0, 50, 100]
         .iter()
-        .map(|d| l.check_key_n_at(&key, 1, ms(t + d)).is_ok())
+        .map(|d| l.at(ms(t + d)).key(&key).check_n(1).is_ok())
         .collect()
 }
 
 #[test]
 fn fifty_reservations_on_one_key_are_ready_in_booking_order_one_interval_apart() {
-    let limiter = keyed(1);
+    let limiter = ten_per_second(1);
     let ready: Vec<Nanos> = (0..50)
         .map(|_| {
-            let booked = limiter
-                .key(&"a")
-                .reserve_n_at(1, LONG, Nanos::ZERO)
-                .unwrap();
+            let booked = limiter.at(Nanos::ZERO).key(&"a").reserve(1, LONG).unwrap();
             booked.ready_at()
         })
         .collect();
@@ -40,129 +35,106 @@ fn fifty_reservations_on_one_key_are_ready_in_booking_order_one_interval_apart()
         assert_eq!(pair[1].as_u64() - pair[0].as_u64(), 100_000_000, "step {i}");
     }
     // Another key is untouched.
-    assert!(limiter.check_key_n_at(&"b", 1, Nanos::ZERO).is_ok());
+    assert!(limiter.at(Nanos::ZERO).key(&"b").check_n(1).is_ok());
 }
 
 #[test]
 fn reservations_are_refused_past_max_wait_and_book_nothing() {
-    let limiter = keyed(1);
-    let first = limiter.key(&"a").reserve_n(1, LONG).unwrap();
+    let limiter = ten_per_second(1);
+    let first = limiter.key(&"a").reserve(1, LONG).unwrap();
     assert_eq!(first.ready_at(), Nanos::ZERO);
     let refused = limiter
+        .at(Nanos::ZERO)
         .key(&"a")
-        .reserve_n_at(1, Duration::from_millis(99), Nanos::ZERO)
+        .reserve(1, Duration::from_millis(99))
         .unwrap_err();
     assert_eq!(refused.retry_after(), Some(Duration::from_millis(100)));
-    let second = limiter
-        .key(&"a")
-        .reserve_n_at(1, LONG, Nanos::ZERO)
-        .unwrap();
+    let second = limiter.at(Nanos::ZERO).key(&"a").reserve(1, LONG).unwrap();
     assert_eq!(second.ready_at(), ms(100), "the refusal booked nothing");
     let too_big = limiter
+        .at(Nanos::ZERO)
         .key(&"a")
-        .reserve_n_at(2, LONG, Nanos::ZERO)
+        .reserve(2, LONG)
         .unwrap_err();
     assert_eq!(too_big.retry_after(), None);
 }
 
 #[test]
 fn cancelling_the_last_reservation_of_a_key_restores_it_exactly() {
-    let (limiter, twin) = (keyed(3), keyed(3));
+    let (limiter, twin) = (ten_per_second(3), ten_per_second(3));
     for l in [&limiter, &twin] {
-        l.check_key_n_at(&"a", 2, Nanos::ZERO).unwrap();
+        l.at(Nanos::ZERO).key(&"a").check_n(2).unwrap();
     }
-    let r = limiter.key(&"a").reserve_n_at(3, LONG, ms(20)).unwrap();
-    assert!(limiter.key(&"a").available_at(ms(20)) < twin.key(&"a").available_at(ms(20)));
+    let r = limiter.at(ms(20)).key(&"a").reserve(3, LONG).unwrap();
+    assert!(limiter.at(ms(20)).key(&"a").available() < twin.at(ms(20)).key(&"a").available());
     r.cancel_at(ms(30));
     assert_eq!(follow_up(&limiter, "a", 30), follow_up(&twin, "a", 30));
 }
 
 #[test]
 fn a_cancel_under_a_later_booking_gives_nothing_back() {
-    let limiter = keyed(1);
-    let a = limiter
-        .key(&"a")
-        .reserve_n_at(1, LONG, Nanos::ZERO)
-        .unwrap(); // slot ending 100
-    let b = limiter
-        .key(&"a")
-        .reserve_n_at(1, LONG, Nanos::ZERO)
-        .unwrap(); // ready 100
+    let limiter = ten_per_second(1);
+    let a = limiter.at(Nanos::ZERO).key(&"a").reserve(1, LONG).unwrap(); // slot ending 100
+    let b = limiter.at(Nanos::ZERO).key(&"a").reserve(1, LONG).unwrap(); // ready 100
     a.cancel_at(Nanos::ZERO);
-    let c = limiter
-        .key(&"a")
-        .reserve_n_at(1, LONG, Nanos::ZERO)
-        .unwrap();
+    let c = limiter.at(Nanos::ZERO).key(&"a").reserve(1, LONG).unwrap();
     assert!(c.ready_at() > b.ready_at(), "c must not share b's slot");
 }
 
 #[test]
 fn settling_higher_puts_the_key_in_debt_and_lower_gives_back() {
-    let limiter = keyed(5);
-    let r = limiter
-        .key(&"a")
-        .reserve_n_at(2, LONG, Nanos::ZERO)
-        .unwrap();
-    r.settle_at(8, Nanos::ZERO); // 8 tokens spent: 3 in debt
-    let denied = limiter.check_key_n_at(&"a", 1, Nanos::ZERO).unwrap_err();
+    let limiter = ten_per_second(5);
+    let r = limiter.at(Nanos::ZERO).key(&"a").reserve(2, LONG).unwrap();
+    r.settle_at(8, Nanos::ZERO).unwrap(); // 8 tokens spent: 3 in debt
+    let denied = limiter.at(Nanos::ZERO).key(&"a").check_n(1).unwrap_err();
     assert_eq!(denied.retry_after(), Some(Duration::from_millis(400)));
-    let r = limiter
-        .key(&"b")
-        .reserve_n_at(4, LONG, Nanos::ZERO)
-        .unwrap();
-    r.settle_at(1, Nanos::ZERO);
-    assert_eq!(limiter.key(&"b").available_at(Nanos::ZERO), 4);
+    let r = limiter.at(Nanos::ZERO).key(&"b").reserve(4, LONG).unwrap();
+    r.settle_at(1, Nanos::ZERO).unwrap();
+    assert_eq!(limiter.at(Nanos::ZERO).key(&"b").available(), 4);
 }
 
 #[test]
 fn give_backs_never_exceed_the_capacity_and_never_create_a_key() {
-    let limiter = keyed(5);
+    let limiter = ten_per_second(5);
     let absent = limiter
+        .at(Nanos::ZERO)
         .key(&"absent")
-        .reserve_n_at(0, Duration::ZERO, Nanos::ZERO)
+        .reserve(0, Duration::ZERO)
         .unwrap();
     absent.cancel_at(Nanos::ZERO);
     assert_eq!(limiter.len(), 0, "a give-back creates nothing");
-    let kept = limiter
-        .key(&"a")
-        .reserve_n_at(2, Duration::ZERO, Nanos::ZERO);
-    let given = limiter
-        .key(&"a")
-        .reserve_n_at(2, Duration::ZERO, Nanos::ZERO);
+    let kept = limiter.at(Nanos::ZERO).key(&"a").reserve(2, Duration::ZERO);
+    let given = limiter.at(Nanos::ZERO).key(&"a").reserve(2, Duration::ZERO);
     given.unwrap().cancel_at(Nanos::ZERO);
-    assert_eq!(limiter.key(&"a").available_at(Nanos::ZERO), 3);
+    assert_eq!(limiter.at(Nanos::ZERO).key(&"a").available(), 3);
     kept.unwrap().cancel_at(Nanos::ZERO);
-    assert_eq!(limiter.key(&"a").available_at(Nanos::ZERO), 5);
-    assert!(limiter.check_key_n_at(&"a", 5, Nanos::ZERO).is_ok());
-    assert!(limiter.check_key_n_at(&"a", 1, Nanos::ZERO).is_err());
+    assert_eq!(limiter.at(Nanos::ZERO).key(&"a").available(), 5);
+    assert!(limiter.at(Nanos::ZERO).key(&"a").check_n(5).is_ok());
+    assert!(limiter.at(Nanos::ZERO).key(&"a").check_n(1).is_err());
 }
 
 #[test]
 fn all_of_a_key_and_a_global_limit_spends_in_both_or_neither() {
-    let clock = ManualClock::new();
-    let per_user =
-        KeyedLimiter::<u64, _>::with_clock(Quota::per_second(10).with_burst(3), clock.clone());
-    let global = Limiter::with_clock(Quota::per_second(10).with_burst(4), clock.clone());
+    let (per_user, clock) = keyed::<u64>(Quota::per_second(10).with_burst(3));
+    let global = cellrate::Limiter::with_clock(Quota::per_second(10).with_burst(4), clock);
     let user = per_user.key(&7);
-    assert!(all_of(&[&user, &global]).check_n(3).is_ok());
+    assert!(all_of(&[(&user, 3), (&global, 3)]).check().is_ok());
     assert_eq!((per_user.key(&7).available(), global.available()), (0, 1));
     // The user refuses: the global limit keeps its token.
-    let denied = all_of(&[&global, &user]).check().unwrap_err();
+    let denied = all_of(&[(&global, 1), (&user, 1)]).check().unwrap_err();
     assert_eq!(global.available(), 1);
     assert_eq!(denied.retry_after(), Some(Duration::from_millis(100)));
     // The global limit refuses a different user: that user's new bucket is left full.
     let other = per_user.key(&8);
-    assert!(all_of(&[&other, &global]).check_n(2).is_err());
+    assert!(all_of(&[(&other, 2), (&global, 2)]).check().is_err());
     assert_eq!(per_user.key(&8).available(), 3);
 }
 
 #[test]
 fn concurrent_all_of_over_keys_never_admits_beyond_a_burst() {
-    let clock = ManualClock::new();
+    let (per_user, clock) = keyed::<u64>(Quota::per_second(10).with_burst(50));
     clock.set(ms(1_000));
-    let per_user =
-        KeyedLimiter::<u64, _>::with_clock(Quota::per_second(10).with_burst(50), clock.clone());
-    let global = Limiter::with_clock(Quota::per_second(10).with_burst(120), clock.clone());
+    let global = cellrate::Limiter::with_clock(Quota::per_second(10).with_burst(120), clock);
     let admitted = [0u64, 1, 2].map(|_| AtomicU32::new(0));
     std::thread::scope(|s| {
         for t in 0..4u64 {
@@ -171,7 +143,7 @@ fn concurrent_all_of_over_keys_never_admits_beyond_a_burst() {
                 for i in 0..200u64 {
                     let user = (t + i) % 3;
                     let key = per_user.key(&user);
-                    let limits: [&dyn Limit; 2] = [&key, global];
+                    let limits: [(&dyn Limit, u32); 2] = [(&key, 1), (global, 1)];
                     if all_of(&limits).check().is_ok() {
                         admitted[user as usize].fetch_add(1, Ordering::Relaxed);
                     }
@@ -198,13 +170,13 @@ fn wait_key_n_sleeps_in_booking_order() {
     let limiter = KeyedLimiter::<&str>::new(Quota::per_second(20).with_burst(1));
     let start = Instant::now();
     for _ in 0..4 {
-        limiter.key(&"a").wait_n(1, LONG).unwrap();
+        limiter.key(&"a").wait(1, LONG).unwrap();
     }
     let elapsed = start.elapsed();
     assert!(elapsed >= Duration::from_millis(145), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
     assert!(
-        limiter.key(&"a").wait_n(2, LONG).is_err(),
+        limiter.key(&"a").wait(2, LONG).is_err(),
         "cost above the burst"
     );
 }

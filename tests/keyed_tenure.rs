@@ -1,16 +1,12 @@
 //! Where the keyed table meets give-backs, the clock and `start_empty`: a give-back of an
 //! evicted bucket never reaches the key's next bucket, eviction never changes what a key holds
 //! (a full key comes back full, also under `start_empty`; floods are in `keyed_flood.rs`),
-//! sweeps never drop a bucket that is not full at the checks' own time, a handle decides under
-//! the live default quota, and a new key's wait waits for room.
+//! sweeps never drop a bucket that is not full at the checks' own time, and a new key's wait
+//! waits for room.
 
-use crate::common::LaggingClock;
-use cellrate::{Clock, KeyedLimiter, ManualClock, MonotonicClock, Nanos, OverflowPolicy, Quota};
+use crate::common::{ms, LaggingClock};
+use cellrate::{Clock, KeyedLimiter, ManualClock, MonotonicClock, OverflowPolicy, Quota};
 use std::time::{Duration, Instant};
-
-fn ms(n: u64) -> Nanos {
-    Nanos::new(n * 1_000_000)
-}
 
 /// A two-slot table (one key's capacity) of 10 a second, everything at 0.
 fn two_slots(policy: OverflowPolicy) -> KeyedLimiter<u32, ManualClock> {
@@ -26,16 +22,17 @@ fn a_give_back_of_an_evicted_tenure_never_reaches_the_keys_next_bucket() {
     let limiter = two_slots(OverflowPolicy::EvictNearestNew);
     assert_eq!(limiter.capacity(), 2);
     let booked = limiter
+        .at(ms(0))
         .key(&1)
-        .reserve_n_at(5, Duration::ZERO, ms(0))
+        .reserve(5, Duration::ZERO)
         .unwrap();
-    limiter.check_key_n_at(&2, 8, ms(0)).unwrap();
-    limiter.check_key_n_at(&3, 1, ms(0)).unwrap(); // evicts key 1, nearest to full
+    limiter.at(ms(0)).key(&2).check_n(8).unwrap();
+    limiter.at(ms(0)).key(&3).check_n(1).unwrap(); // evicts key 1, nearest to full
                                                    // Key 1 again, with the TAT its first bucket had: the same value, another tenure.
-    limiter.check_key_n_at(&1, 5, ms(0)).unwrap();
+    limiter.at(ms(0)).key(&1).check_n(5).unwrap();
     booked.cancel_at(ms(0));
     assert_eq!(
-        limiter.key(&1).available_at(ms(0)),
+        limiter.at(ms(0)).key(&1).available(),
         5,
         "the cancel of the evicted bucket gave the new one tokens"
     );
@@ -45,14 +42,15 @@ fn a_give_back_of_an_evicted_tenure_never_reaches_the_keys_next_bucket() {
 fn a_settle_of_an_evicted_tenure_gives_nothing_back_either() {
     let limiter = two_slots(OverflowPolicy::EvictNearestNew);
     let booked = limiter
+        .at(ms(0))
         .key(&1)
-        .reserve_n_at(5, Duration::ZERO, ms(0))
+        .reserve(5, Duration::ZERO)
         .unwrap();
-    limiter.check_key_n_at(&2, 8, ms(0)).unwrap();
-    limiter.check_key_n_at(&3, 1, ms(0)).unwrap(); // evicts key 1
-    limiter.check_key_n_at(&1, 3, ms(0)).unwrap(); // key 1 again: 3 spent, below the booking's end
-    booked.settle_at(0, ms(0));
-    assert_eq!(limiter.key(&1).available_at(ms(0)), 7);
+    limiter.at(ms(0)).key(&2).check_n(8).unwrap();
+    limiter.at(ms(0)).key(&3).check_n(1).unwrap(); // evicts key 1
+    limiter.at(ms(0)).key(&1).check_n(3).unwrap(); // key 1 again: 3 spent, below the booking's end
+    booked.settle_at(0, ms(0)).unwrap();
+    assert_eq!(limiter.at(ms(0)).key(&1).available(), 7);
 }
 
 #[test]
@@ -62,21 +60,21 @@ fn a_start_empty_key_removed_while_full_comes_back_full() {
         .start_empty(true)
         .build();
     assert!(
-        limiter.check_key_at(&7, ms(0)).is_err(),
+        limiter.at(ms(0)).check_key(&7).is_err(),
         "a new key starts empty"
     );
     let depth = ms(1_000);
-    assert_eq!(limiter.key(&7).available_at(depth), 10);
-    assert_eq!(limiter.evict_idle_at(depth), 1);
+    assert_eq!(limiter.at(depth).key(&7).available(), 10);
+    assert_eq!(limiter.at(depth).evict_idle(), 1);
     assert_eq!(limiter.len(), 0);
     assert_eq!(
-        limiter.key(&7).available_at(depth),
+        limiter.at(depth).key(&7).available(),
         10,
         "removed while full, it came back empty"
     );
-    assert!(limiter.check_key_n_at(&7, 10, depth).is_ok());
+    assert!(limiter.at(depth).key(&7).check_n(10).is_ok());
     // A key never seen still starts empty.
-    assert!(limiter.check_key_at(&8, depth).is_err());
+    assert!(limiter.at(depth).check_key(&8).is_err());
 }
 
 /// The checks of a 16 ms-deep quota read a time 1 ms behind; a sweep at the exact time must not
@@ -95,7 +93,7 @@ fn a_sweep_never_drops_a_bucket_not_full_at_the_checks_time() {
         "removed a bucket the checks see as not full"
     );
     assert!(
-        limiter.check_key_n(&1, 16).is_err(),
+        limiter.key(&1).check_n(16).is_err(),
         "17 tokens at one reading on a burst of 16"
     );
     clock.truth.set(ms(101));
@@ -117,27 +115,15 @@ fn a_reservation_takes_over_only_a_bucket_full_at_the_checks_time() {
     limiter.check_key(&1).unwrap(); // full again at 100 ms
     limiter.check_key(&2).unwrap();
     // At the checks' 99 ms neither is full: a new key has no room.
-    assert!(limiter.key(&3).reserve_n(1, Duration::ZERO).is_err());
+    assert!(limiter.key(&3).reserve(1, Duration::ZERO).is_err());
     assert_eq!(limiter.key(&1).available(), 15);
 }
 
 #[test]
-fn a_handle_decides_under_the_live_default_quota() {
-    let limiter = KeyedLimiter::<u32, _>::with_clock(Quota::per_second(10), ManualClock::new());
-    let handle = limiter.key(&1);
-    limiter.set_default_quota(Quota::per_second(100));
-    assert_eq!(handle.quota(), Quota::per_second(100));
-    assert!(handle.check_n(100).is_ok(), "the handle kept the old quota");
-    // A handle's own quota stays its own.
-    let tiered = limiter.key(&2).with_quota(&Quota::per_second(5));
-    limiter.set_default_quota(Quota::per_second(50));
-    assert_eq!(tiered.quota(), Quota::per_second(5));
-}
-
-#[test]
 fn a_new_keys_wait_waits_for_room() {
-    // Two slots held by keys full again 30 ms and 60 ms from now: a third key's wait must wait
-    // for the first to be full (room), then for its own token, not fail at once.
+    // Two slots held by keys full again 30 ms and 60 ms from now (each key's bucket under a
+    // quota of its own): a third key's wait must wait for the first to be full (room), then
+    // for its own token, not fail at once.
     let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
         .max_keys(1)
         .clock(MonotonicClock::new())
@@ -146,32 +132,35 @@ fn a_new_keys_wait_waits_for_room() {
     let now = limiter.clock().now();
     let quota = |ms| Quota::try_new(Duration::from_millis(ms), 1).unwrap();
     limiter
+        .at(now)
         .key(&1)
-        .with_quota(&quota(30))
-        .check_n_at(1, now)
+        .with_quota(quota(30))
+        .check_n(1)
         .unwrap();
     limiter
+        .at(now)
         .key(&2)
-        .with_quota(&quota(60))
-        .check_n_at(1, now)
+        .with_quota(quota(60))
+        .check_n(1)
         .unwrap();
     let start = Instant::now();
     assert!(
-        limiter.key(&3).reserve_n(1, Duration::ZERO).is_err(),
+        limiter.key(&3).reserve(1, Duration::ZERO).is_err(),
         "no room"
     );
-    limiter.key(&3).wait().unwrap();
+    limiter.key(&3).wait(1, Duration::MAX).unwrap();
     assert!(
         start.elapsed() >= Duration::from_millis(25),
         "{:?}",
         start.elapsed()
     );
-    // And a wait bounded by less than the time until room is refused at once.
+    // Key 3 under another quota is another bucket, a new one, refused: no room.
     limiter
         .key(&3)
-        .with_quota(&quota(60))
+        .with_quota(quota(60))
         .check_n(1)
         .unwrap_err();
-    let refused = limiter.key(&4).wait_n(1, Duration::from_millis(5));
+    // And a wait bounded by less than the time until room is refused at once.
+    let refused = limiter.key(&4).wait(1, Duration::from_millis(5));
     assert!(refused.is_err());
 }

@@ -3,8 +3,9 @@
 //! clock are `pace_rate.rs`'s, the writer's bookings `pace_write.rs`'s.
 #![cfg(feature = "async")]
 
+use crate::common::manual;
 use cellrate::pace::PaceExt;
-use cellrate::{KeyedLimiter, Limiter, ManualClock, Quota};
+use cellrate::{KeyedLimiter, ManualClock, Quota};
 use futures::executor::block_on;
 use futures::task::noop_waker_ref;
 use futures::{stream, SinkExt, Stream, StreamExt};
@@ -12,19 +13,13 @@ use std::pin::pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-fn manual(per_second: u32, burst: u32) -> (Limiter<ManualClock>, ManualClock) {
-    let clock = ManualClock::new();
-    let quota = Quota::per_second(per_second).with_burst(burst);
-    (Limiter::with_clock(quota, clock.clone()), clock)
-}
-
 fn poll_next<S: Stream + Unpin>(s: &mut S) -> Poll<Option<S::Item>> {
     s.poll_next_unpin(&mut Context::from_waker(noop_waker_ref()))
 }
 
 #[test]
 fn an_item_waits_for_its_cost_and_a_zero_cost_item_passes_at_once() {
-    let (limiter, clock) = manual(10, 5);
+    let (limiter, clock) = manual(Quota::per_second(10).with_burst(5));
     let items = stream::iter([5u32, 3, 0]);
     let mut paced = pin!(items.paced_by(&limiter, |&c| c));
     assert_eq!(poll_next(&mut paced), Poll::Ready(Some(5)));
@@ -43,7 +38,7 @@ fn an_item_waits_for_its_cost_and_a_zero_cost_item_passes_at_once() {
 
 #[test]
 fn an_item_above_the_burst_is_booked_a_burst_at_a_time() {
-    let (limiter, clock) = manual(10, 4);
+    let (limiter, clock) = manual(Quota::per_second(10).with_burst(4));
     let mut paced = pin!(stream::iter([10u32]).paced_by(&limiter, |&c| c));
     assert!(poll_next(&mut paced).is_pending(), "4 now, then 4, then 2");
     clock.advance(Duration::from_millis(400));
@@ -60,7 +55,7 @@ fn an_item_above_the_burst_is_booked_a_burst_at_a_time() {
 
 #[test]
 fn dropping_a_waiting_stream_gives_the_booked_tokens_back() {
-    let (limiter, _clock) = manual(1, 3);
+    let (limiter, _clock) = manual(Quota::per_second(1).with_burst(3));
     limiter.check_n(2).unwrap();
     {
         let mut paced = pin!(stream::iter([3u32]).paced_by(&limiter, |&c| c));
@@ -88,7 +83,7 @@ fn a_key_of_a_keyed_limiter_paces_its_own_stream() {
 
 #[test]
 fn a_writer_gives_back_the_bytes_the_inner_writer_did_not_take() {
-    let (limiter, _clock) = manual(10, 10);
+    let (limiter, _clock) = manual(Quota::per_second(10).with_burst(10));
     let mut buffer = [0u8; 3];
     let mut out = futures::io::Cursor::new(&mut buffer[..]).paced_write(&limiter);
     let written = block_on(futures::io::AsyncWriteExt::write(
@@ -127,7 +122,7 @@ impl futures::Sink<u32> for NeverReady {
 
 #[test]
 fn a_sink_dropped_while_its_inner_sink_is_not_ready_gives_the_tokens_back() {
-    let (limiter, _clock) = manual(10, 10);
+    let (limiter, _clock) = manual(Quota::per_second(10).with_burst(10));
     let mut paced = NeverReady.paced_sink_by(&limiter, |&n: &u32| n);
     let mut cx = Context::from_waker(noop_waker_ref());
     paced.start_send_unpin(5).unwrap();
@@ -149,7 +144,7 @@ fn a_sink_dropped_while_its_inner_sink_is_not_ready_gives_the_tokens_back() {
 
 #[test]
 fn into_inner_returns_the_item_waiting_and_gives_its_tokens_back() {
-    let (limiter, clock) = manual(1, 5);
+    let (limiter, clock) = manual(Quota::per_second(1).with_burst(5));
     let mut paced = stream::iter([5u32, 4, 3]).paced_by(&limiter, |&c| c);
     assert_eq!(poll_next(&mut paced), Poll::Ready(Some(5)));
     assert!(poll_next(&mut paced).is_pending(), "4 tokens are 4 s away");
@@ -166,7 +161,7 @@ fn into_inner_returns_the_item_waiting_and_gives_its_tokens_back() {
 
 #[test]
 fn a_named_limiter_counts_each_item_handed_on_and_none_given_back() {
-    let (limiter, clock) = manual(10, 2);
+    let (limiter, clock) = manual(Quota::per_second(10).with_burst(2));
     let limiter = limiter.named("paced");
     let mut paced = stream::iter([1u32, 1, 1, 1]).paced_by(&limiter, |&c| c);
     assert_eq!(poll_next(&mut paced), Poll::Ready(Some(1)));

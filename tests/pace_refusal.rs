@@ -22,7 +22,7 @@ fn full_table() -> KeyedLimiter<u64> {
     for key in 0..limiter.capacity() as u64 + 2 {
         let _ = limiter.check_key(&key);
     }
-    let refused = limiter.key(&1_000).reserve_n(1, Duration::ZERO);
+    let refused = limiter.key(&1_000).reserve(1, Duration::ZERO);
     assert!(refused.is_err(), "the table has no room for a new key");
     limiter
 }

@@ -1,6 +1,8 @@
 //! A refusal decided on a reading that lags the true time (a cached clock's) carries the lag in
 //! its `retry_after`, so that a retry made that long afterwards passes however much its own
-//! reading lags, in every check form that reads the clock; an exact reading adds nothing.
+//! reading lags, in every check form that reads the clock; an exact reading adds nothing. A
+//! limiter reads its clock one way, fixed by the quota it is built with, also for a key's
+//! bucket under another quota.
 
 use crate::common::LaggingClock;
 use cellrate::{Allowed, Denied, KeyedLimiter, Limiter, Nanos, Quota};
@@ -16,6 +18,18 @@ fn deep() -> Quota {
 /// 1 ms a token, 10 ms deep: a check accepts 0.625 ms, under a step, so it reads exactly.
 fn shallow() -> Quota {
     Quota::per_second(1_000).with_burst(10)
+}
+
+/// The rate of `quota` on the other side of the line between the readings: 10 ms deep beside
+/// `deep()`, which would read exactly on a limiter of its own; 100 ms deep beside
+/// `shallow()`, which would read coarsely. A key's bucket under it is read as its limiter's
+/// quota says, and its next token is one interval away as under `quota`.
+fn other_side(quota: Quota) -> Quota {
+    if quota == deep() {
+        quota.with_burst(1)
+    } else {
+        quota.with_burst(100)
+    }
 }
 
 type Check = Box<dyn Fn() -> Result<Allowed, Denied>>;
@@ -42,10 +56,10 @@ fn forms(quota: Quota, clock: &LaggingClock) -> Vec<(&'static str, Check)> {
         ("Limiter::check", Box::new(move || a.check())),
         ("Limiter::check_n", Box::new(move || b.check_n(1))),
         ("check_key", Box::new(move || c.check_key(&7))),
-        ("check_key_n", Box::new(move || d.check_key_n(&7, 1))),
+        ("key().check", Box::new(move || d.key(&7).check())),
         (
-            "key(k).with_quota(q).check_n",
-            Box::new(move || e.key(&7).with_quota(&quota).check_n(1)),
+            "key(k).with_quota(other side).check_n",
+            Box::new(move || e.key(&7).with_quota(other_side(quota)).check_n(1)),
         ),
         ("key().check_n", Box::new(move || f.key(&7).check_n(1))),
         (

@@ -39,11 +39,24 @@ fn a_shallow_quota_is_decided_on_the_exact_time() {
 }
 
 #[test]
-fn a_shallow_quota_per_call_is_decided_on_the_exact_time() {
-    // The limiter's own quota (1 s deep) would read the cached time; the call's must not.
+fn a_quota_per_call_is_decided_on_the_time_its_limiter_reads() {
+    // A limiter reads its clock one way, fixed by the quota it is built with: a 1 s deep one
+    // reads the cached time, also for a key's bucket under the 1 µs quota of a call, which
+    // then admits one check per cached reading (about 21 in 20 ms; exact, thousands).
     let keyed = KeyedLimiter::<u64>::new(Quota::per_second(1_000));
     let quota = shallow();
-    let admitted = admitted_in_20_ms(|| keyed.key(&1).with_quota(&quota).check_n(1).is_ok());
+    let admitted = admitted_in_20_ms(|| keyed.key(&1).with_quota(quota).check_n(1).is_ok());
+    assert!(
+        (1..100).contains(&admitted),
+        "{admitted} admitted in 20 ms at 1/µs on the cached time"
+    );
+    // And a limiter built shallow reads the exact time, also under a quota of a call deep
+    // enough for the cached one (1 µs a token, 16 ms deep): once drained, its bucket admits
+    // about one check per microsecond the loop spends, where the cached time would give 21.
+    let exact = KeyedLimiter::<u64>::new(shallow());
+    let deep = Quota::try_new(Duration::from_micros(1), 16_000).expect("1 µs x 16,000 fits");
+    assert!(exact.key(&1).with_quota(deep).check_n(16_000).is_ok());
+    let admitted = admitted_in_20_ms(|| exact.key(&1).with_quota(deep).check_n(1).is_ok());
     assert!(admitted > 200, "{admitted} admitted in 20 ms at 1/µs");
 }
 
