@@ -14,21 +14,36 @@ const MAX_DEPTH: u64 = 1 << 62;
 #[test]
 fn per_second_divides_a_second_into_whole_intervals() {
     let q = Quota::per_second(100);
-    assert_eq!(q.emission_interval_ns(), 10_000_000);
+    assert_eq!(q.emission_interval(), Duration::from_nanos(10_000_000));
     assert_eq!(q.emission_interval(), Duration::from_millis(10));
     assert_eq!(q.burst(), 100);
-    assert_eq!(q.depth_ns(), SECOND_NS);
+    assert_eq!(q.replenish_all(), Duration::from_nanos(SECOND_NS));
     assert_eq!(q.replenish_all(), Duration::from_secs(1));
 }
 
 #[test]
 fn rates_that_do_not_divide_the_period_round_the_interval_up() {
     // Rounding up keeps the long-run rate at or below the one configured.
-    assert_eq!(Quota::per_second(3).emission_interval_ns(), 333_333_334);
-    assert_eq!(Quota::per_second(3).depth_ns(), 1_000_000_002);
-    assert_eq!(Quota::per_second(7).emission_interval_ns(), 142_857_143);
-    assert_eq!(Quota::per_minute(7).emission_interval_ns(), 8_571_428_572);
-    assert_eq!(Quota::per_hour(7).emission_interval_ns(), 514_285_714_286);
+    assert_eq!(
+        Quota::per_second(3).emission_interval(),
+        Duration::from_nanos(333_333_334)
+    );
+    assert_eq!(
+        Quota::per_second(3).replenish_all(),
+        Duration::from_nanos(1_000_000_002)
+    );
+    assert_eq!(
+        Quota::per_second(7).emission_interval(),
+        Duration::from_nanos(142_857_143)
+    );
+    assert_eq!(
+        Quota::per_minute(7).emission_interval(),
+        Duration::from_nanos(8_571_428_572)
+    );
+    assert_eq!(
+        Quota::per_hour(7).emission_interval(),
+        Duration::from_nanos(514_285_714_286)
+    );
     for n in [
         1,
         2,
@@ -44,13 +59,11 @@ fn rates_that_do_not_divide_the_period_round_the_interval_up() {
         u32::MAX,
     ] {
         for (quota, period) in [
-            (Quota::try_per_second(n), SECOND_NS),
-            (Quota::try_per_minute(n), 60 * SECOND_NS),
-            (Quota::try_per_hour(n), HOUR_NS),
+            (Quota::per_second(n), SECOND_NS),
+            (Quota::per_minute(n), 60 * SECOND_NS),
+            (Quota::per_hour(n), HOUR_NS),
         ] {
-            // Above one token per nanosecond: refused (tested below).
-            let Ok(quota) = quota else { continue };
-            let t = quota.emission_interval_ns();
+            let t = quota.emission_interval().as_nanos() as u64;
             let n = u64::from(n);
             assert!(
                 t * n >= period,
@@ -72,7 +85,10 @@ fn per_minute_and_per_hour_use_their_periods() {
         Duration::from_secs(1)
     );
     assert_eq!(Quota::per_minute(60).burst(), 60);
-    assert_eq!(Quota::per_hour(1).emission_interval_ns(), HOUR_NS);
+    assert_eq!(
+        Quota::per_hour(1).emission_interval(),
+        Duration::from_nanos(HOUR_NS)
+    );
     assert_eq!(Quota::per_hour(1).burst(), 1);
     assert_eq!(
         Quota::per_hour(3_600).emission_interval(),
@@ -83,21 +99,27 @@ fn per_minute_and_per_hour_use_their_periods() {
 #[test]
 fn rates_faster_than_one_per_nanosecond_round_to_one_nanosecond() {
     let q = Quota::per_second(1_000_000_000);
-    assert_eq!(q.emission_interval_ns(), 1);
+    assert_eq!(q.emission_interval(), Duration::from_nanos(1));
     assert_eq!(q.burst(), 1_000_000_000);
     // What migrants from governor write for "effectively unlimited": accepted, never faster
     // than asked (10^9 a second), with the burst asked for.
     for n in [1_000_000_001, 2_000_000_000, u32::MAX] {
         let q = Quota::per_second(n);
-        assert_eq!((q.emission_interval_ns(), q.burst()), (1, n));
-        assert_eq!(Quota::try_per_second(n), Ok(q));
+        assert_eq!(
+            (q.emission_interval(), q.burst()),
+            (Duration::from_nanos(1), n)
+        );
+        assert_eq!(Quota::try_new(Duration::from_nanos(1), n), Ok(q));
     }
     let unlimited =
         cellrate::Limiter::with_clock(Quota::per_second(u32::MAX), cellrate::ManualClock::new());
     assert!(unlimited.check_n(u32::MAX).is_ok());
     assert!(unlimited.check().is_err());
     // A minute and an hour hold more nanoseconds than a u32 has values.
-    assert_eq!(Quota::per_minute(u32::MAX).emission_interval_ns(), 14);
+    assert_eq!(
+        Quota::per_minute(u32::MAX).emission_interval(),
+        Duration::from_nanos(14)
+    );
 }
 
 #[test]
@@ -109,16 +131,16 @@ fn per_second_of_zero_panics_with_the_reason() {
 #[test]
 fn with_period_emits_one_token_per_period_with_burst_one() {
     let q = Quota::with_period(Duration::from_millis(250));
-    assert_eq!(q.emission_interval_ns(), 250_000_000);
+    assert_eq!(q.emission_interval(), Duration::from_nanos(250_000_000));
     assert_eq!(q.burst(), 1);
     assert_eq!(q.replenish_all(), Duration::from_millis(250));
     assert_eq!(
-        Quota::with_period(Duration::from_nanos(1)).emission_interval_ns(),
-        1
+        Quota::with_period(Duration::from_nanos(1)).emission_interval(),
+        Duration::from_nanos(1)
     );
     let longest = Quota::with_period(LONGEST_PERIOD);
-    assert_eq!(longest.emission_interval_ns(), MAX_DEPTH);
-    assert_eq!(longest.depth_ns(), MAX_DEPTH);
+    assert_eq!(longest.emission_interval(), Duration::from_nanos(MAX_DEPTH));
+    assert_eq!(longest.replenish_all(), Duration::from_nanos(MAX_DEPTH));
 }
 
 #[test]
@@ -126,7 +148,7 @@ fn with_burst_keeps_the_rate_and_sets_the_capacity() {
     let q = Quota::per_second(100).with_burst(10);
     assert_eq!(q.emission_interval(), Duration::from_millis(10));
     assert_eq!(q.burst(), 10);
-    assert_eq!(q.depth_ns(), 100_000_000);
+    assert_eq!(q.replenish_all(), Duration::from_nanos(100_000_000));
     assert_eq!(q.replenish_all(), Duration::from_millis(100));
 
     let q = Quota::per_second(2).with_burst(6);
@@ -135,15 +157,18 @@ fn with_burst_keeps_the_rate_and_sets_the_capacity() {
 
     let raised = Quota::with_period(Duration::from_secs(2)).with_burst(1_000);
     assert_eq!(raised.emission_interval(), Duration::from_secs(2));
-    assert_eq!(raised.depth_ns(), 2_000 * SECOND_NS);
+    assert_eq!(
+        raised.replenish_all(),
+        Duration::from_nanos(2_000 * SECOND_NS)
+    );
 }
 
 #[test]
 fn try_new_is_the_general_constructor() {
     let q = Quota::try_new(Duration::from_nanos(7), 3).unwrap();
     assert_eq!(
-        (q.emission_interval_ns(), q.burst(), q.depth_ns()),
-        (7, 3, 21)
+        (q.emission_interval(), q.burst(), q.replenish_all()),
+        (Duration::from_nanos(7), 3, Duration::from_nanos(21))
     );
     assert_eq!(
         Quota::try_new(Duration::from_millis(10), 10),
@@ -157,25 +182,19 @@ fn try_new_is_the_general_constructor() {
 
 #[test]
 fn the_fallible_forms_agree_with_the_panicking_forms() {
-    assert_eq!(Quota::try_per_second(3), Ok(Quota::per_second(3)));
-    assert_eq!(Quota::try_per_minute(7), Ok(Quota::per_minute(7)));
-    assert_eq!(Quota::try_per_hour(11), Ok(Quota::per_hour(11)));
+    // `try_new` of the interval the per-period forms round to gives the same quota.
+    let third = Duration::from_nanos(333_333_334);
+    assert_eq!(Quota::try_new(third, 3), Ok(Quota::per_second(3)));
+    let seventh = Duration::from_nanos(8_571_428_572);
+    assert_eq!(Quota::try_new(seventh, 7), Ok(Quota::per_minute(7)));
+    let eleventh = Duration::from_nanos(327_272_727_273);
+    assert_eq!(Quota::try_new(eleventh, 11), Ok(Quota::per_hour(11)));
     let period = Duration::from_micros(1_500);
-    assert_eq!(
-        Quota::try_with_period(period),
-        Ok(Quota::with_period(period))
-    );
+    assert_eq!(Quota::try_new(period, 1), Ok(Quota::with_period(period)));
     assert_eq!(
         Quota::per_second(3).try_with_burst(9),
         Ok(Quota::per_second(3).with_burst(9))
     );
-}
-
-#[test]
-fn a_zero_rate_is_rejected() {
-    assert_eq!(Quota::try_per_second(0), Err(QuotaError::ZeroRate));
-    assert_eq!(Quota::try_per_minute(0), Err(QuotaError::ZeroRate));
-    assert_eq!(Quota::try_per_hour(0), Err(QuotaError::ZeroRate));
 }
 
 #[test]
@@ -193,7 +212,7 @@ fn a_zero_burst_is_rejected() {
 #[test]
 fn a_zero_period_is_rejected() {
     assert_eq!(
-        Quota::try_with_period(Duration::ZERO),
+        Quota::try_new(Duration::ZERO, 1),
         Err(QuotaError::ZeroPeriod)
     );
     assert_eq!(
@@ -210,14 +229,14 @@ fn a_zero_period_is_rejected() {
 fn a_period_longer_than_the_longest_depth_is_rejected() {
     let one_too_long = LONGEST_PERIOD + Duration::from_nanos(1);
     assert_eq!(
-        Quota::try_with_period(one_too_long),
+        Quota::try_new(one_too_long, 1),
         Err(QuotaError::PeriodTooLong)
     );
     assert_eq!(
         Quota::try_new(Duration::MAX, 1),
         Err(QuotaError::PeriodTooLong)
     );
-    assert!(Quota::try_with_period(LONGEST_PERIOD).is_ok());
+    assert!(Quota::try_new(LONGEST_PERIOD, 1).is_ok());
 }
 
 #[test]
@@ -241,8 +260,8 @@ fn a_depth_beyond_the_longest_is_rejected() {
     assert_eq!(
         Quota::try_new(Duration::from_nanos(t), 4)
             .unwrap()
-            .depth_ns(),
-        MAX_DEPTH
+            .replenish_all(),
+        Duration::from_nanos(MAX_DEPTH)
     );
     assert!(matches!(
         Quota::try_new(Duration::from_nanos(t + 1), 4),

@@ -1,7 +1,7 @@
 //! Quota changes allocate nothing: a limiter changed a million times (an adaptive limit, a
 //! configuration reloaded in a loop) holds the same memory as one never changed, and so does a
-//! keyed limiter whose default quota changes. Counted by a global allocator that counts the
-//! allocations of the thread that asks it to.
+//! key checked under a quota that changes with each call. Counted by a global allocator that
+//! counts the allocations of the thread that asks it to.
 //!
 //! A binary of its own: its allocator would count every test's allocations otherwise.
 
@@ -56,16 +56,20 @@ fn a_million_quota_changes_allocate_nothing() {
         for i in 0..1_000_000u64 {
             let now = Nanos::new(i * 1_000);
             let to = if i % 2 == 0 { fast } else { slow };
-            limiter.set_quota_at(to, QuotaChange::KeepSpent, now);
-            let _ = limiter.check_at(now);
+            limiter.at(now).set_quota(to, QuotaChange::KeepSpent);
+            let _ = limiter.at(now).check();
         }
         // A change to an equal quota, and every rule.
-        limiter.set_quota_at(slow, QuotaChange::KeepTime, Nanos::new(1 << 40));
-        limiter.set_quota_at(slow, QuotaChange::Full, Nanos::new(1 << 40));
+        limiter
+            .at(Nanos::new(1 << 40))
+            .set_quota(slow, QuotaChange::KeepTime);
+        limiter
+            .at(Nanos::new(1 << 40))
+            .set_quota(slow, QuotaChange::Full);
     });
     assert_eq!(made, 0, "quota changes allocated {made} times");
     assert_eq!(limiter.quota(), slow);
-    assert!(limiter.check_at(Nanos::new(1 << 40)).is_ok());
+    assert!(limiter.at(Nanos::new(1 << 40)).check().is_ok());
 }
 
 #[test]
@@ -74,11 +78,10 @@ fn a_booking_across_changes_allocates_nothing_either() {
     let made = allocations(|| {
         for i in 0..10_000u64 {
             let now = Nanos::new(i * 1_000_000);
-            let booked = limiter.reserve_n_at(1, Duration::ZERO, now);
-            limiter.set_quota_at(
+            let booked = limiter.at(now).reserve(1, Duration::ZERO);
+            limiter.at(now).set_quota(
                 Quota::per_second(10 + (i % 7) as u32),
                 QuotaChange::KeepSpent,
-                now,
             );
             if let Ok(booked) = booked {
                 booked.cancel_at(now);
@@ -88,16 +91,26 @@ fn a_booking_across_changes_allocates_nothing_either() {
     assert_eq!(made, 0);
 }
 
+/// A key checked under a quota that changes with every call: one bucket per quota, each in the
+/// table the limiter allocated when it was built.
 #[test]
-fn a_million_default_quota_changes_allocate_nothing() {
+fn a_key_under_a_million_changing_quotas_allocates_nothing() {
     let limiter = KeyedLimiter::<u64, _>::with_clock(Quota::per_second(10), ManualClock::new());
-    limiter.check_key_at(&1, Nanos::ZERO).unwrap();
+    limiter.at(Nanos::ZERO).check_key(&1).unwrap();
     let made = allocations(|| {
         for i in 0..1_000_000u32 {
-            limiter.set_default_quota(Quota::per_second(1 + i % 100));
-            let _ = limiter.check_key_at(&1, Nanos::new(u64::from(i)));
+            let tier = Quota::per_second(1 + i % 100);
+            let _ = limiter
+                .at(Nanos::new(u64::from(i)))
+                .key(&1)
+                .with_quota(tier)
+                .check();
         }
     });
-    assert_eq!(made, 0, "default quota changes allocated {made} times");
-    assert_eq!(limiter.quota(), Quota::per_second(100));
+    assert_eq!(
+        made, 0,
+        "checks under changing quotas allocated {made} times"
+    );
+    assert_eq!(limiter.quota(), Quota::per_second(10), "fixed when built");
+    assert_eq!(limiter.len(), 100, "one bucket per quota, none idle yet");
 }

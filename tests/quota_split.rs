@@ -11,7 +11,7 @@ fn split_divides_the_rate_and_the_burst_among_the_shares() {
     let share = Quota::per_second(100).with_burst(20).split(4);
     assert_eq!(share.emission_interval(), Duration::from_millis(40));
     assert_eq!(share.burst(), 5);
-    assert_eq!(share.depth_ns(), 200_000_000);
+    assert_eq!(share.replenish_all(), Duration::from_millis(200));
     assert_eq!(
         Quota::per_second(100).with_burst(20).try_split(4),
         Ok(share)
@@ -25,7 +25,10 @@ fn split_divides_the_rate_and_the_burst_among_the_shares() {
 fn split_multiplies_the_rounded_interval_so_shares_never_exceed_the_global_rate() {
     // per_second(3) emits every 333,333,334 ns; three shares emit every 3 times that.
     let share = Quota::per_second(3).split(3);
-    assert_eq!(share.emission_interval_ns(), 1_000_000_002);
+    assert_eq!(
+        share.emission_interval(),
+        Duration::from_nanos(1_000_000_002)
+    );
     assert_eq!(share.burst(), 1);
 }
 
@@ -52,7 +55,10 @@ fn split_into_zero_shares_is_rejected() {
 #[test]
 fn split_whose_interval_overflows_is_rejected() {
     let half = Quota::try_new(Duration::from_nanos(1 << 61), 1).unwrap();
-    assert_eq!(half.split(2).emission_interval_ns(), 1 << 62);
+    assert_eq!(
+        half.split(2).emission_interval(),
+        Duration::from_nanos(1 << 62)
+    );
     let over_half = Quota::try_new(Duration::from_nanos((1 << 61) + 1), 1).unwrap();
     assert_eq!(over_half.try_split(2), Err(QuotaError::PeriodTooLong));
     assert_eq!(
