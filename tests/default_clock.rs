@@ -18,7 +18,7 @@ const RUNS: usize = 20;
 fn a_wait_leaves_the_tokens_it_did_not_take() {
     for _ in 0..RUNS {
         let limiter = Limiter::new(Quota::per_second(10).with_burst(3));
-        limiter.wait_n(2, Duration::from_secs(1)).unwrap();
+        limiter.wait(2, Duration::from_secs(1)).unwrap();
         assert_eq!(limiter.available(), 1, "a token lost after a wait");
         assert!(limiter.check().is_ok());
     }
@@ -28,7 +28,7 @@ fn a_wait_leaves_the_tokens_it_did_not_take() {
 fn a_reservation_leaves_the_tokens_it_did_not_book() {
     for _ in 0..RUNS {
         let limiter = Limiter::new(Quota::per_second(100).with_burst(10));
-        limiter.reserve_n(4, Duration::ZERO).unwrap().commit();
+        limiter.reserve(4, Duration::ZERO).unwrap().commit();
         let mut admitted = 0;
         while limiter.check().is_ok() {
             admitted += 1;
@@ -41,7 +41,7 @@ fn a_reservation_leaves_the_tokens_it_did_not_book() {
 fn a_check_taken_back_can_be_spent_again() {
     for _ in 0..RUNS {
         let limiter = Limiter::new(Quota::per_second(10).with_burst(1));
-        let booked = limiter.reserve_n(1, Duration::ZERO).unwrap();
+        let booked = limiter.reserve(1, Duration::ZERO).unwrap();
         booked.cancel(); // the request was not carried out after all
         assert!(
             limiter.check().is_ok(),
@@ -54,7 +54,7 @@ fn a_check_taken_back_can_be_spent_again() {
 fn a_keyed_check_taken_back_can_be_spent_again() {
     let limiter = KeyedLimiter::<u32>::new(Quota::per_second(10).with_burst(1));
     for key in 0..(RUNS as u32 * 10) {
-        let booked = limiter.key(&key).reserve_n(1, Duration::ZERO).unwrap();
+        let booked = limiter.key(&key).reserve(1, Duration::ZERO).unwrap();
         booked.cancel();
         assert!(limiter.check_key(&key).is_ok(), "key {key}: a token lost");
         assert!(
@@ -70,7 +70,7 @@ fn a_keyed_booking_leaves_the_rest_to_the_checks() {
     for key in 0..RUNS as u32 {
         limiter
             .key(&key)
-            .reserve_n(4, Duration::ZERO)
+            .reserve(4, Duration::ZERO)
             .unwrap()
             .commit();
         let admitted = (0..10)
@@ -89,7 +89,7 @@ fn governor_pauses() {
     let limiter = Limiter::new(Quota::per_second(10));
     while limiter.check().is_ok() {}
     let start = Instant::now();
-    block_on(limiter.until_ready()).unwrap();
+    block_on(limiter.until_ready(1, Duration::MAX)).unwrap();
     assert!(
         start.elapsed() >= Duration::from_millis(100),
         "{:?}",
@@ -105,7 +105,7 @@ fn governor_pauses_n() {
         limiter.check().unwrap();
     }
     let start = Instant::now();
-    block_on(limiter.until_ready_n(5, Duration::from_secs(1))).unwrap();
+    block_on(limiter.until_ready(5, Duration::from_secs(1))).unwrap();
     assert!(
         start.elapsed() >= Duration::from_millis(100),
         "{:?}",
@@ -119,7 +119,7 @@ fn governor_pauses_keyed() {
     let start = Instant::now();
     let limiter = KeyedLimiter::<u32>::new(Quota::per_second(10));
     while limiter.check_key(&1).is_ok() {}
-    block_on(limiter.key(&1).until_ready()).unwrap();
+    block_on(limiter.key(&1).until_ready(1, Duration::MAX)).unwrap();
     assert!(
         start.elapsed() >= Duration::from_millis(100),
         "{:?}",
@@ -135,7 +135,7 @@ fn governor_pauses_keyed_n() {
         limiter.check_key(&1).unwrap();
     }
     let start = Instant::now();
-    block_on(limiter.key(&1).until_ready_n(5, Duration::from_secs(1))).unwrap();
+    block_on(limiter.key(&1).until_ready(5, Duration::from_secs(1))).unwrap();
     assert!(
         start.elapsed() >= Duration::from_millis(100),
         "{:?}",
@@ -151,7 +151,7 @@ fn governor_proceeds() {
         Limiter::new(Quota::per_second(3)),
     ] {
         // Ready at the first poll: no timer was set, whatever else the machine runs.
-        let mut wait = Box::pin(limiter.until_ready_n(2, Duration::from_secs(1)));
+        let mut wait = Box::pin(limiter.until_ready(2, Duration::from_secs(1)));
         let waker = futures::task::noop_waker();
         let mut cx = std::task::Context::from_waker(&waker);
         assert!(matches!(
@@ -167,10 +167,10 @@ fn governor_proceeds() {
 fn go_wait_cancel() {
     let limiter = Limiter::new(Quota::per_second(10).with_burst(3));
     let start = Instant::now();
-    block_on(limiter.until_ready_n(2, Duration::from_secs(1))).unwrap();
+    block_on(limiter.until_ready(2, Duration::from_secs(1))).unwrap();
     assert!(start.elapsed() < Duration::from_millis(50));
     {
-        let mut wait = Box::pin(limiter.until_ready_n(3, Duration::from_secs(1)));
+        let mut wait = Box::pin(limiter.until_ready(3, Duration::from_secs(1)));
         let waker = futures::task::noop_waker();
         let mut cx = std::task::Context::from_waker(&waker);
         assert!(
@@ -185,7 +185,7 @@ fn go_wait_cancel() {
         // Dropped here: cancelled, its tokens given back.
     }
     let start = Instant::now();
-    block_on(limiter.until_ready_n(2, Duration::from_secs(1))).unwrap();
+    block_on(limiter.until_ready(2, Duration::from_secs(1))).unwrap();
     assert!(
         start.elapsed() < Duration::from_millis(50),
         "a token is missing after the cancel: waited {:?}",
@@ -198,9 +198,9 @@ fn go_wait_cancel() {
 #[test]
 fn go_wait_timeout() {
     let limiter = Limiter::new(Quota::per_second(10).with_burst(3));
-    limiter.wait_n(2, Duration::from_millis(100)).unwrap();
+    limiter.wait(2, Duration::from_millis(100)).unwrap();
     let start = Instant::now();
-    assert!(limiter.wait_n(3, Duration::from_millis(100)).is_err());
+    assert!(limiter.wait(3, Duration::from_millis(100)).is_err());
     assert!(start.elapsed() < Duration::from_millis(50));
     assert_eq!(limiter.available(), 1, "a token is missing after the wait");
     assert!(limiter.check().is_ok());

@@ -29,7 +29,7 @@ fn no_key_carries_out_more_than_its_burst_through_the_churn() {
             s.spawn(move || {
                 for i in 0..4 {
                     let k = (t + i) % 3;
-                    if let Ok(booked) = limiter.key(&k).reserve_n(1, Duration::ZERO) {
+                    if let Ok(booked) = limiter.key(&k).reserve(1, Duration::ZERO) {
                         if i == 3 && t == 0 {
                             // Relaxed: read after the threads are joined.
                             carried[k as usize].fetch_add(1, Ordering::Relaxed);

@@ -3,6 +3,7 @@
 //! scripted sequence on a ManualClock.
 #![cfg(feature = "metrics")]
 
+use crate::common::manual;
 use crate::metrics_support;
 
 use cellrate::{KeyedLimiter, Limiter, ManualClock, MonotonicClock, Nanos, OverflowPolicy, Quota};
@@ -18,8 +19,8 @@ fn quota() -> Quota {
 
 #[test]
 fn a_named_limiter_publishes_its_decisions() {
-    let clock = ManualClock::new();
-    let limiter = Limiter::with_clock(quota(), clock.clone()).named("api");
+    let (limiter, _) = manual(quota());
+    let limiter = limiter.named("api");
     for _ in 0..3 {
         limiter.check().unwrap();
     }
@@ -50,8 +51,8 @@ fn an_unnamed_limiter_publishes_nothing() {
     let ((), series) = captured(|| {
         limiter.publish_metrics();
         keyed.publish_metrics();
-        limiter.wait_n(1, Duration::ZERO).unwrap();
-        keyed.key(&1).wait_n(1, Duration::ZERO).unwrap();
+        limiter.wait(1, Duration::ZERO).unwrap();
+        keyed.key(&1).wait(1, Duration::ZERO).unwrap();
     });
     assert!(series.is_empty(), "{series:?}");
 }
@@ -69,7 +70,7 @@ fn a_named_keyed_limiter_publishes_keys_evictions_and_overflows() {
         .named("per-user");
     let slots = limiter.capacity() as u64;
     for k in 0..slots + 3 {
-        let _ = limiter.check_key_n_at(&k, 1, Nanos::new(k));
+        let _ = limiter.at(Nanos::new(k)).key(&k).check_n(1);
     }
     // One recording across both publishes, as an exporter keeps its series.
     let recording = Recording::new();
@@ -77,7 +78,7 @@ fn a_named_keyed_limiter_publishes_keys_evictions_and_overflows() {
     let full = recording.series();
     // At 1 µs + slots ns every bucket is full again: all of them are swept.
     assert_eq!(
-        limiter.evict_idle_at(Nanos::new(1_000 + slots)),
+        limiter.at(Nanos::new(1_000 + slots)).evict_idle(),
         slots as usize
     );
     recording.run(|| limiter.publish_metrics());
@@ -122,7 +123,7 @@ fn overflow_evictions_are_published() {
         .named("evicting");
     let slots = limiter.capacity() as u64;
     for k in 0..slots + 4 {
-        limiter.check_key_n_at(&k, 1, Nanos::new(k)).unwrap();
+        limiter.at(Nanos::new(k)).key(&k).check_n(1).unwrap();
     }
     let ((), series) = captured(|| limiter.publish_metrics());
     let c = counters(&series);
@@ -162,12 +163,12 @@ fn waits_are_recorded_in_a_histogram_as_waited() {
     let limiter = Limiter::with_clock(q, MonotonicClock::new()).named("shaped");
     let keyed = KeyedLimiter::<u64, _>::with_clock(q, MonotonicClock::new()).named("shaped keys");
     let ((), series) = captured(|| {
-        limiter.wait_n(1, Duration::ZERO).unwrap(); // no wait
-        limiter.wait_n(1, Duration::from_secs(1)).unwrap(); // 20 ms
-        limiter.wait_n(1, Duration::from_secs(1)).unwrap(); // 20 ms
-        limiter.wait_n(2, Duration::from_secs(1)).unwrap_err(); // above the burst: not recorded
-        keyed.key(&1).wait_n(1, Duration::ZERO).unwrap();
-        keyed.key(&1).wait_n(1, Duration::from_secs(1)).unwrap();
+        limiter.wait(1, Duration::ZERO).unwrap(); // no wait
+        limiter.wait(1, Duration::from_secs(1)).unwrap(); // 20 ms
+        limiter.wait(1, Duration::from_secs(1)).unwrap(); // 20 ms
+        limiter.wait(2, Duration::from_secs(1)).unwrap_err(); // above the burst: not recorded
+        keyed.key(&1).wait(1, Duration::ZERO).unwrap();
+        keyed.key(&1).wait(1, Duration::from_secs(1)).unwrap();
     });
     assert_waited(
         &series,
@@ -190,13 +191,13 @@ fn async_waits_are_recorded_as_waited_and_a_dropped_one_not_at_all() {
         .named("async");
     let ((), series) = captured(|| {
         futures::executor::block_on(async {
-            limiter.until_ready_n(1, Duration::ZERO).await.unwrap();
+            limiter.until_ready(1, Duration::ZERO).await.unwrap();
             limiter
-                .until_ready_n(1, Duration::from_secs(1))
+                .until_ready(1, Duration::from_secs(1))
                 .await
                 .unwrap();
             // Dropped before it ends: its tokens come back, and it is no decision.
-            let dropped = limiter.until_ready_n(1, Duration::from_secs(1));
+            let dropped = limiter.until_ready(1, Duration::from_secs(1));
             futures::pin_mut!(dropped);
             let waker = futures::task::noop_waker();
             let mut cx = std::task::Context::from_waker(&waker);

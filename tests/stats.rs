@@ -1,6 +1,7 @@
 //! `stats()`: exact counts after scripted sequences on a ManualClock, for named and unnamed
 //! limiters; the striped counters' totals under many threads.
 
+use crate::common::{keyed, manual};
 use cellrate::{Clock, KeyedLimiter, Limiter, ManualClock, Nanos, OverflowPolicy, Quota, Stats};
 use std::time::Duration;
 
@@ -53,17 +54,17 @@ fn a_named_limiter_counts_across_start_empty_and_quota_changes() {
 
 #[test]
 fn a_named_limiter_counts_every_decision() {
-    let clock = ManualClock::new();
-    let limiter = Limiter::with_clock(quota(), clock.clone()).named("api");
+    let (limiter, clock) = manual(quota());
+    let limiter = limiter.named("api");
     assert_eq!(limiter.name(), Some("api"));
     script(|cost| limiter.check_n(cost), &clock);
     let stats = limiter.stats();
     assert_eq!((stats.allowed, stats.denied, stats.peeks), (4, 2, 1));
     // The time-passed-in forms and the waits count too: the bucket is empty, so a wait that
     // may not wait is refused, and one that may wait 500 ms books the next token.
-    limiter.check_at(clock.now()).unwrap_err();
-    limiter.wait_n(1, Duration::ZERO).unwrap_err();
-    let waited = limiter.wait_n(1, Duration::from_millis(500));
+    limiter.at(clock.now()).check().unwrap_err();
+    limiter.wait(1, Duration::ZERO).unwrap_err();
+    let waited = limiter.wait(1, Duration::from_millis(500));
     assert!(waited.is_ok(), "{waited:?}");
     let stats = limiter.stats();
     assert_eq!((stats.allowed, stats.denied, stats.peeks), (5, 4, 1));
@@ -71,35 +72,34 @@ fn a_named_limiter_counts_every_decision() {
 
 #[test]
 fn an_unnamed_limiter_counts_nothing() {
-    let clock = ManualClock::new();
-    let limiter = Limiter::with_clock(quota(), clock.clone());
+    let (limiter, clock) = manual(quota());
     script(|cost| limiter.check_n(cost), &clock);
-    limiter.wait_n(1, Duration::ZERO).unwrap_err();
+    limiter.wait(1, Duration::ZERO).unwrap_err();
     assert_eq!(limiter.name(), None);
     assert_eq!(limiter.stats(), Stats::default());
 }
 
 #[test]
 fn reservations_and_their_give_backs_are_not_counted() {
-    let clock = ManualClock::new();
-    let limiter = Limiter::with_clock(quota(), clock.clone()).named("api");
-    limiter.reserve_n(2, Duration::ZERO).unwrap().commit();
-    limiter.reserve_n(1, Duration::ZERO).unwrap().cancel();
+    let (limiter, _) = manual(quota());
+    let limiter = limiter.named("api");
+    limiter.reserve(2, Duration::ZERO).unwrap().commit();
+    limiter.reserve(1, Duration::ZERO).unwrap().cancel();
     assert_eq!(limiter.stats(), Stats::default());
 }
 
 #[test]
 fn a_named_keyed_limiter_counts_checks_through_every_form() {
-    let clock = ManualClock::new();
-    let limiter = KeyedLimiter::<String, _>::with_clock(quota(), clock.clone()).named("users");
+    let (limiter, clock) = keyed::<String>(quota());
+    let limiter = limiter.named("users");
     assert_eq!(limiter.name(), Some("users"));
-    script(|cost| limiter.check_key_n("alice", cost), &clock);
+    script(|cost| limiter.key("alice").check_n(cost), &clock);
     // The handle, a tier, the batch and a wait: bob spends his 3, then is refused twice.
     let bob = limiter.key("bob");
     bob.check_n(2).unwrap();
     let decisions = limiter.check_many(&[("bob", 1), ("bob", 1), ("carol", 1)]);
     assert_eq!(decisions.iter().filter(|d| d.is_ok()).count(), 2);
-    bob.wait_n(1, Duration::ZERO).unwrap_err();
+    bob.wait(1, Duration::ZERO).unwrap_err();
     let stats = limiter.stats();
     assert_eq!((stats.allowed, stats.denied, stats.peeks), (7, 4, 1));
     assert_eq!(stats.keys, 3);
@@ -107,8 +107,7 @@ fn a_named_keyed_limiter_counts_checks_through_every_form() {
 
 #[test]
 fn an_unnamed_keyed_limiter_counts_keys_and_evictions_but_no_decisions() {
-    let clock = ManualClock::new();
-    let limiter = KeyedLimiter::<u64, _>::with_clock(quota(), clock.clone());
+    let (limiter, clock) = keyed::<u64>(quota());
     for k in 0..10 {
         limiter.check_key(&k).unwrap();
     }
@@ -139,7 +138,7 @@ fn overflows_are_counted_under_each_policy() {
             .named("small");
         let slots = limiter.capacity() as u64;
         for k in 0..slots + 5 {
-            let _ = limiter.check_key_n_at(&k, 1, Nanos::new(k));
+            let _ = limiter.at(Nanos::new(k)).key(&k).check_n(1);
         }
         let stats = limiter.stats();
         assert_eq!(stats.keys, slots);
@@ -168,8 +167,8 @@ fn a_named_limiter_totals_exactly_under_many_threads() {
         for _ in 0..8 {
             s.spawn(|| {
                 for _ in 0..5_000 {
-                    let _ = limiter.check_at(Nanos::new(1));
-                    let _ = keyed.check_key_n_at(&7, 1, Nanos::new(1));
+                    let _ = limiter.at(Nanos::new(1)).check();
+                    let _ = keyed.at(Nanos::new(1)).key(&7).check_n(1);
                 }
             });
         }

@@ -19,10 +19,10 @@ fn sequential_waits_are_spaced_by_the_emission_interval() {
     let clock = limiter.clock();
     // The reading the limiter decides on, taken as it takes it: the first booking's is no
     // earlier.
-    let start = clock.now_within(Nanos::new(quota.depth_ns() / 16));
+    let start = clock.now_within(Nanos::new(quota.replenish_all().as_nanos() as u64 / 16));
     let started = Instant::now();
     for _ in 0..4 {
-        let allowed = limiter.wait_n(1, LONG).unwrap();
+        let allowed = limiter.wait(1, LONG).unwrap();
         assert_eq!(allowed.remaining(), 0);
     }
     // The 1st call goes at once, the 4th is ready 3 intervals after the 1st booking, by the
@@ -37,10 +37,10 @@ fn sequential_waits_are_spaced_by_the_emission_interval() {
 #[test]
 fn a_wait_beyond_max_wait_is_refused_at_once_and_books_nothing() {
     let limiter = Limiter::new(Quota::per_second(1));
-    limiter.wait_n(1, LONG).unwrap();
+    limiter.wait(1, LONG).unwrap();
     let first_booked_by = limiter.clock().now();
     let start = Instant::now();
-    let refused = limiter.wait_n(1, Duration::from_millis(100)).unwrap_err();
+    let refused = limiter.wait(1, Duration::from_millis(100)).unwrap_err();
     assert!(start.elapsed() < AT_ONCE, "{:?}", start.elapsed());
     let retry = refused.retry_after().unwrap();
     // At most the interval, and the two ticks the default clock's cached reading adds.
@@ -50,7 +50,7 @@ fn a_wait_beyond_max_wait_is_refused_at_once_and_books_nothing() {
         "{retry:?}"
     );
     // Had the refusal booked, the next slot would be two intervals after the first booking.
-    let next = limiter.reserve_n(1, LONG).unwrap();
+    let next = limiter.reserve(1, LONG).unwrap();
     assert!(next.ready_at() <= first_booked_by.saturating_add(Duration::from_secs(1)));
 }
 
@@ -58,7 +58,7 @@ fn a_wait_beyond_max_wait_is_refused_at_once_and_books_nothing() {
 fn a_cost_above_the_burst_is_refused_at_once() {
     let limiter = Limiter::new(Quota::per_second(5));
     let start = Instant::now();
-    let refused = limiter.wait_n(6, Duration::MAX).unwrap_err();
+    let refused = limiter.wait(6, Duration::MAX).unwrap_err();
     assert!(start.elapsed() < AT_ONCE, "{:?}", start.elapsed());
     assert_eq!(refused.retry_after(), None);
     assert_eq!(limiter.available(), 5);
@@ -94,7 +94,7 @@ struct Waiter {
 fn concurrent_waiters_wake_in_booking_order_and_never_early() {
     const THREADS: usize = 8;
     let quota = Quota::per_second(20).with_burst(1);
-    let interval = quota.emission_interval_ns();
+    let interval = quota.emission_interval().as_nanos() as u64;
     let limiter = Limiter::with_clock(quota, RecordingClock(MonotonicClock::new()));
     let start = Barrier::new(THREADS);
     let woken = AtomicUsize::new(0);
@@ -104,7 +104,7 @@ fn concurrent_waiters_wake_in_booking_order_and_never_early() {
                 s.spawn(|| {
                     start.wait();
                     READINGS.with(|r| r.borrow_mut().clear());
-                    let allowed = limiter.wait_n(1, LONG).unwrap();
+                    let allowed = limiter.wait(1, LONG).unwrap();
                     let wake_rank = woken.fetch_add(1, Ordering::Relaxed);
                     let woke_at = limiter.clock().0.now().as_u64();
                     let booked_at = READINGS.with(|r| r.borrow()[0]).as_u64();
@@ -186,9 +186,9 @@ mod until_ready {
     fn until_ready_returns_after_the_wait() {
         let limiter = Limiter::new(Quota::per_second(5).with_burst(1));
         let start = Instant::now();
-        block_on(limiter.until_ready_n(1, LONG)).unwrap();
+        block_on(limiter.until_ready(1, LONG)).unwrap();
         assert!(start.elapsed() < AT_ONCE, "the first token is there");
-        block_on(limiter.until_ready_n(1, LONG)).unwrap();
+        block_on(limiter.until_ready(1, LONG)).unwrap();
         let elapsed = start.elapsed();
         assert!(elapsed >= Duration::from_millis(195), "{elapsed:?}");
         assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
@@ -198,7 +198,7 @@ mod until_ready {
     fn a_completed_wait_keeps_its_tokens() {
         let limiter = manual(10, 1);
         limiter.check_n(1).unwrap(); // the next token is 100 ms away on the manual clock
-        block_on(limiter.until_ready_n(1, LONG)).unwrap();
+        block_on(limiter.until_ready(1, LONG)).unwrap();
         let peek = limiter.check_n(0).unwrap();
         assert_eq!(
             peek.reset_after(),
@@ -215,7 +215,7 @@ mod until_ready {
         twin.check_n(1).unwrap();
         assert_eq!(limiter.available(), 1);
         {
-            let mut waiting = pin!(limiter.until_ready_n(2, LONG));
+            let mut waiting = pin!(limiter.until_ready(2, LONG));
             assert!(
                 poll_once(waiting.as_mut()).is_pending(),
                 "2 tokens need 1 s"
@@ -228,7 +228,7 @@ mod until_ready {
         }
         assert_eq!(limiter.available(), 1);
         let next =
-            |l: &Limiter<ManualClock>| l.reserve_n_at(2, LONG, Nanos::ZERO).map(|r| r.ready_at());
+            |l: &Limiter<ManualClock>| l.at(Nanos::ZERO).reserve(2, LONG).map(|r| r.ready_at());
         assert_eq!(next(&limiter), Ok(Nanos::new(1_000_000_000)));
         assert_eq!(next(&twin), Ok(Nanos::new(1_000_000_000)));
     }
@@ -236,45 +236,33 @@ mod until_ready {
     #[test]
     fn until_ready_takes_one_token() {
         let limiter = manual(10, 2);
-        block_on(limiter.until_ready()).unwrap();
+        block_on(limiter.until_ready(1, Duration::MAX)).unwrap();
         assert_eq!(limiter.available(), 1);
         let keyed = cellrate::KeyedLimiter::<u8, _>::with_clock(
             Quota::per_second(10).with_burst(2),
             ManualClock::new(),
         );
-        block_on(keyed.key(&3).until_ready()).unwrap();
+        block_on(keyed.key(&3).until_ready(1, Duration::MAX)).unwrap();
         assert_eq!(keyed.key(&3).available(), 1);
-    }
-
-    #[test]
-    fn a_jittered_wait_dropped_before_it_ends_gives_its_tokens_back() {
-        let limiter = manual(1, 2);
-        {
-            let booked = limiter.reserve_n(2, LONG).unwrap();
-            let mut waiting = pin!(booked.until_ready_with_jitter(Duration::from_secs(60)));
-            assert!(poll_once(waiting.as_mut()).is_pending(), "jitter delays");
-            assert_eq!(limiter.available(), 0);
-        }
-        assert_eq!(limiter.available(), 2);
     }
 
     #[test]
     fn a_future_never_polled_books_nothing() {
         let limiter = manual(1, 2);
-        drop(limiter.until_ready_n(2, LONG));
+        drop(limiter.until_ready(2, LONG));
         assert_eq!(limiter.available(), 2);
     }
 
     #[test]
     fn refusals_resolve_on_the_first_poll_and_book_nothing() {
         let limiter = manual(1, 2);
-        let mut too_costly = pin!(limiter.until_ready_n(3, LONG));
+        let mut too_costly = pin!(limiter.until_ready(3, LONG));
         match poll_once(too_costly.as_mut()) {
             Poll::Ready(Err(refused)) => assert_eq!(refused.retry_after(), None),
             other => panic!("cost above burst: {other:?}"),
         }
         limiter.check_n(2).unwrap();
-        let mut too_long = pin!(limiter.until_ready_n(1, Duration::from_millis(900)));
+        let mut too_long = pin!(limiter.until_ready(1, Duration::from_millis(900)));
         match poll_once(too_long.as_mut()) {
             Poll::Ready(Err(refused)) => {
                 assert_eq!(refused.retry_after(), Some(Duration::from_secs(1)))
@@ -293,8 +281,8 @@ mod until_ready {
 fn wait_takes_one_token_with_no_deadline() {
     let limiter = Limiter::new(Quota::per_second(5).with_burst(1));
     let start = Instant::now();
-    limiter.wait().unwrap();
-    limiter.wait().unwrap();
+    limiter.wait(1, Duration::MAX).unwrap();
+    limiter.wait(1, Duration::MAX).unwrap();
     let elapsed = start.elapsed();
     assert!(elapsed >= Duration::from_millis(199), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
@@ -305,32 +293,9 @@ fn wait_takes_one_token_with_no_deadline() {
 fn a_keyed_wait_takes_the_keys_token() {
     let limiter = cellrate::KeyedLimiter::<u32>::new(Quota::per_second(5).with_burst(1));
     let start = Instant::now();
-    limiter.key(&1).wait().unwrap();
-    limiter.key(&2).wait().unwrap(); // another key: its own bucket, no wait
+    limiter.key(&1).wait(1, Duration::MAX).unwrap();
+    limiter.key(&2).wait(1, Duration::MAX).unwrap(); // another key: its own bucket, no wait
     assert!(start.elapsed() < AT_ONCE, "{:?}", start.elapsed());
-    limiter.key(&1).wait().unwrap();
+    limiter.key(&1).wait(1, Duration::MAX).unwrap();
     assert!(start.elapsed() >= Duration::from_millis(199));
-}
-
-#[test]
-fn jitter_only_delays_and_stays_within_its_bound() {
-    let limiter = Limiter::new(Quota::per_second(1000).with_burst(1000));
-    let jitter = Duration::from_millis(40);
-    let mut longest = Duration::ZERO;
-    let mut shortest = Duration::MAX;
-    for _ in 0..20 {
-        let start = Instant::now();
-        let booked = limiter.reserve_n(1, LONG).unwrap(); // ready at once
-        booked.wait_with_jitter(jitter);
-        let took = start.elapsed();
-        longest = longest.max(took);
-        shortest = shortest.min(took);
-    }
-    assert!(longest < jitter + AT_ONCE, "{longest:?}");
-    // 20 uniform draws in [0, 40 ms]: all under 10 ms has probability 4^-20.
-    assert!(
-        longest >= Duration::from_millis(10),
-        "no jitter seen: {longest:?}"
-    );
-    assert!(shortest < longest);
 }
