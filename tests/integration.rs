@@ -2,21 +2,22 @@
 //! binary would link the whole dependency tree and instantiate the same generic code again,
 //! which costs far more build time than the tests take to run.
 //!
-//! Not here, each its own binary (the `[[test]]` entries of Cargo.toml): `cached_clock_thread`
-//! and `tick_clock_process`, which count the process's threads (other tests would start clocks
-//! of their own), and `keyed_churn`, the test `scripts/miri.sh` runs. A new file in `tests/`
-//! must be listed here or there; `every_file_of_tests_is_compiled` below checks that it is.
+//! Not here, each its own binary (the `[[test]]` entries of Cargo.toml): `tick_clock_process`,
+//! which counts the process's threads (other tests would start clocks of their own), and
+//! `keyed_churn`, the test `scripts/miri.sh` runs. A new file in `tests/` must be listed here or
+//! there; `every_file_of_tests_is_compiled` below checks that it is.
 
 mod common;
 #[cfg(feature = "metrics")]
 mod metrics_support;
+mod oracle;
 mod test_files;
 
 mod all_of;
 mod at_forms;
 mod baseline;
-mod cached_clock;
 mod clock;
+mod crossings;
 mod concurrency;
 #[cfg(feature = "async")]
 mod default_clock;
@@ -39,8 +40,8 @@ mod pace;
 mod pace_refusal;
 mod pace_write;
 mod quota;
-mod quota_change;
 mod quota_split;
+mod replay;
 mod reservation;
 mod retry_lag;
 mod set_quota;
