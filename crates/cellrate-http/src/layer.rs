@@ -236,9 +236,9 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
     /// distinct value however many layers state it, so that responses copy it rather than
     /// share it (docs/design.md, section 9). It states the
     /// quotas the policies' limiters had when the policies were made; after a
-    /// [`Limiter::set_quota`](cellrate::Limiter::set_quota) or
-    /// [`KeyedLimiter::set_default_quota`](cellrate::KeyedLimiter::set_default_quota), each
-    /// response states the live quota instead, in a value written for it.
+    /// [`Limiter::set_quota`](cellrate::Limiter::set_quota) (a keyed limiter's quota is fixed
+    /// when it is built), and for a tier other than a keyed limiter's own, each response states
+    /// the quota in force instead, in a value written for it.
     pub fn build(self) -> RateLimitLayer<B, K> {
         let policies = self.backend.policies();
         let static_policy = static_value(&policy_field(&policies, &[None; MAX_POLICIES]));

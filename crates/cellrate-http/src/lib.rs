@@ -74,7 +74,11 @@
 //!   limiter however many layers share it.
 //! - `a.and(b)` (a method of every policy): several policies at once, all or nothing, with
 //!   [`all_of`](cellrate::all_of); up to 4. They must share one clock type.
-//! - [`Tiered`] ([`Keyed::quota_per_request`]): a quota chosen per request (free, paid).
+//! - [`Tiered`] ([`Keyed::quota_per_request`]): a quota chosen per request (free, paid). A
+//!   key has a bucket of its own under each tier, exact under that tier's quota: a key that
+//!   changes tier starts the new one as a new key does, and its old bucket keeps what it spent.
+//!   Pick the tier from what the client cannot change per request (its API key's plan), or it
+//!   could spend each tier's bucket in turn.
 //! - With the `redis` feature, [`RedisPolicy`]: buckets in Redis shared by every server, several
 //!   at once with the all-or-nothing script.
 //!

@@ -80,9 +80,10 @@ impl<P: Local> backend::sealed::Backend for P {
     fn refund(&self, booked: Booked<P::Keys>, _cost: u32) {
         let mut slots = Slots::new(None);
         self.fill(&booked.keys, 0, &mut slots);
+        let mut tickets = booked.tickets;
         // The last policy's booking first: each is then on top of its bucket.
         for slot in slots.iter().collect::<Vec<_>>().into_iter().rev() {
-            if let Some(ticket) = booked.tickets[slot.index] {
+            if let Some(ticket) = tickets[slot.index].take() {
                 slot.give_back(ticket);
             }
         }
@@ -157,7 +158,7 @@ pub(crate) fn refused_alone<K>(
 #[cold]
 #[inline(never)]
 fn keep_ticket<K>(verdict: &mut Verdict<Booked<K>>, ticket: Option<Ticket>, keys: K) {
-    let mut tickets = [None; MAX_POLICIES];
+    let mut tickets = [const { None }; MAX_POLICIES];
     tickets[0] = ticket;
     verdict.ticket = Some(Box::new(Booked { keys, tickets }));
 }
@@ -176,20 +177,23 @@ pub(crate) fn together<P: Local>(
     for (i, slot) in slots.iter().enumerate() {
         limits[i] = Some(slot.limit());
     }
-    let limits: [&dyn Limit; MAX_POLICIES] = match limits {
-        [Some(a), b, c, d] => [a, b.unwrap_or(a), c.unwrap_or(a), d.unwrap_or(a)],
+    // The same cost in every policy; the unused places repeat the first and are not checked.
+    let limits: [(&dyn Limit, u32); MAX_POLICIES] = match limits {
+        [Some(a), b, c, d] => {
+            [a, b.unwrap_or(a), c.unwrap_or(a), d.unwrap_or(a)].map(|l| (l, cost))
+        }
         [None, ..] => return, // every policy skipped: admitted, nothing to show
     };
     let set_of = all_of(&limits[..slots.len]);
-    let mut tickets = [None; MAX_POLICIES];
+    let mut tickets = [const { None }; MAX_POLICIES];
     let answer = if how.ticket() {
-        set_of.reserve_n(cost, Duration::ZERO).map(|booked| {
+        set_of.reserve(Duration::ZERO).map(|booked| {
             for (slot, reservation) in slots.iter().zip(booked) {
                 tickets[slot.index] = Some(reservation.detach());
             }
         })
     } else {
-        set_of.check_n(cost).map(|_| ())
+        set_of.check().map(|_| ())
     };
     // Each policy's own level, by a peek (cost 0 spends and creates nothing), only when a
     // header will show it.

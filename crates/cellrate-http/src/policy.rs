@@ -47,7 +47,7 @@ pub struct Keyed<E: KeyExtractor, C: Clock> {
     evict_every: Option<Duration>,
     /// What to do with a request without a key; `None`: the layer's choice.
     missing: Option<MissingKey>,
-    /// The default quota `RateLimit-Policy` states unless a request shows it has changed.
+    /// The quota `RateLimit-Policy` states: the limiter's, fixed when it was built.
     described: Quota,
 }
 
@@ -210,7 +210,7 @@ impl<C: Clock + Send + Sync + 'static> sealed::Local for Global<C> {
         let answer = check_or_book(
             how.ticket(),
             || self.limiter.check_n(cost),
-            |wait| self.limiter.reserve_n(cost, wait),
+            |wait| self.limiter.reserve(cost, wait),
         );
         let quota = || self.limiter.quota();
         alone(out, answer, (quota, &self.described), None, how, ());
@@ -286,8 +286,8 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
         // The limiter's own check: its clock read as coarsely as its quota allows.
         let answer = check_or_book(
             how.ticket(),
-            || self.limiter.check_key_n(&key, cost),
-            |wait| self.limiter.key(&key).reserve_n(cost, wait),
+            || self.limiter.key(&key).check_n(cost),
+            |wait| self.limiter.key(&key).reserve(cost, wait),
         );
         // The index of a lone policy is 0, as `fill` would give it.
         let partition = how.partition().map(|h| h.hash_one((0usize, &key)));
@@ -318,7 +318,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
             Ok(key) => key,
             Err(e) => return self.plain_without_key(e.clone(), how),
         };
-        let denied = self.limiter.check_key_n(key, cost).err()?;
+        let denied = self.limiter.key(key).check_n(cost).err()?;
         Some(self.refused(denied, key.clone(), how))
     }
 
@@ -328,7 +328,7 @@ impl<E: KeyExtractor, C: Clock + Send + Sync + 'static> sealed::Local for Keyed<
                 index: first,
                 quota: self.limiter.quota(),
                 described: &self.described,
-                bucket: Bucket::Keyed(self.limiter.key(key)),
+                bucket: Bucket::Keyed(self.limiter.key(key), &*self.limiter),
                 partition: out.hasher.map(|h| h.hash_one((first, key))),
             });
         }

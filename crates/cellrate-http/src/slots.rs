@@ -2,7 +2,9 @@
 //! stack.
 
 use super::state::{PolicyState, MAX_POLICIES};
-use cellrate::{Allowed, Clock, Denied, KeyedBucket, Limit, Limiter, Quota, Ticket};
+use cellrate::{
+    Allowed, Clock, Denied, KeyedBucket, KeyedLimiter, Limit, Limiter, Quota, Reservation, Ticket,
+};
 use std::hash::RandomState;
 
 /// One policy's bucket for this request.
@@ -20,22 +22,35 @@ pub struct Slot<'a, C: Clock> {
 pub enum Bucket<'a, C: Clock> {
     /// A [`Global`](super::Global) policy.
     Global(&'a Limiter<C>),
-    /// A [`Keyed`](super::Keyed) policy.
-    Keyed(KeyedBucket<'a, C>),
+    /// A [`Keyed`](super::Keyed) policy: the key's bucket, and its limiter, which alone turns
+    /// the tickets of its bookings back into reservations.
+    Keyed(KeyedBucket<'a, C>, &'a dyn Issuer<C>),
+}
+
+/// A keyed limiter whatever its key type, as far as a give-back needs it.
+pub trait Issuer<C: Clock>: Sync {
+    /// [`KeyedLimiter::attach`].
+    fn attach(&self, ticket: Ticket) -> Result<Reservation<'_, C>, Ticket>;
+}
+
+impl<K, C: Clock + Sync> Issuer<C> for KeyedLimiter<K, C> {
+    fn attach(&self, ticket: Ticket) -> Result<Reservation<'_, C>, Ticket> {
+        KeyedLimiter::attach(self, ticket)
+    }
 }
 
 impl<C: Clock> Slot<'_, C> {
     pub(crate) fn limit(&self) -> &dyn Limit {
         match &self.bucket {
             Bucket::Global(l) => *l,
-            Bucket::Keyed(k) => k,
+            Bucket::Keyed(k, _) => k,
         }
     }
 
     pub(crate) fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         match &self.bucket {
             Bucket::Global(l) => l.check_n(cost),
-            Bucket::Keyed(k) => k.check_n(cost),
+            Bucket::Keyed(k, _) => k.check_n(cost),
         }
     }
 
@@ -47,13 +62,14 @@ impl<C: Clock> Slot<'_, C> {
         }
     }
 
-    /// Gives back the booking `ticket` of this policy's bucket.
+    /// Gives back the booking `ticket` of this policy's bucket. A ticket this policy's limiter
+    /// did not issue comes back from `attach` and is dropped: it books nothing by itself.
     pub(crate) fn give_back(&self, ticket: Ticket) {
         let reservation = match &self.bucket {
             Bucket::Global(l) => l.attach(ticket),
-            Bucket::Keyed(k) => k.attach(ticket),
+            Bucket::Keyed(_, limiter) => limiter.attach(ticket),
         };
-        if let Some(reservation) = reservation {
+        if let Ok(reservation) = reservation {
             reservation.cancel();
         }
     }

@@ -1,4 +1,20 @@
 //! [`Tiered`]: a [`Keyed`] policy whose quota a closure picks per request (free, paid).
+//!
+//! A quota is part of a bucket's identity ([`KeyedBucket::with_quota`](cellrate::KeyedBucket::with_quota)):
+//! a key has one bucket per tier it is charged under, each decided under that tier's quota
+//! alone, in the one table of the policy's limiter. So a tier is exact by construction (no
+//! conversion between quotas, no rule to pick), and:
+//! - a key that moves to another tier (an upgrade) starts there as a new key does: full, or
+//!   empty under [`start_empty`](cellrate::KeyedLimiterBuilder::start_empty); what it spent
+//!   stays with its bucket in the old tier, found again (refilled by the time gone) if it moves
+//!   back;
+//! - the tier must be a property of the key (the plan of an API key), never something the
+//!   client picks per request: a closure that reads a header the client sets would let it spend
+//!   each tier's bucket in turn;
+//! - a key charged under several tiers holds a slot of the table for each until it is idle:
+//!   size `max_keys` for the buckets, not the keys;
+//! - every tier's bucket reads the clock as the limiter's own quota says
+//!   ([`KeyedLimiter::with_clock`](cellrate::KeyedLimiter::with_clock)).
 
 use super::backend::{self, How, Pending, Verdict};
 use super::headers::PolicyInfo;
@@ -16,10 +32,13 @@ pub struct Tiered<E: KeyExtractor, C: Clock, F> {
 }
 
 impl<E: KeyExtractor, C: Clock> Keyed<E, C> {
-    /// The same policy with a quota chosen per request (tiers: free, paid), passed to
-    /// [`KeyedBucket::with_quota`](cellrate::KeyedBucket::with_quota). A tiered policy stands alone (the
-    /// all-or-nothing check uses the limiter's own quota); a refund goes through the key's
-    /// handle with the quota the request was charged under.
+    /// The same policy with a quota chosen per request (tiers: free, paid) from the request
+    /// and its key: each request is charged to the key's bucket under that quota
+    /// ([`KeyedBucket::with_quota`](cellrate::KeyedBucket::with_quota)), one bucket per key and
+    /// tier (the module docs say what follows). Choose the tier from what the client cannot
+    /// change per request, such as its API key's plan. A tiered policy stands alone (the
+    /// all-or-nothing check uses the limiter's own quota); a refund gives the booking back to
+    /// the bucket the request was charged to.
     pub fn quota_per_request<F>(self, quota_of: F) -> Tiered<E, C, F>
     where
         F: Fn(&RequestHead<'_>, &E::Key) -> Quota + Send + Sync + 'static,
@@ -61,11 +80,12 @@ where
         };
         let quota = (self.quota_of)(head, &key);
         let limiter = self.keyed.limiter();
-        let bucket = limiter.key(&key).with_quota(&quota);
+        // The key's bucket under this tier: another bucket than under any other quota.
+        let bucket = limiter.key(&key).with_quota(quota);
         let answer = check_or_book(
             how.ticket(),
-            || limiter.key(&key).with_quota(&quota).check_n(cost),
-            |wait| bucket.reserve_n(cost, wait),
+            || limiter.key(&key).with_quota(quota).check_n(cost),
+            |wait| bucket.reserve(cost, wait),
         );
         verdict.quotas[0] = Some(quota);
         let partition = how.partition().map(|h| h.hash_one((0usize, &key)));
@@ -73,9 +93,11 @@ where
         None
     }
 
-    fn refund(&self, booked: Booked<E::Key>, _cost: u32) {
-        if let Some(ticket) = booked.tickets[0] {
-            if let Some(reservation) = self.keyed.limiter().attach(ticket) {
+    fn refund(&self, mut booked: Booked<E::Key>, _cost: u32) {
+        // The ticket names the tier's bucket it was booked on; the limiter issued it, so
+        // `attach` takes it (a ticket of another limiter would come back, and book nothing).
+        if let Some(ticket) = booked.tickets[0].take() {
+            if let Ok(reservation) = self.keyed.limiter().attach(ticket) {
                 reservation.cancel();
             }
         }

@@ -181,6 +181,60 @@ async fn skipping_a_missing_key_keeps_the_other_policies() {
     );
 }
 
+/// A key's bucket under a tier is its own: a key upgraded from free to paid starts the paid tier
+/// full (a new bucket), and back on free finds the bucket it had spent there.
+#[tokio::test]
+async fn a_key_that_changes_tier_starts_the_new_tier_as_a_new_key() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let keys = Arc::new(
+        KeyedLimiter::<HeaderValue, _>::builder(Quota::per_minute(1).with_burst(1))
+            .max_keys(100)
+            .clock(ManualClock::new())
+            .build(),
+    );
+    let paid = Arc::new(AtomicBool::new(false));
+    let plan = paid.clone();
+    // The plan of the key, which the client cannot choose per request: here a switch the test
+    // turns (Relaxed: one flag, read by the request the test then sends).
+    let tiered = Keyed::new(
+        "api-key",
+        keys.clone(),
+        HeaderKey::new(HeaderName::from_static("x-api-key")),
+    )
+    .quota_per_request(move |_, _: &HeaderValue| {
+        if plan.load(Ordering::Relaxed) {
+            Quota::per_minute(1).with_burst(3)
+        } else {
+            Quota::per_minute(1).with_burst(1)
+        }
+    });
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .layer(RateLimitLayer::new(tiered));
+    let client = HttpClient::new(serve(app, true).await);
+    let key = [("x-api-key", "k-1")];
+    let admitted = |n: usize| {
+        let client = &client;
+        async move {
+            let mut ok = 0;
+            for _ in 0..n {
+                ok += usize::from(client.get("/", &key).await.status == StatusCode::OK);
+            }
+            ok
+        }
+    };
+    assert_eq!(admitted(3).await, 1, "free: a burst of 1");
+    paid.store(true, Ordering::Relaxed);
+    assert_eq!(admitted(5).await, 3, "paid: a new bucket, full");
+    paid.store(false, Ordering::Relaxed);
+    assert_eq!(admitted(2).await, 0, "free again: the bucket it spent");
+    assert_eq!(
+        keys.len(),
+        2,
+        "one bucket per tier the key was charged under"
+    );
+}
+
 #[tokio::test]
 async fn a_tier_refund_gives_back_under_the_quota_charged() {
     // Paid keys: burst 3. A refunded 200 leaves the key full; a 401 is charged under burst 3.
@@ -360,7 +414,6 @@ async fn the_policy_header_states_a_quota_changed_while_running() {
     assert_eq!(policy(&client.get("/alone", &[]).await), r#""g";q=10;w=1"#);
 
     global.set_quota(Quota::per_second(1).with_burst(2), QuotaChange::Full);
-    ips.set_default_quota(Quota::per_minute(1).with_burst(3));
     let first = client.get("/alone", &[]).await;
     assert_eq!(policy(&first), r#""g";q=2;w=2"#);
     assert_eq!(first.header("x-ratelimit-limit"), Some("2"));
@@ -369,7 +422,8 @@ async fn the_policy_header_states_a_quota_changed_while_running() {
     let refused = client.get("/alone", &[]).await;
     assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(policy(&refused), r#""g";q=2;w=2"#);
-    // Each policy of a pair is stated with its own live quota (the global one is spent).
+    // Each policy of a pair is stated with its own quota in force (the global one is spent):
+    // the global one's changed, the keyed one's as built (a keyed limiter's quota is fixed).
     let pair = client.get("/both", &[]).await;
-    assert_eq!(policy(&pair), r#""ip";q=3;w=180, "g";q=2;w=2"#);
+    assert_eq!(policy(&pair), r#""ip";q=5;w=300, "g";q=2;w=2"#);
 }

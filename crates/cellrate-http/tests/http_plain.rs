@@ -10,7 +10,7 @@ use crate::http_support;
 
 use axum::{routing::get, Router};
 use cellrate::baseline::MutexBucket;
-use cellrate::{KeyedLimiter, Limiter, ManualClock, Quota};
+use cellrate::{Clock, KeyedLimiter, Limiter, ManualClock, Nanos, Quota};
 use cellrate_http::{Backend, ClientIp, Global, HeaderKey, Keyed, MissingKey, RateLimitLayer};
 use http::{HeaderName, HeaderValue, StatusCode};
 use http_support::{serve, Answer, HttpClient};
@@ -143,9 +143,9 @@ async fn compare<B: Backend>(
     statuses
 }
 
-/// Whether an exact bucket admits `cost` now, spending it if so.
-fn admits(bucket: &MutexBucket<ManualClock>, cost: u32) -> bool {
-    bucket.check_n(cost).is_ok()
+/// Whether an exact bucket admits `cost` at `now`, spending it if so.
+fn admits(bucket: &MutexBucket<ManualClock>, cost: u32, now: Nanos) -> bool {
+    bucket.check_n_at(cost, now).is_ok()
 }
 
 fn keyed<K: std::hash::Hash + Eq + Send + Sync + 'static>(
@@ -170,7 +170,7 @@ async fn per_ip_admissions_without_headers_are_decided_as_with_them() {
     let buckets = oracles(&clock);
     let steps = schedule(1, 200);
     let statuses = compare(layer(true), layer(false), &clock, &steps, |s| {
-        Some(admits(&buckets[usize::from(s.client)], s.cost))
+        Some(admits(&buckets[usize::from(s.client)], s.cost, clock.now()))
     })
     .await;
     // The schedule must exercise both answers.
@@ -190,7 +190,7 @@ async fn a_global_limit_without_headers_is_decided_as_with_them() {
     let bucket = MutexBucket::with_clock(quota(), clock.clone());
     let steps = schedule(2, 200);
     compare(layer(true), layer(false), &clock, &steps, |s| {
-        Some(admits(&bucket, s.cost))
+        Some(admits(&bucket, s.cost, clock.now()))
     })
     .await;
 }
@@ -214,10 +214,13 @@ async fn policies_decided_together_without_headers_are_decided_as_with_them() {
     let steps = schedule(3, 200);
     compare(layer(true), layer(false), &clock, &steps, |s| {
         let key = s.api_key.then(|| &keys[usize::from(s.client)]);
-        let room = |b: &MutexBucket<ManualClock>| b.available() >= s.cost;
+        let room = |b: &MutexBucket<ManualClock>| b.available_at(clock.now()) >= s.cost;
         let admitted = room(&global) && key.is_none_or(room);
         if admitted {
-            assert!(admits(&global, s.cost) && key.is_none_or(|k| admits(k, s.cost)));
+            assert!(
+                admits(&global, s.cost, clock.now())
+                    && key.is_none_or(|k| admits(k, s.cost, clock.now()))
+            );
         }
         Some(admitted)
     })
@@ -245,7 +248,7 @@ async fn tiers_without_headers_are_decided_as_with_them() {
         .collect();
     let steps = schedule(4, 200);
     compare(layer(true), layer(false), &clock, &steps, |s| {
-        Some(admits(&buckets[&s.client], s.cost))
+        Some(admits(&buckets[&s.client], s.cost, clock.now()))
     })
     .await;
 }
@@ -266,7 +269,11 @@ async fn shadow_mode_without_headers_counts_as_with_them() {
     let mut refused = 0;
     let steps = schedule(5, 200);
     let statuses = compare(on.clone(), layer(false), &clock, &steps, |s| {
-        refused += u64::from(!admits(&buckets[usize::from(s.client)], s.cost));
+        refused += u64::from(!admits(
+            &buckets[usize::from(s.client)],
+            s.cost,
+            clock.now(),
+        ));
         None
     })
     .await;
@@ -287,7 +294,7 @@ async fn a_request_without_a_key_is_answered_as_with_headers() {
     let keys = oracles(&clock);
     let steps = schedule(6, 100);
     let statuses = compare(layer(true), layer(false), &clock, &steps, |s| {
-        Some(s.api_key && admits(&keys[usize::from(s.client)], s.cost))
+        Some(s.api_key && admits(&keys[usize::from(s.client)], s.cost, clock.now()))
     })
     .await;
     assert!(statuses.contains(&StatusCode::BAD_REQUEST));
