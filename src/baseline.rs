@@ -55,10 +55,14 @@ impl<C: Clock> MutexBucket<C> {
     }
 
     /// With `on`, the same bucket but empty at the clock's time now; with `false`, the bucket
-    /// as it is.
+    /// as it is. Within one bucket depth of [`Nanos::MAX`] it is full again one nanosecond
+    /// short of the end of the clock, as a limiter's TAT stops there.
     pub fn start_empty(self, on: bool) -> MutexBucket<C> {
         if on {
-            *self.lock() = (0, self.clock.now().as_u64());
+            let now = self.clock.now().as_u64();
+            let depth = self.quota.depth_ns();
+            let full_in = depth.min((u64::MAX - 1).saturating_sub(now));
+            *self.lock() = (i128::from(depth - full_in), now);
         }
         self
     }
@@ -94,13 +98,19 @@ impl<C: Clock> MutexBucket<C> {
             .ok()
             .and_then(|ahead| now.checked_add(ahead))
             .filter(|&t| t < u64::MAX);
+        let Some(_) = full_again else {
+            // Beyond the end of the clock: the request can never pass, and nothing can be
+            // spent then whatever the bucket holds.
+            let ahead = u64::try_from((depth - credit).max(0)).unwrap_or(u64::MAX);
+            return Err(Denied::new(
+                Level::unusable(ahead, quota.emission_interval_ns()),
+                None,
+            ));
+        };
         if left < 0 {
             // The credit grows one nanosecond per nanosecond: it is enough after `-left`.
             let wait = u64::try_from(-left).unwrap_or(u64::MAX);
-            return Err(Denied::new(level(credit), full_again.map(|_| wait)));
-        }
-        if full_again.is_none() {
-            return Err(Denied::new(level(credit), None));
+            return Err(Denied::new(level(credit), Some(wait)));
         }
         // A stale `now` keeps the later time, with the credit it implies then.
         let at = state.1.max(now);

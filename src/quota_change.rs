@@ -14,9 +14,11 @@
 //!   their tokens (or a settled overrun to wait out). They keep the times they were given,
 //!   worked out under the old quota, so the change takes effect when the last of them is ready,
 //!   at `s = TAT - D_old`, and the bucket is then empty under the new quota: `TAT = s + D_new`
-//!   (`s + max(D_old, D_new)` for [`QuotaChange::KeepTime`]). Nothing decided under the new
-//!   quota is ready before `s`, so no one is given the interval the bookings were timed into,
-//!   whatever the rule, upgrades included.
+//!   (for [`QuotaChange::KeepTime`], the TAT if later). Nothing decided under the new quota is
+//!   ready before `s`, so no one is given the interval the bookings were timed into, whatever
+//!   the rule, upgrades included. (A bucket left over a shallower depth by `KeepTime`, or by a
+//!   settle above its booking, is read the same way by the next change: it cannot be told
+//!   apart from one with bookings waiting.)
 
 use crate::engine::gcra;
 use crate::quota::Quota;
@@ -51,7 +53,8 @@ pub enum QuotaChange {
     /// The bucket stays as full in proportion (Bucket4j's `PROPORTIONALLY`): a third full stays
     /// a third full.
     Proportional,
-    /// The TAT is kept as it is: the instant the bucket is full again does not move.
+    /// The TAT is kept as it is: the instant the bucket is full again does not move (unless
+    /// reservations wait: module docs).
     KeepTime,
     /// The bucket is full (Bucket4j's `RESET`).
     Full,
@@ -74,12 +77,14 @@ impl QuotaChange {
         if used > old.depth_ns() {
             // Reservations wait (module docs): the change takes effect as the last is ready.
             let ready = tat - old.depth_ns();
-            let kept = match self {
-                QuotaChange::KeepTime => old.depth_ns(),
-                _ => 0,
+            let cap = now.saturating_add(gcra::MAX_AHEAD).max(tat);
+            let empty_then = ready.saturating_add(new.depth_ns()).min(cap);
+            return match self {
+                // The TAT is kept, but not before the bookings are ready: a change to a deeper
+                // quota would otherwise let new requests in ahead of them.
+                QuotaChange::KeepTime => tat.max(empty_then),
+                _ => empty_then,
             };
-            let ahead = new.depth_ns().max(kept);
-            return ready.saturating_add(ahead).min(now.saturating_add(gcra::MAX_AHEAD).max(tat));
         }
         if used == 0 && self != QuotaChange::Empty {
             return tat; // full under any quota

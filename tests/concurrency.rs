@@ -3,6 +3,7 @@
 
 use crate::common;
 
+use crate::oracle::Exact;
 use cellrate::{Clock, Limiter, ManualClock, Nanos, Quota};
 use common::quota;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -190,12 +191,12 @@ fn race_give_backs_and_replay(round: u64) -> (u64, u64) {
             let cost = 1 + next(3) as u32;
             match next(10) {
                 0..=2 => {
-                    if limiter.check_n_at(cost, now).is_ok() {
+                    if limiter.at(now).check_n(cost).is_ok() {
                         log.push((now.as_u64(), cost, false));
                     }
                 }
                 3..=5 => {
-                    if let Ok(booked) = limiter.reserve_n_at(cost, Duration::ZERO, now) {
+                    if let Ok(booked) = limiter.at(now).reserve(cost, Duration::ZERO) {
                         log.push((now.as_u64(), cost, false));
                         held.push((log.len() - 1, booked.detach()));
                     }
@@ -208,10 +209,10 @@ fn race_give_backs_and_replay(round: u64) -> (u64, u64) {
                         let extra = actual - booked.cost();
                         // Forced at a time no earlier than this one: the replay is no stricter.
                         let before = clock.now().as_u64();
-                        booked.settle(actual);
+                        booked.settle(actual).unwrap();
                         log.push((before, extra, true));
                     } else {
-                        booked.settle(actual);
+                        booked.settle(actual).unwrap();
                         log[entry].1 = actual;
                     }
                 }
@@ -226,21 +227,19 @@ fn race_give_backs_and_replay(round: u64) -> (u64, u64) {
     });
     let mut log: Vec<_> = logs.into_iter().flatten().collect();
     log.sort_by_key(|&(at, _, forced)| (at, forced));
-    let exact = cellrate::baseline::MutexBucket::with_clock(quota, ManualClock::new());
+    let mut exact = Exact::full(quota);
     let (mut admitted, mut forced) = (0u64, 0u64);
     for (at, tokens, is_forced) in log {
-        let at = Nanos::new(at);
         if tokens == 0 {
             continue;
         }
         if is_forced {
-            let booked = exact.reserve_n_at(0, 0, at).unwrap();
-            exact.settle_at(&booked, tokens, at);
+            exact.charge(tokens, at);
             forced += u64::from(tokens);
         } else {
             assert!(
-                exact.check_n_at(tokens, at).is_ok(),
-                "{tokens} tokens carried out at {at:?} beyond the exact bucket"
+                exact.take(tokens, at),
+                "{tokens} tokens carried out at {at} ns beyond the exact bucket"
             );
             admitted += u64::from(tokens);
         }
@@ -259,16 +258,15 @@ fn quota_changes_racing_each_other_leave_the_last_one_live() {
         for n in 0..5_000usize {
             let now = Nanos::new(n as u64 * 10);
             match (i + n) % 4 {
-                0 => limiter.set_quota_at(
+                0 => limiter.at(now).set_quota(
                     quotas[(i + n) % quotas.len()],
                     cellrate::QuotaChange::KeepSpent,
-                    now,
                 ),
                 1 => {
-                    let _ = limiter.check_n_at(1, now);
+                    let _ = limiter.at(now).check_n(1);
                 }
                 2 => {
-                    if let Ok(booked) = limiter.reserve_n_at(2, Duration::ZERO, now) {
+                    if let Ok(booked) = limiter.at(now).reserve(2, Duration::ZERO) {
                         booked.cancel_at(now);
                     }
                 }
@@ -277,12 +275,14 @@ fn quota_changes_racing_each_other_leave_the_last_one_live() {
         }
     });
     let last = quota(2_000, 3);
-    limiter.set_quota_at(last, cellrate::QuotaChange::Full, Nanos::new(1 << 40));
+    limiter
+        .at(Nanos::new(1 << 40))
+        .set_quota(last, cellrate::QuotaChange::Full);
     assert_eq!(limiter.quota(), last);
     let at = Nanos::new(1 << 40);
-    assert!(limiter.check_n_at(3, at).is_ok());
+    assert!(limiter.at(at).check_n(3).is_ok());
     assert!(
-        limiter.check_n_at(1, at).is_err(),
+        limiter.at(at).check_n(1).is_err(),
         "decided under another quota"
     );
 }

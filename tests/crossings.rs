@@ -233,6 +233,7 @@ fn an_upgrade_never_lets_new_requests_overlap_a_waiting_booking() {
                 "{how:?}: a check at {t} ms would use the booking's time"
             );
         }
+        // Empty under the new quota as the booking is ready; KeepTime keeps the later TAT.
         let first = if how == QuotaChange::KeepTime {
             20_000 - 90
         } else {

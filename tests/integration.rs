@@ -45,7 +45,6 @@ mod replay;
 mod reservation;
 mod retry_lag;
 mod set_quota;
-mod set_quota_differential;
 mod stats;
 mod tick_clock;
 mod wait;

@@ -75,7 +75,7 @@ fn run_counting(
             Op::Check { key, cost, step } => {
                 now += step;
                 let at = Nanos::new(now as u64);
-                let got = keyed.check_key_n_at(&key, cost, at);
+                let got = keyed.at(at).key(&key).check_n(cost);
                 most = most.max(keyed.len());
                 let stats = keyed.stats();
                 if stats.overflow_evictions + stats.overflow_denials > 0 {
@@ -88,11 +88,17 @@ fn run_counting(
                 now += step;
                 let at = Nanos::new(now as u64);
                 let want = oracle.bucket(key).available_at(at);
-                prop_assert_eq!(keyed.key(&key).available_at(at), want, "op {} {:?}", i, op);
+                prop_assert_eq!(
+                    keyed.at(at).key(&key).available(),
+                    want,
+                    "op {} {:?}",
+                    i,
+                    op
+                );
             }
             Op::EvictIdle { step } => {
                 now += step;
-                keyed.evict_idle_at(Nanos::new(now as u64));
+                keyed.at(Nanos::new(now as u64)).evict_idle();
             }
         }
     }

@@ -254,6 +254,13 @@ impl Log {
         self.state_at(start, t, since).is_full(t)
     }
 
+    /// Whole tokens the exact bucket of what the log holds has at `t` (bookings still to come
+    /// not yet taken).
+    pub fn tokens_at(&self, start: Exact, t: u64) -> u32 {
+        let since = self.epochs().last().copied().unwrap_or(0);
+        self.state_at(start, t, since).tokens(t)
+    }
+
     /// The bucket at `t`, replaying what the log holds up to then (failures ignored).
     fn state_at(&self, start: Exact, t: u64, since: usize) -> Exact {
         let mut bucket = start;
