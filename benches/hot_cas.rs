@@ -136,7 +136,7 @@ fn ahead(outcome: Result<cellrate::Allowed, cellrate::Denied>) -> u64 {
 fn cellrate_at(threads: usize) -> (Run, Tally) {
     let limiter = Limiter::with_clock(Path::Allowed.quota(), ManualClock::new());
     instrumented(threads, |t| {
-        let r = ahead(limiter.check_n_at(1, NOW));
+        let r = ahead(limiter.at(NOW).check_n(1));
         t.saw(r == t.last + 1, r);
     })
 }

@@ -21,8 +21,9 @@
 //! `cellrate_at_now` is cellrate with the time passed in (the table alone), and at 1,000,000
 //! keys `cellrate_huge_pages` the same with the table in 2 MiB pages; `cellrate_siphash_at_now`
 //! is `cellrate_at_now` with SipHash-1-3 fingerprints instead of AES-CMAC. `_cached` subjects
-//! run on a clock refreshed every millisecond by a background thread: cellrate's `CachedClock`
-//! and governor's `QuantaUpkeepClock`, the same design; `cellrate_instant` runs on
+//! run on a clock refreshed every millisecond by a background thread: cellrate's `TickClock`
+//! (its cached time, which these quotas read) and governor's `QuantaUpkeepClock`, the same
+//! design; `cellrate_instant` runs on
 //! `MonotonicClock` (an `Instant` read per check). Threads sharing one table are measured by
 //! `paired`, whose chunks prove that the threads overlapped.
 //!
@@ -73,11 +74,11 @@ impl<K: Hash + Eq> MutexMap<K> {
     {
         let mut buckets = self.buckets.lock().expect("no check panics");
         if let Some(bucket) = buckets.get(key) {
-            return bucket.check_n(1).is_ok();
+            return bucket.check().is_ok();
         }
         let fresh = MutexBucket::with_clock(self.quota, MonotonicClock::new());
         let bucket = buckets.entry(key.to_owned()).or_insert(fresh);
-        bucket.check_n(1).is_ok()
+        bucket.check().is_ok()
     }
 }
 
@@ -105,7 +106,7 @@ fn u64_keys(c: &mut Criterion) {
         // The table alone: the same checks with the time passed in (read once per sample).
         group.bench_function(id("cellrate_at_now"), |b| {
             let now = ours.clock().now();
-            walk(b, &order, |k| ours.check_key_n_at(k, 1, now).is_ok())
+            walk(b, &order, |k| ours.at(now).key(k).check_n(1).is_ok())
         });
         drop(ours);
 
@@ -115,7 +116,7 @@ fn u64_keys(c: &mut Criterion) {
         if ours.huge_pages() {
             group.bench_function(id("cellrate_huge_pages"), |b| {
                 let now = ours.clock().now();
-                walk(b, &order, |k| ours.check_key_n_at(k, 1, now).is_ok())
+                walk(b, &order, |k| ours.at(now).key(k).check_n(1).is_ok())
             });
         }
         drop(ours);
@@ -124,7 +125,7 @@ fn u64_keys(c: &mut Criterion) {
         let ours = siphash_limiter(&key_refs);
         group.bench_function(id("cellrate_siphash_at_now"), |b| {
             let now = ours.clock().now();
-            walk(b, &order, |k| ours.check_key_n_at(k, 1, now).is_ok())
+            walk(b, &order, |k| ours.at(now).key(k).check_n(1).is_ok())
         });
         drop(ours);
 

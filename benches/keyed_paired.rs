@@ -11,10 +11,11 @@
 //!
 //! Rows: u64 keys in random order (the keys, visiting order and limiters of `keyed`'s
 //! `keyed_check_*_keys`):
-//! - cellrate with the time passed in (`check_key_n_at`, as `cellrate_at_now`), on
-//!   `CachedClock`, and at 1,000,000 keys in huge pages, each against governor's `check_key` on
-//!   its default clock (a TSC read per check: what a user of governor gets);
-//! - cellrate on `CachedClock` against governor on its `QuantaUpkeepClock`: equal clocks, both
+//! - cellrate with the time passed in (`at(now).key(k).check_n(1)`, as `cellrate_at_now`), on
+//!   `TickClock` (its cached time, as `Limiter::new` reads it for these quotas), and at
+//!   1,000,000 keys in huge pages, each against governor's `check_key` on its default clock (a
+//!   TSC read per check: what a user of governor gets);
+//! - cellrate on `TickClock` against governor on its `QuantaUpkeepClock`: equal clocks, both
 //!   a load of a time refreshed every 1 ms;
 //! - cellrate with SipHash-1-3 fingerprints (`FingerprintHash::SipHash13`, the hash governor
 //!   uses) against governor, and the default AES-CMAC fingerprints against SipHash-1-3;
@@ -78,12 +79,12 @@ pub fn main() {
         };
         let at_now = || {
             walks("cellrate", order, n, 1, move |k: &u64| {
-                ours.check_key_n_at(k, 1, now).is_ok()
+                ours.at(now).key(k).check_n(1).is_ok()
             })
         };
         let on_sip = || {
             walks("SipHash", order, n, 1, move |k: &u64| {
-                sip.check_key_n_at(k, 1, now).is_ok()
+                sip.at(now).key(k).check_n(1).is_ok()
             })
         };
         let sip_cas = || walks("floor", order, n, 1, |k: &u64| floor.check(k));
@@ -94,13 +95,13 @@ pub fn main() {
         };
         let huge = || {
             walks("huge pages", order, n, 1, move |k: &u64| {
-                big.check_key_n_at(k, 1, huge_now).is_ok()
+                big.at(huge_now).key(k).check_n(1).is_ok()
             })
         };
         let name = |what: &str| format!("{n} u64 keys, {what}");
         let mut rows = vec![
             Row::time(name("time passed in"), at_now(), governor()),
-            Row::time(name("CachedClock"), on_cached(), governor()),
+            Row::time(name("TickClock"), on_cached(), governor()),
             Row::time(
                 name("both on 1 ms clocks"),
                 on_cached(),

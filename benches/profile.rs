@@ -11,7 +11,7 @@
 //! Arguments: the subject, the number of u64 keys (keyed subjects only), and the number of
 //! checks. Keyed subjects: `default` (`check_key` on `TickClock`, the table sized for the
 //! keys), `new` (`check_key` of `KeyedLimiter::new`, the default table), `at`
-//! (`check_key_n_at`), `siphash_at` (the same with SipHash-1-3 fingerprints), `floor` (the
+//! (`at(now).key(k).check_n(1)`), `siphash_at` (the same with SipHash-1-3 fingerprints), `floor` (the
 //! SipHash + CAS floor), `governor` (governor's default `check_key`). One limiter, time passed
 //! in unless named otherwise: `limiter_at`, `limiter_at_read` (outcome read), `limiter_at_denied`,
 //! `limiter_at_changed` and `limiter_at_denied_changed` (after one quota change),
@@ -63,10 +63,12 @@ fn spends(subject: &impl Spend, checks: usize) -> usize {
 fn at_limiter(path: Path, changed: bool) -> Limiter<ManualClock> {
     let limiter = Limiter::with_clock(path.quota(), ManualClock::new());
     if changed {
-        limiter.set_quota_at(path.quota(), QuotaChange::KeepSpent, NOW);
+        limiter
+            .at(NOW)
+            .set_quota(path.quota(), QuotaChange::KeepSpent);
     }
     if path == Path::Denied {
-        assert!(limiter.check_n_at(1, NOW).is_ok(), "the first spend passes");
+        assert!(limiter.at(NOW).check_n(1).is_ok(), "the first spend passes");
     }
     limiter
 }
@@ -76,13 +78,13 @@ fn at_limiter(path: Path, changed: bool) -> Limiter<ManualClock> {
 fn single(subject: &str, checks: usize) -> Option<(usize, usize)> {
     let (allowed, denied) = (Path::Allowed, Path::Denied);
     let at = |limiter: &Limiter<ManualClock>| {
-        timed(checks, |_| black_box(limiter).check_n_at(1, NOW).is_ok())
+        timed(checks, |_| black_box(limiter).at(NOW).check_n(1).is_ok())
     };
     Some(match subject {
         "limiter_at" => (at(&at_limiter(allowed, false)), checks),
         "limiter_at_read" => {
             let limiter = at_limiter(allowed, false);
-            let n = timed(checks, |_| read(black_box(&limiter).check_n_at(1, NOW)));
+            let n = timed(checks, |_| read(black_box(&limiter).at(NOW).check_n(1)));
             (n, checks)
         }
         "limiter_at_changed" => (at(&at_limiter(allowed, true)), checks),
@@ -90,7 +92,7 @@ fn single(subject: &str, checks: usize) -> Option<(usize, usize)> {
         "limiter_at_denied_changed" => (at(&at_limiter(denied, true)), 0),
         "limiter_at_named" => {
             let limiter = Limiter::with_clock(allowed.quota(), ManualClock::new()).named("api");
-            let n = timed(checks, |_| black_box(&limiter).check_n_at(1, NOW).is_ok());
+            let n = timed(checks, |_| black_box(&limiter).at(NOW).check_n(1).is_ok());
             (n, checks)
         }
         "limiter_check" => (spends(&CellrateClock::new(allowed), checks), checks),
@@ -133,12 +135,12 @@ pub fn main() {
         "at" => {
             let ours: KeyedLimiter<u64> = cellrate_limiter(&key_refs, TickClock::new());
             let now = ours.clock().now();
-            walk(&order, checks, |k| ours.check_key_n_at(k, 1, now).is_ok())
+            walk(&order, checks, |k| ours.at(now).key(k).check_n(1).is_ok())
         }
         "siphash_at" => {
             let ours = siphash_limiter(&key_refs);
             let now = ours.clock().now();
-            walk(&order, checks, |k| ours.check_key_n_at(k, 1, now).is_ok())
+            walk(&order, checks, |k| ours.at(now).key(k).check_n(1).is_ok())
         }
         "floor" => {
             let floor = SipCasFloor::new(n);

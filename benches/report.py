@@ -23,17 +23,17 @@ from report_chart import chart_svg
 
 Run = namedtuple("Run", "name kind status begin end command out records")
 LIMITER_PROFILE = [
-    ("limiter_at", "`check_n_at`, allowed (time passed in)"),
-    ("limiter_at_read", "`check_n_at`, allowed, outcome read"),
-    ("limiter_at_denied", "`check_n_at`, denied"),
+    ("limiter_at", "`at(now).check_n`, allowed (time passed in)"),
+    ("limiter_at_read", "`at(now).check_n`, allowed, outcome read"),
+    ("limiter_at_denied", "`at(now).check_n`, denied"),
     ("limiter_check", "`check()` on `TickClock`, allowed"),
     ("limiter_check_read", "`check()` on `TickClock`, allowed, outcome read"),
     ("governor_check", "governor's `check()` on its default clock"),
     ("governor_check_read", "governor's `check()`, snapshot middleware, outcome read"),
     ("floor_cas", "the bare CAS loop"),
 ]
-COUNTING_PROFILE = [("limiter_at", "`check_n_at`, unnamed"),
-                    ("limiter_at_named", "`check_n_at`, named (counted)")]
+COUNTING_PROFILE = [("limiter_at", "`at(now).check_n`, unnamed"),
+                    ("limiter_at_named", "`at(now).check_n`, named (counted)")]
 CHANGE_PROFILE = [("limiter_at", "allowed, never changed"),
                   ("limiter_at_changed", "allowed, changed once"),
                   ("limiter_at_denied", "denied, never changed"),
@@ -41,7 +41,7 @@ CHANGE_PROFILE = [("limiter_at", "allowed, never changed"),
 KEYED_PROFILE = [
     ("new", "`check_key` of `KeyedLimiter::new` (the default table)"),
     ("default", "`check_key`, the table sized for the keys (80% full)"),
-    ("at", "`check_key_n_at` (time passed in), the sized table"),
+    ("at", "`at(now).key(k).check_n` (time passed in), the sized table"),
     ("siphash_at", "the same, SipHash-1-3 fingerprints"),
     ("floor", "floor: SipHash-1-3, then one load and CAS"),
     ("governor", "governor's `check_key` (its TSC read included)"),

@@ -35,7 +35,7 @@ VARIANT = {"quanta": "cellrate on QuantaClock", "at_now": "cellrate, time passed
            "instant": "cellrate on Instant (MonotonicClock)",
            "huge_pages": "cellrate, time passed in, table in 2 MiB pages (huge_pages())",
            "siphash_at_now": "cellrate, time passed in, SipHash-1-3 fingerprints",
-           "cached": "both on a clock refreshed every 1 ms (CachedClock, QuantaUpkeepClock)",
+           "cached": "both on a clock refreshed every 1 ms (TickClock, QuantaUpkeepClock)",
            "read": "outcome read (cellrate: remaining() and reset_after(); governor: its "
                    "snapshot's remaining_burst_capacity())",
            "batch": "cellrate check_many (one call per 64 keys)"}

@@ -1,16 +1,19 @@
 //! Subjects on clocks other than the defaults: the ones a background thread refreshes every
-//! millisecond, the cheapest clocks to read (cellrate's `CachedClock` and governor's
-//! `QuantaUpkeepClock`), and cellrate on the exact clock (`MonotonicClock`, `Instant`).
+//! millisecond, the cheapest clocks to read (cellrate's `TickClock`, read at its cached time
+//! for these quotas, and governor's `QuantaUpkeepClock`), and cellrate on the exact clock
+//! (`MonotonicClock`, `Instant`).
 
 use super::subjects::{Path, Spend};
 use crate::keyed::subjects::{cached_clock, governor_upkeep_clock};
-use cellrate::{CachedClock, Limiter, MonotonicClock};
+use cellrate::{Limiter, MonotonicClock, TickClock};
 use governor::clock::QuantaUpkeepClock;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::RateLimiter;
 
-/// cellrate on [`CachedClock`].
-pub struct CellrateCached(Limiter<CachedClock>);
+/// cellrate on [`TickClock`], reading its cached time: both quotas of [`Path`] are at least
+/// 16 ms deep. A refusal on it also adds the clock's declared lag (two ticks) to its
+/// `retry_after`: part of the denied rows' time.
+pub struct CellrateCached(Limiter<TickClock>);
 
 impl CellrateCached {
     pub fn new(path: Path) -> CellrateCached {

@@ -8,8 +8,8 @@
 //! governor on its standing-still test clock); `_clock` groups read each limiter's default clock,
 //! and with `--features quanta` also cellrate on its TSC clock; `cellrate_instant` is cellrate
 //! on `MonotonicClock` (an `Instant` read per check). `_cached` subjects run on a
-//! clock refreshed every millisecond by a background thread (cellrate's `CachedClock`,
-//! governor's `QuantaUpkeepClock`).
+//! clock refreshed every millisecond by a background thread (cellrate's `TickClock` at its
+//! cached time, governor's `QuantaUpkeepClock`).
 
 use super::read::{CellrateAtRead, CellrateRead, GovernorFakeRead, GovernorRead};
 use super::subjects::{

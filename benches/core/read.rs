@@ -76,7 +76,7 @@ impl CellrateAtRead {
 impl Spend for CellrateAtRead {
     #[inline(always)]
     fn spend(&self) -> bool {
-        read(self.0.check_n_at(1, NOW))
+        read(self.0.at(NOW).check_n(1))
     }
 }
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 pub const NOW: Nanos = Nanos::new(1 << 40);
 
 /// Denied-path quotas emit one token a year: after one spend, nothing passes during a run.
-const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+pub const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Which branch of the decision every check in a benchmark takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +190,7 @@ impl FloorLoad {
 impl Spend for CellrateAt {
     #[inline(always)]
     fn spend(&self) -> bool {
-        self.0.check_n_at(1, NOW).is_ok()
+        self.0.at(NOW).check_n(1).is_ok()
     }
 }
 
