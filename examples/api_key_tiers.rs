@@ -34,7 +34,8 @@ async fn main() -> std::io::Result<()> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:3000".into());
-    // The table's own quota is the free plan's; each request is charged under its key's plan.
+    // The table's own quota is the free plan's; each request is charged to its key's bucket
+    // under the key's plan (one bucket per plan: a key moved to the pro plan starts it full).
     let per_key = KeyedLimiter::<HeaderValue>::builder(Quota::per_second(2).with_burst(5))
         .max_keys(100_000)
         .build();

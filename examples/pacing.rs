@@ -1,5 +1,5 @@
 //! Pacing outgoing calls to an upstream API that allows 10 requests per second (burst 3):
-//! eight async workers share one limiter and await their turn (`until_ready_n`) instead of
+//! eight async workers share one limiter and await their turn (`until_ready`) instead of
 //! being refused, so the upstream never sees more than its limit and no worker polls.
 //!
 //! ```sh
@@ -38,7 +38,7 @@ async fn main() {
             for call in 0..CALLS_PER_WORKER {
                 // Books a place in line and sleeps until it is due (an executor-independent
                 // timer: no tokio needed by the limiter itself).
-                match upstream.until_ready_n(1, MAX_WAIT).await {
+                match upstream.until_ready(1, MAX_WAIT).await {
                     Ok(_) => call_upstream(worker, call, started).await,
                     Err(denied) => println!("worker {worker}: gave up ({denied:?})"),
                 }

@@ -3,8 +3,8 @@
 //!
 //! - Policing (`check_n`) answers at once: the burst is served, the rest is denied with the
 //!   time after which a retry would pass (an HTTP 429 with `Retry-After`).
-//! - Shaping books every request a slot instead (`reserve_n`), one emission interval (200 ms)
-//!   after the one before, and `wait_n` sleeps until that slot: all 20 are served, the first
+//! - Shaping books every request a slot instead (`reserve`), one emission interval (200 ms)
+//!   after the one before, and `wait` sleeps until that slot: all 20 are served, the first
 //!   two at once and the last about 3.6 s in, in the order they asked.
 //!
 //! Run with `cargo run --release --example shaping` (the times are real: about 3.6 s).
@@ -58,28 +58,32 @@ fn police() {
 
 /// Shaping, step one: every request books its slot at once; nothing sleeps yet.
 fn plan() {
-    println!("\nShaping, the plan: reserve_n books each request a slot (nothing waits yet)");
+    println!("\nShaping, the plan: reserve books each request a slot (nothing waits yet)");
     let limiter = limiter();
     // One clock reading for the whole batch: each slot is then exact.
     let now = limiter.clock().now();
     let slots: Vec<String> = (0..REQUESTS)
-        .map(|_| match limiter.reserve_n_at(1, MAX_WAIT, now) {
-            Ok(reservation) => reservation.ready_in_at(now).as_millis().to_string(),
+        .map(|_| match limiter.at(now).reserve(1, MAX_WAIT) {
+            Ok(reservation) => reservation
+                .ready_at()
+                .saturating_duration_since(now)
+                .as_millis()
+                .to_string(),
             Err(denied) => format!("denied: {denied}"),
         })
         .collect();
     println!("  slots, ms from now: {}", slots.join(" "));
 }
 
-/// Shaping, for real: `wait_n` books a slot and sleeps until it comes.
+/// Shaping, for real: `wait` books a slot and sleeps until it comes.
 fn shape() {
-    println!("\nShaping with wait_n: every request is served, one slot after the other");
+    println!("\nShaping with wait: every request is served, one slot after the other");
     let limiter = limiter();
     let start = Instant::now();
     let mut previous: Option<Duration> = None;
     for request in 1..=REQUESTS {
         let sent = start.elapsed();
-        match limiter.wait_n(1, MAX_WAIT) {
+        match limiter.wait(1, MAX_WAIT) {
             Ok(_) => {
                 let served = start.elapsed();
                 let gap = previous.map_or_else(String::new, |p| format!("  (+{})", ms(served - p)));

@@ -52,10 +52,15 @@ fn main() -> ExitCode {
     write_stdout(&report(&options, &quota))
 }
 
-/// The quota the flags ask for. A zero rate or burst is the library's `QuotaError`, reported
-/// as such rather than caught here.
+/// The quota the flags ask for: `rate` tokens a second, one every `ceil(1e9 / rate)` ns (the
+/// rounding `Quota::per_second` does, so that the rate never exceeds the flag), holding
+/// `burst`. A zero rate or burst is the library's `QuotaError`, reported as such.
 fn quota_from_flags(options: &Options) -> Result<Quota, QuotaError> {
-    Quota::try_per_second(options.rate)?.try_with_burst(options.burst)
+    if options.rate == 0 {
+        return Err(QuotaError::ZeroRate);
+    }
+    let interval_ns = 1_000_000_000u64.div_ceil(u64::from(options.rate));
+    Quota::try_new(Duration::from_nanos(interval_ns), options.burst)
 }
 
 /// Everything the example prints: the quota, then each workload's table and chart, then one
@@ -65,9 +70,9 @@ fn report(options: &Options, quota: &Quota) -> String {
         "quota: {} tokens/s (one every {}), capacity {} tokens, empty to full in {} s\n\
          the bucket starts full at t = 0; every request costs one token\n",
         options.rate,
-        millis(quota.emission_interval_ns()),
+        millis(duration_ns(quota.emission_interval())),
         quota.burst(),
-        seconds(quota.depth_ns()),
+        seconds(duration_ns(quota.replenish_all())),
     );
     let mut summary = String::from("\nsummary:\n");
     for &workload in &options.workloads {
@@ -83,7 +88,7 @@ fn report(options: &Options, quota: &Quota) -> String {
             width: options.width,
             height: options.height,
             horizon_ns: horizon_ns.max(MIN_HORIZON_NS),
-            depth_ns: quota.depth_ns(),
+            depth_ns: duration_ns(quota.replenish_all()),
             burst: quota.burst(),
         };
         let (decisions, columns) = replay(*quota, &times, &chart);
@@ -147,7 +152,7 @@ fn level_ns(outcome: &Result<Allowed, Denied>, quota: &Quota) -> u64 {
         Ok(allowed) => allowed.reset_after(),
         Err(denied) => denied.reset_after(),
     };
-    quota.depth_ns().saturating_sub(duration_ns(reset_after))
+    duration_ns(quota.replenish_all()).saturating_sub(duration_ns(reset_after))
 }
 
 /// One line per request: number, time, decision, whole tokens left, exact level, and the
@@ -206,7 +211,7 @@ fn millis(ns: u64) -> String {
 
 /// A level in nanoseconds of credit as tokens, with three decimals (truncated).
 fn tokens(level_ns: u64, quota: &Quota) -> String {
-    let thousandths = u128::from(level_ns) * 1000 / u128::from(quota.emission_interval_ns());
+    let thousandths = u128::from(level_ns) * 1000 / quota.emission_interval().as_nanos();
     format!("{}.{:03}", thousandths / 1000, thousandths % 1000)
 }
 
