@@ -1,7 +1,7 @@
 //! `KeyedLimiter`: per-key behaviour, the API's forms, capacity and bad inputs.
 //! (Differential and concurrent tests are in `keyed_differential.rs` and `keyed_overflow.rs`.)
 
-use crate::common::{self, keyed, ms};
+use crate::common::{self, keyed, ms, same_booking};
 use cellrate::{
     FingerprintHash, KeyedBuildError, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota,
     DEFAULT_MAX_KEYS,
@@ -447,21 +447,8 @@ fn every_keyed_operation_at_a_time_passed_in_decides_as_on_the_clock() {
             assert_eq!(a.check(), b.check(), "check {what}");
             assert_eq!(a.check_n(cost), b.check_n(cost), "check_n {what}");
             assert_eq!(a.available(), b.available(), "available {what}");
-            match (a.reserve(cost, wait), b.reserve(cost, wait)) {
-                (Ok(a), Ok(b)) => {
-                    assert_eq!((a.ready_at(), a.allowed()), (b.ready_at(), b.allowed()));
-                    match i % 3 {
-                        0 => (a.cancel(), b.cancel_at(now)),
-                        1 => (
-                            a.settle(cost + 1).unwrap(),
-                            b.settle_at(cost + 1, now).unwrap(),
-                        ),
-                        _ => (a.settle(0).unwrap(), b.settle_at(0, now).unwrap()),
-                    };
-                }
-                (Err(a), Err(b)) => assert_eq!(a, b, "reserve {what}"),
-                (a, b) => panic!("reserve {what}: {a:?} on the clock, {b:?} passed in"),
-            }
+            let booked = (a.reserve(cost, wait), b.reserve(cost, wait));
+            same_booking(booked, i, now, &format!("reserve {what}"));
         }
         let batch = [(&k, cost), (&3, 1), (&k, 1)];
         assert_eq!(on_clock.check_many(&batch), at.check_many(&batch), "{what}");

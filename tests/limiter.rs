@@ -1,7 +1,7 @@
 //! `Limiter`: the rules of the GCRA decision (`docs/design.md`), one by one, with the figures
 //! each outcome reports.
 
-use crate::common::{manual, ms, quota};
+use crate::common::{manual, ms, quota, same_booking};
 use cellrate::{
     Allowed, Clock, Denied, Limiter, ManualClock, Nanos, Quota, QuotaChange, TickClock,
 };
@@ -164,21 +164,8 @@ fn every_operation_at_a_time_passed_in_decides_as_on_the_clock() {
             "check_n at {t} ms"
         );
         assert_eq!(on_clock.available(), at.available(), "available at {t} ms");
-        match (on_clock.reserve(cost, wait), at.reserve(cost, wait)) {
-            (Ok(a), Ok(b)) => {
-                assert_eq!((a.ready_at(), a.allowed()), (b.ready_at(), b.allowed()));
-                match i % 3 {
-                    0 => (a.cancel(), b.cancel_at(now)),
-                    1 => (
-                        a.settle(cost + 1).unwrap(),
-                        b.settle_at(cost + 1, now).unwrap(),
-                    ),
-                    _ => (a.settle(0).unwrap(), b.settle_at(0, now).unwrap()),
-                };
-            }
-            (Err(a), Err(b)) => assert_eq!(a, b, "reserve at {t} ms"),
-            (a, b) => panic!("reserve at {t} ms: {a:?} on the clock, {b:?} passed in"),
-        }
+        let booked = (on_clock.reserve(cost, wait), at.reserve(cost, wait));
+        same_booking(booked, i, now, &format!("reserve at {t} ms"));
         if i == 4 {
             on_clock.set_quota(other, QuotaChange::KeepAvailable);
             at.set_quota(other, QuotaChange::KeepAvailable);

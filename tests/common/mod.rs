@@ -2,7 +2,7 @@
 //! files take it with `use crate::common;`).
 #![allow(dead_code)]
 
-use cellrate::{Clock, KeyedLimiter, Limiter, ManualClock, Nanos, Quota};
+use cellrate::{Clock, Denied, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, Reservation};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,6 +34,40 @@ pub fn manual(quota: Quota) -> (Limiter<ManualClock>, ManualClock) {
 pub fn keyed<K: Hash + Eq>(quota: Quota) -> (KeyedLimiter<K, ManualClock>, ManualClock) {
     let clock = ManualClock::new();
     (KeyedLimiter::with_clock(quota, clock.clone()), clock)
+}
+
+/// Two answers of one booking, made on a limiter's clock reading `now` and at `now` passed in:
+/// equal, and each then given back alike by the rule `step % 3` picks (cancel, settle one
+/// higher, settle at 0), the second with the time passed in.
+pub fn same_booking(
+    (on_clock, passed_in): (
+        Result<Reservation<'_, ManualClock>, Denied>,
+        Result<Reservation<'_, ManualClock>, Denied>,
+    ),
+    step: usize,
+    now: Nanos,
+    what: &str,
+) {
+    match (on_clock, passed_in) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(
+                (a.ready_at(), a.allowed()),
+                (b.ready_at(), b.allowed()),
+                "{what}"
+            );
+            let cost = a.cost();
+            match step % 3 {
+                0 => (a.cancel(), b.cancel_at(now)),
+                1 => (
+                    a.settle(cost + 1).unwrap(),
+                    b.settle_at(cost + 1, now).unwrap(),
+                ),
+                _ => (a.settle(0).unwrap(), b.settle_at(0, now).unwrap()),
+            };
+        }
+        (Err(a), Err(b)) => assert_eq!(a, b, "{what}"),
+        (a, b) => panic!("{what}: {a:?} on the clock, {b:?} passed in"),
+    }
 }
 
 /// A clock whose coarse reading (`now_within` a tolerance of at least `step`) lags the true
