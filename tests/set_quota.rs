@@ -3,7 +3,7 @@
 //! edges of the clock. (A keyed limiter's quota is fixed when it is built; a key under another
 //! quota is another bucket: `keyed.rs`.)
 
-use crate::common::{manual, quota};
+use crate::common::{manual, quota, RULES};
 use cellrate::{all_of, Limiter, Nanos, Quota, QuotaChange};
 use std::time::Duration;
 
@@ -47,13 +47,7 @@ fn a_downgrade_by_each_rule() {
 
 #[test]
 fn a_full_bucket_stays_full_by_every_rule_but_empty() {
-    for how in [
-        QuotaChange::KeepSpent,
-        QuotaChange::KeepAvailable,
-        QuotaChange::Proportional,
-        QuotaChange::KeepTime,
-        QuotaChange::Full,
-    ] {
+    for how in RULES.into_iter().filter(|&how| how != QuotaChange::Empty) {
         assert_eq!(after(0, free(), pro(), how), 500, "{how:?}");
         assert_eq!(after(0, pro(), free(), how), 10, "{how:?}");
     }
@@ -172,14 +166,7 @@ fn a_reservation_booked_before_a_change_keeps_its_place_and_gives_nothing_back()
 /// takes effect once they are ready, the bucket empty then; KeepTime keeps the TAT if later.
 #[test]
 fn tokens_booked_ahead_keep_their_place_by_every_rule() {
-    for how in [
-        QuotaChange::KeepSpent,
-        QuotaChange::KeepAvailable,
-        QuotaChange::Proportional,
-        QuotaChange::KeepTime,
-        QuotaChange::Full,
-        QuotaChange::Empty,
-    ] {
+    for how in RULES {
         let limiter = manual(pro()).0;
         assert!(limiter.check_n(500).is_ok());
         let queued = limiter.reserve(10, Duration::from_secs(1)).unwrap();

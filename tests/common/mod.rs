@@ -2,7 +2,9 @@
 //! files take it with `use crate::common;`).
 #![allow(dead_code)]
 
-use cellrate::{Clock, Denied, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, Reservation};
+use cellrate::{
+    Clock, Denied, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, QuotaChange, Reservation,
+};
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -12,6 +14,16 @@ use std::time::Duration;
 pub fn quota(interval_ns: u64, burst: u32) -> Quota {
     Quota::try_new(Duration::from_nanos(interval_ns), burst).unwrap()
 }
+
+/// Every rule of a quota change.
+pub const RULES: [QuotaChange; 6] = [
+    QuotaChange::KeepSpent,
+    QuotaChange::KeepAvailable,
+    QuotaChange::Proportional,
+    QuotaChange::KeepTime,
+    QuotaChange::Full,
+    QuotaChange::Empty,
+];
 
 /// `n` milliseconds on a limiter's clock: the tests' one time helper.
 pub fn ms(n: u64) -> Nanos {
