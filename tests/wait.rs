@@ -1,5 +1,5 @@
-//! Waiting for tokens: `Limiter::wait_n` (blocking, real clock) and, with feature `async`,
-//! `Limiter::until_ready_n` on a hand-written executor. Real-clock tests use generous bounds
+//! Waiting for tokens: `Limiter::wait` (blocking, real clock) and, with feature `async`,
+//! `Limiter::until_ready` on a hand-written executor. Real-clock tests use generous bounds
 //! and check only what the limiter promises: never early, refusals at once, booking order.
 
 use cellrate::{Clock, Limiter, MonotonicClock, Nanos, Quota, TickClock};
@@ -70,7 +70,7 @@ thread_local! {
 }
 
 /// The monotonic clock, remembering per thread what it answered: the first reading inside
-/// `wait_n` is the `now` its reservation was booked at.
+/// `wait` is the `now` its reservation was booked at.
 struct RecordingClock(MonotonicClock);
 
 impl Clock for RecordingClock {
