@@ -1,16 +1,9 @@
 //! `At`: a limiter read at a time passed in, `limiter.at(now)`: one clock reading for a batch
 //! of operations, or a time from a clock of the caller's own.
 
-use crate::clock::Clock;
-use crate::limiter::Limiter;
 use crate::nanos::Nanos;
-use crate::outcome::{Allowed, Denied};
-use crate::quota::Quota;
-use crate::quota_change::QuotaChange;
-use crate::reservation::Reservation;
-use core::time::Duration;
 
-/// A limiter (or a keyed limiter) at the time `now`, from [`Limiter::at`] and
+/// A limiter (or a keyed limiter) at the time `now`, from [`Limiter::at`](crate::Limiter::at) and
 /// [`KeyedLimiter::at`](crate::KeyedLimiter::at): the same operations as on the limiter, each
 /// at `now` instead of a reading of the limiter's clock. Refusals carry no clock lag in their
 /// `retry_after`: the time is the caller's. Cheap to make and to copy.
@@ -53,36 +46,5 @@ impl<'a, L> At<'a, L> {
     #[inline]
     pub fn now(&self) -> Nanos {
         self.now
-    }
-}
-
-impl<'a, C: Clock> At<'a, Limiter<C>> {
-    /// [`Limiter::check`] at this time.
-    #[inline]
-    pub fn check(&self) -> Result<Allowed, Denied> {
-        self.of.spend(1, self.now)
-    }
-
-    /// [`Limiter::check_n`] at this time.
-    #[inline]
-    pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
-        self.of.spend(cost, self.now)
-    }
-
-    /// [`Limiter::available`] at this time.
-    #[inline]
-    pub fn available(&self) -> u32 {
-        self.of.available_at(self.now)
-    }
-
-    /// [`Limiter::reserve`] at this time.
-    pub fn reserve(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'a, C>, Denied> {
-        self.of.reserve_as(cost, max_wait, Some(self.now))
-    }
-
-    /// [`Limiter::set_quota`] at this time: the instant at which the rule `how` converts the
-    /// bucket.
-    pub fn set_quota(&self, quota: Quota, how: QuotaChange) {
-        self.of.set_quota_as(quota, how, self.now)
     }
 }

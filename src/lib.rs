@@ -112,6 +112,11 @@
 
 extern crate alloc;
 
+// The crate's own tests share the integration tests' replay oracle (`tests/oracle`), which names
+// the crate as users do.
+#[cfg(all(test, not(loom)))]
+extern crate self as cellrate;
+
 mod all_of;
 mod at;
 mod clock;

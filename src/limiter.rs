@@ -8,6 +8,9 @@ use crate::engine::quota_cells::Cells;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
+use crate::quota_change::QuotaChange;
+use crate::reservation::Reservation;
+use core::time::Duration;
 
 #[cfg(feature = "std")]
 use crate::clock::tick_clock::TickClock;
@@ -193,5 +196,37 @@ impl<C: Clock> Limiter<C> {
             reading: self.reading,
             start_empty: false,
         }
+    }
+}
+
+/// [`Limiter::at`]: the limiter's operations at a time passed in.
+impl<'a, C: Clock> At<'a, Limiter<C>> {
+    /// [`Limiter::check`] at this time.
+    #[inline]
+    pub fn check(&self) -> Result<Allowed, Denied> {
+        self.of.spend(1, self.now)
+    }
+
+    /// [`Limiter::check_n`] at this time.
+    #[inline]
+    pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
+        self.of.spend(cost, self.now)
+    }
+
+    /// [`Limiter::available`] at this time.
+    #[inline]
+    pub fn available(&self) -> u32 {
+        self.of.available_at(self.now)
+    }
+
+    /// [`Limiter::reserve`] at this time.
+    pub fn reserve(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'a, C>, Denied> {
+        self.of.reserve_as(cost, max_wait, Some(self.now))
+    }
+
+    /// [`Limiter::set_quota`] at this time: the instant at which the rule `how` converts the
+    /// bucket.
+    pub fn set_quota(&self, quota: Quota, how: QuotaChange) {
+        self.of.set_quota_as(quota, how, self.now)
     }
 }

@@ -32,7 +32,7 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 /// assert_eq!(q.emission_interval(), Duration::from_millis(10));
 ///
 /// // Runtime configuration: the fallible forms return a QuotaError instead of panicking.
-/// assert!(Quota::try_new(Duration::from_secs(1), 0).is_err());
+/// assert!(Quota::try_per(0, Duration::from_secs(1)).is_err());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Quota {
@@ -104,8 +104,8 @@ impl Quota {
     /// ```
     ///
     /// # Panics
-    /// If `n` is zero. [`Quota::try_new`] builds a quota from figures known only at run time
-    /// and returns the error instead.
+    /// If `n` is zero. [`Quota::try_per`] returns the error instead, for figures known only
+    /// at run time.
     pub fn per_second(n: u32) -> Quota {
         Quota::per_period_ns(n, NANOS_PER_SECOND)
             .unwrap_or_else(|e| panic!("Quota::per_second({n}): {e}"))
@@ -114,7 +114,7 @@ impl Quota {
     /// `n` tokens per minute, burst `n`.
     ///
     /// # Panics
-    /// If `n` is zero.
+    /// If `n` is zero ([`Quota::try_per`] returns the error instead).
     pub fn per_minute(n: u32) -> Quota {
         Quota::per_period_ns(n, NANOS_PER_MINUTE)
             .unwrap_or_else(|e| panic!("Quota::per_minute({n}): {e}"))
@@ -123,7 +123,7 @@ impl Quota {
     /// `n` tokens per hour, burst `n`.
     ///
     /// # Panics
-    /// If `n` is zero.
+    /// If `n` is zero ([`Quota::try_per`] returns the error instead).
     pub fn per_hour(n: u32) -> Quota {
         Quota::per_period_ns(n, NANOS_PER_HOUR)
             .unwrap_or_else(|e| panic!("Quota::per_hour({n}): {e}"))
@@ -190,17 +190,38 @@ impl Quota {
         Quota::from_parts(interval_ns, (self.burst / n).max(1))
     }
 
-    /// One token every `emission_interval`, at most `burst` saved: the general constructor,
-    /// fallible, for figures read at run time (a configuration file). `n` per `period` is
-    /// `try_new(period / n, n)`, the interval rounded up so that the rate is never above `n`
-    /// per `period`.
+    /// `n` tokens per `period`, burst `n`, fallible, for figures read at run time (a
+    /// configuration file): the emission interval is `period / n` rounded up (at least 1 ns),
+    /// so that the rate is never above `n` per `period`. `per_second(n)` is
+    /// `try_per(n, 1 s)` unwrapped; `.try_with_burst(b)` sets another burst.
     ///
     /// ```
     /// use cellrate::{Quota, QuotaError};
     /// use std::time::Duration;
     ///
-    /// let ten_per_30s = Quota::try_new(Duration::from_secs(3), 10).unwrap();
-    /// assert_eq!(ten_per_30s.replenish_all(), Duration::from_secs(30));
+    /// let ten_per_30s = Quota::try_per(10, Duration::from_secs(30)).unwrap();
+    /// assert_eq!(ten_per_30s.emission_interval(), Duration::from_secs(3));
+    /// let three_a_second = Quota::try_per(3, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(three_a_second.emission_interval(), Duration::from_nanos(333_333_334));
+    /// assert_eq!(Quota::try_per(0, Duration::from_secs(1)), Err(QuotaError::ZeroRate));
+    /// ```
+    pub fn try_per(n: u32, period: Duration) -> Result<Quota, QuotaError> {
+        let period_ns = u64::try_from(period.as_nanos()).map_err(|_| QuotaError::PeriodTooLong)?;
+        if period_ns == 0 {
+            return Err(QuotaError::ZeroPeriod);
+        }
+        Quota::per_period_ns(n, period_ns)
+    }
+
+    /// One token every `emission_interval`, at most `burst` saved: the general constructor,
+    /// fallible, for figures read at run time.
+    ///
+    /// ```
+    /// use cellrate::{Quota, QuotaError};
+    /// use std::time::Duration;
+    ///
+    /// let q = Quota::try_new(Duration::from_millis(10), 5).unwrap();
+    /// assert_eq!(q.replenish_all(), Duration::from_millis(50));
     /// assert_eq!(Quota::try_new(Duration::ZERO, 10), Err(QuotaError::ZeroPeriod));
     /// ```
     pub fn try_new(emission_interval: Duration, burst: u32) -> Result<Quota, QuotaError> {

@@ -66,7 +66,7 @@ use std::thread;
 /// let exact = Limiter::with_clock(Quota::per_second(1_000), MonotonicClock::new());
 /// assert!(exact.check().is_ok());
 /// // One origin: a TickClock reading is valid for a limiter on MonotonicClock.
-/// assert!(exact.check_at(TickClock::new().now()).is_ok());
+/// assert!(exact.at(TickClock::new().now()).check().is_ok());
 /// ```
 pub struct TickClock {
     exact: MonotonicClock,

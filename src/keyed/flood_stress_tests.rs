@@ -14,7 +14,9 @@
 //! flood's inserts and sweeps interleave with the held keys' spends throughout the run.
 
 use super::table::test_hooks::pause_now_and_then;
-use crate::baseline::MutexBucket;
+#[path = "../../tests/oracle/mod.rs"]
+mod oracle;
+use oracle::Exact;
 use crate::{Clock, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
 use std::time::{Duration, Instant};
 
@@ -28,30 +30,30 @@ const LAST: u64 = 9_000_000_000;
 fn use_held(limiter: &KeyedLimiter<u64, ManualClock>, key: u64, quota: Quota, seed: u64) {
     let mut rng = fastrand::Rng::with_seed(seed);
     pause_now_and_then(seed.rotate_left(17));
-    let exact =
-        MutexBucket::with_clock(quota, ManualClock::new()).start_empty_at(true, Nanos::ZERO);
+    let mut exact = Exact::empty_at(quota, 0);
     let deadline = Instant::now() + BUDGET;
     while Instant::now() < deadline {
         let at = limiter.clock().now();
         let cost = 1 + rng.u64(..3) as u32;
         let (got, want) = if rng.u64(..2) == 0 {
-            let got = limiter.check_key_n_at(&key, cost, at).is_ok();
-            (got, exact.check_n_at(cost, at).is_ok())
+            let got = limiter.at(at).key(&key).check_n(cost).is_ok();
+            (got, exact.take(cost, at.as_u64()))
         } else {
             let wait = rng.u64(..3) * 100_000_000;
             let booked = limiter
+                .at(at)
                 .key(&key)
-                .reserve_n_at(cost, Duration::from_nanos(wait), at);
+                .reserve(cost, Duration::from_nanos(wait));
             let got = booked.map(|r| r.commit()).is_ok();
-            (got, exact.reserve_n_at(cost, wait, at).is_ok())
+            (got, exact.book(cost, at.as_u64(), wait))
         };
         assert_eq!(
             got, want,
             "held key {key}: {cost} at {at:?}, against its exact bucket"
         );
         assert_eq!(
-            limiter.key(&key).available_at(at),
-            exact.available_at(at),
+            limiter.at(at).key(&key).available(),
+            exact.tokens(at.as_u64()),
             "held key {key} at {at:?}"
         );
     }
@@ -67,22 +69,22 @@ fn flood(limiter: &KeyedLimiter<u64, ManualClock>, quota: Quota, thread: u64) {
     while Instant::now() < deadline {
         fresh += 1;
         let at = limiter.clock().now();
-        let key = limiter.key(&fresh);
+        let key = limiter.at(at).key(&fresh);
         let key = if rng.u64(..4) == 0 {
-            key.with_quota(&quota)
+            key.with_quota(quota)
         } else {
-            key.with_quota(&short)
+            key.with_quota(short)
         };
         match rng.u64(..8) {
             0..=4 => {
                 let wait = Duration::from_millis(rng.u64(..20));
-                let _ = key.reserve_n_at(1 + rng.u64(..2) as u32, wait, at);
+                let _ = key.reserve(1 + rng.u64(..2) as u32, wait);
             }
             5 | 6 => {
-                let _ = key.check_n_at(1, at);
+                let _ = key.check_n(1);
             }
             _ => {
-                limiter.evict_idle_at(at);
+                limiter.at(at).evict_idle();
             }
         }
     }
@@ -99,7 +101,7 @@ fn stress(max_keys: usize, policy: OverflowPolicy) {
     let held: Vec<u64> = (0..limiter.capacity() as u64 - 1).collect();
     for key in &held {
         assert!(
-            limiter.check_key_at(key, Nanos::ZERO).is_err(),
+            limiter.at(Nanos::ZERO).check_key(key).is_err(),
             "starts empty"
         );
     }
