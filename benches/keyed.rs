@@ -35,7 +35,7 @@ mod batch;
 mod floor;
 pub mod subjects;
 
-use cellrate::baseline::MutexBucket;
+use crate::mutex_bucket::MutexBucket;
 use cellrate::{Clock, KeyedLimiter, MonotonicClock, Quota, TickClock};
 use criterion::{Bencher, BenchmarkId, Criterion};
 use std::borrow::Borrow;

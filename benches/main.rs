@@ -33,6 +33,9 @@ mod http_threads;
 mod keyed;
 mod keyed_memory;
 mod keyed_paired;
+// The plain mutex bucket the core is compared with, shared with the tests.
+#[path = "../tests/common/mutex_bucket.rs"]
+mod mutex_bucket;
 mod named_paired;
 mod overlap;
 mod paired;

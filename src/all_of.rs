@@ -73,7 +73,6 @@ impl<C: Clock> sealed::Sealed for Limiter<C> {
 
 impl<C: Clock> Limit for Limiter<C> {}
 
-
 /// Several limits checked together, each with its cost. Build it with [`all_of`].
 #[derive(Clone, Copy)]
 pub struct AllOf<'s, 'a> {
@@ -198,9 +197,9 @@ impl<'a> AllOf<'_, 'a> {
                         }
                     }
                     let each = self.limits_now(i, bucket.lagged(at, denied));
-                    let worst = each.iter().fold(each[i].unwrap_err(), |all, one| {
-                        all.stricter(*one)
-                    });
+                    let worst = each
+                        .iter()
+                        .fold(each[i].unwrap_err(), |all, one| all.stricter(*one));
                     return Err(worst);
                 }
             }
@@ -251,4 +250,3 @@ fn spend_all(
         bucket.give_back(&receipt, cost, at);
     })
 }
-

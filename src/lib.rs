@@ -25,7 +25,6 @@
 //! | Change a quota live | `set_quota`, the rules in [`QuotaChange`] |
 //! | Time | [`Clock`]: [`TickClock`] (the default), [`MonotonicClock`], [`ManualClock`] (tests), `QuantaClock` (feature `quanta`); [`Nanos`] |
 //! | Counts | `named("api")` then `stats()`: [`Stats`], [`KeyedStats`] |
-//! | The reference the tests compare with | [`baseline::MutexBucket`] |
 //!
 //! HTTP and gRPC servers: the `cellrate-http` crate (a tower layer). Buckets shared by
 //! processes through Redis: the `cellrate-redis` crate.
@@ -39,7 +38,7 @@
 //!
 //! - the decisions, `remaining`, `retry_after` and `reset_after` are exactly those of a token
 //!   bucket that keeps its level in nanoseconds of credit
-//!   ([`baseline::MutexBucket`], which the tests run side by side with [`Limiter`]);
+//!   (the tests replay what a limiter carried out through one, on random schedules);
 //! - on an exact clock ([`MonotonicClock`], [`ManualClock`], `QuantaClock`, or times passed to
 //!   the `_at` forms) a denied request would pass at exactly `now + retry_after`, and not one
 //!   nanosecond sooner. On a reading that may lag (the default [`TickClock`] for quotas at
@@ -89,7 +88,7 @@
 //!
 //! # Features
 //! - `std` (default): [`TickClock`] (the default clock), [`MonotonicClock`],
-//!   `Limiter::new`, the waits, [`KeyedLimiter`], naming and [`baseline::MutexBucket`].
+//!   `Limiter::new`, the waits, [`KeyedLimiter`] and naming.
 //!   Without it the crate is `no_std` and needs `alloc`: [`Limiter::with_clock`] on a clock of
 //!   your own or [`ManualClock`], reservations, [`all_of`] and quota changes remain.
 //! - `async`: `Limiter::until_ready_n`, an executor-independent async wait (timer from the
@@ -142,8 +141,6 @@ mod sync;
 #[cfg(feature = "std")]
 mod wait;
 
-#[cfg(feature = "std")]
-pub mod baseline;
 #[cfg(feature = "async")]
 pub mod pace;
 

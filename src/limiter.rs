@@ -8,9 +8,6 @@ use crate::engine::quota_cells::Cells;
 use crate::nanos::Nanos;
 use crate::outcome::{Allowed, Denied};
 use crate::quota::Quota;
-use crate::quota_change::QuotaChange;
-use crate::reservation::Reservation;
-use core::time::Duration;
 
 #[cfg(feature = "std")]
 use crate::clock::tick_clock::TickClock;
@@ -28,7 +25,7 @@ type DefaultClock = crate::clock::ManualClock;
 ///
 /// Checks take `&self` and never lock, so one `Limiter` can be shared by reference or in an
 /// `Arc` among any number of threads. Decisions are exactly those of a token bucket with the
-/// same quota (see the crate docs and [`MutexBucket`](crate::baseline::MutexBucket)).
+/// same quota (see the crate docs).
 ///
 /// ```
 /// use cellrate::{Limiter, ManualClock, Quota};
@@ -217,16 +214,5 @@ impl<'a, C: Clock> At<'a, Limiter<C>> {
     #[inline]
     pub fn available(&self) -> u32 {
         self.of.available_at(self.now)
-    }
-
-    /// [`Limiter::reserve`] at this time.
-    pub fn reserve(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'a, C>, Denied> {
-        self.of.reserve_as(cost, max_wait, Some(self.now))
-    }
-
-    /// [`Limiter::set_quota`] at this time: the instant at which the rule `how` converts the
-    /// bucket.
-    pub fn set_quota(&self, quota: Quota, how: QuotaChange) {
-        self.of.set_quota_as(quota, how, self.now)
     }
 }

@@ -5,6 +5,7 @@
 //! each reserver gets its own slot in arrival order: waiters wake one at a time, spaced by the
 //! emission interval, with no retry loop and no thundering herd.
 
+use crate::at::At;
 use crate::clock::Clock;
 use crate::engine::bucket_ref::{BucketRef, TatStore};
 use crate::engine::gcra;
@@ -300,5 +301,13 @@ impl<C: Clock> Limiter<C> {
     /// ```
     pub fn attach(&self, ticket: Ticket) -> Result<Reservation<'_, C>, Ticket> {
         Reservation::attach(ticket, self.cells(), |_, _, _| self.bucket_ref())
+    }
+}
+
+/// [`Limiter::at`]: a booking at a time passed in.
+impl<'a, C: Clock> At<'a, Limiter<C>> {
+    /// [`Limiter::reserve`] at this time.
+    pub fn reserve(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'a, C>, Denied> {
+        self.of.reserve_as(cost, max_wait, Some(self.now))
     }
 }

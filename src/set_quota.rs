@@ -5,6 +5,7 @@
 //! the old TAT, or entirely after it, with the new quota on the TAT the [`QuotaChange`] rule
 //! gives. No check takes a lock or waits for a change.
 
+use crate::at::At;
 use crate::clock::Clock;
 use crate::limiter::Limiter;
 use crate::nanos::Nanos;
@@ -45,5 +46,14 @@ impl<C: Clock> Limiter<C> {
         let now = now.as_u64();
         self.cells()
             .change(quota, |tat, old| how.rebase(tat, now, old, &quota))
+    }
+}
+
+/// [`Limiter::at`]: a quota change at a time passed in.
+impl<C: Clock> At<'_, Limiter<C>> {
+    /// [`Limiter::set_quota`] at this time: the instant at which the rule `how` converts the
+    /// bucket.
+    pub fn set_quota(&self, quota: Quota, how: QuotaChange) {
+        self.of.set_quota_as(quota, how, self.now)
     }
 }

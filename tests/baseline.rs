@@ -5,8 +5,8 @@
 //! `retry_after` at every step, and the same tokens available. (Bookings, give-backs and quota
 //! changes are replayed through the oracle in `replay.rs`.)
 
+use crate::common::mutex_bucket::MutexBucket;
 use crate::common::quota;
-use cellrate::baseline::MutexBucket;
 use cellrate::{Allowed, Denied, Limiter, ManualClock, Nanos, Quota};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

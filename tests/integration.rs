@@ -17,8 +17,8 @@ mod all_of;
 mod at_forms;
 mod baseline;
 mod clock;
-mod crossings;
 mod concurrency;
+mod crossings;
 #[cfg(feature = "async")]
 mod default_clock;
 mod doc_paths;

@@ -2,7 +2,7 @@
 //! multi-key schedules, with idle keys evicted and reclaimed along the way.
 
 use crate::common;
-use cellrate::baseline::MutexBucket;
+use crate::common::mutex_bucket::MutexBucket;
 use cellrate::{FingerprintHash, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
 use proptest::prelude::*;
 use std::collections::HashMap;

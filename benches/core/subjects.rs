@@ -1,7 +1,7 @@
 //! The limiters under test, each reduced to "spend one token: was it allowed?", and the quotas
 //! that keep every check on one path (always allowed, or always denied).
 
-use cellrate::baseline::MutexBucket;
+use crate::mutex_bucket::MutexBucket;
 use cellrate::{Limiter, ManualClock, Nanos, Quota};
 use governor::clock::{Clock as GovernorClockTrait, FakeRelativeClock};
 use governor::middleware::NoOpMiddleware;

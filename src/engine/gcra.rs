@@ -3,7 +3,7 @@
 //! A bucket is full when `TAT <= now`. Spending `c` tokens at `now` moves the TAT to
 //! `max(TAT, now) + c * T`, and is allowed iff that lands at most one bucket depth `D = b * T`
 //! ahead of `now`. This is a token bucket whose level is `D - (TAT - now)` nanoseconds of credit;
-//! [`MutexBucket`](crate::baseline::MutexBucket) keeps that credit explicitly and decides the same
+//! The tests' `MutexBucket` (`tests/common/mutex_bucket.rs`) keeps that credit explicitly and decides the same
 //! at every step. Every sum and product is checked: an overflow is a denial, never a wrap.
 
 use crate::outcome::{Allowed, Denied, Level};

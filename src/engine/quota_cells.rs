@@ -478,5 +478,4 @@ impl TatStore for Cells {
     fn tat(&self, _id: u64, _now: u64, _quota: &Quota, _start_empty: bool) -> u64 {
         Cells::tat(self).0
     }
-
 }

@@ -6,17 +6,15 @@
 //! ahead (into debt) or are only checked, under the held keys' quota or a quota of a few
 //! milliseconds that soon makes them full, so that they make room for one another; a flooder
 //! now and then sweeps idle keys. Each held key's thread runs its requests beside an exact
-//! bucket (`baseline::MutexBucket`) started empty at 0: as no other key's request may take
+//! bucket (the tests' oracle) started empty at 0: as no other key's request may take
 //! tokens from it or give it any, every decision must be the exact bucket's. A held key
 //! removed for a new key comes back empty and fails that at once.
 //!
 //! The threads turn on the table's pauses (`table::test_hooks`), so that the steps of the
 //! flood's inserts and sweeps interleave with the held keys' spends throughout the run.
 
+use super::oracle::Exact;
 use super::table::test_hooks::pause_now_and_then;
-#[path = "../../tests/oracle/mod.rs"]
-mod oracle;
-use oracle::Exact;
 use crate::{Clock, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
 use std::time::{Duration, Instant};
 

@@ -11,7 +11,11 @@ mod fingerprint;
 #[cfg(all(test, not(loom)))]
 mod flood_stress_tests;
 mod key_bucket;
+// The tests' replay oracle, for the table's stress tests.
 mod observe;
+#[cfg(all(test, not(loom)))]
+#[path = "../../tests/oracle/mod.rs"]
+mod oracle;
 mod stats;
 #[cfg(all(test, not(loom)))]
 mod stress_tests;
@@ -23,8 +27,8 @@ pub use key_bucket::KeyedBucket;
 #[cfg(loom)]
 pub use table::loom_hooks::Broken;
 
-use crate::clock::tick_clock::TickClock;
 use crate::at::At;
+use crate::clock::tick_clock::TickClock;
 use crate::clock::{Clock, Reading};
 use crate::engine::counting::Named;
 use crate::nanos::Nanos;

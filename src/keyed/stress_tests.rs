@@ -22,13 +22,9 @@
 //! key's absence (as a look-up did before it passed over claims), this test fails within a few
 //! seconds.
 
+use super::oracle::Exact;
 use super::table::test_hooks::pause_now_and_then;
-#[path = "../../tests/oracle/mod.rs"]
-mod oracle;
-use oracle::Exact;
-use crate::{
-    all_of, Clock, KeyedLimiter, ManualClock, OverflowPolicy, Quota, Ticket,
-};
+use crate::{all_of, Clock, KeyedLimiter, ManualClock, OverflowPolicy, Quota, Ticket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -109,7 +105,10 @@ impl Hand<'_> {
             self.log[entry].tokens = 0;
         } else {
             let actual = rng.below(u64::from(reservation.cost())) as u32;
-            assert!(reservation.settle(actual).is_ok(), "a settle below its cost");
+            assert!(
+                reservation.settle(actual).is_ok(),
+                "a settle below its cost"
+            );
             self.log[entry].tokens = actual;
         }
     }

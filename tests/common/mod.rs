@@ -2,6 +2,8 @@
 //! files take it with `use crate::common;`).
 #![allow(dead_code)]
 
+pub mod mutex_bucket;
+
 use cellrate::{
     Clock, Denied, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, QuotaChange, Reservation,
 };

@@ -8,8 +8,8 @@
 
 use crate::http_support;
 
+use crate::common::mutex_bucket::MutexBucket;
 use axum::{routing::get, Router};
-use cellrate::baseline::MutexBucket;
 use cellrate::{Clock, KeyedLimiter, Limiter, ManualClock, Nanos, Quota};
 use cellrate_http::{Backend, ClientIp, Global, HeaderKey, Keyed, MissingKey, RateLimitLayer};
 use http::{HeaderName, HeaderValue, StatusCode};

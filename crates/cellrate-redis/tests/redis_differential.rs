@@ -53,12 +53,9 @@ struct Model {
 impl Model {
     /// A bucket as first seen at `now`.
     fn fresh(&self, now: Nanos) -> Limiter<ManualClock> {
-        let limiter = Limiter::with_clock(self.quota, ManualClock::new());
-        if self.start_empty {
-            limiter.start_empty_at(true, now)
-        } else {
-            limiter
-        }
+        let clock = ManualClock::new();
+        clock.set(now);
+        Limiter::with_clock(self.quota, clock).start_empty(self.start_empty)
     }
 
     /// The bucket, first seen at `now` if it was not yet.
@@ -114,9 +111,9 @@ fn redis_decisions_equal_the_in_process_limiter() {
                     .expect("redis answers");
                 // A peek does not fix a start-empty bucket's first sight.
                 let want = if cost == 0 && model.bucket.is_none() {
-                    model.fresh(now).check_n_at(0, now)
+                    model.fresh(now).at(now).check_n(0)
                 } else {
-                    model.bucket(now).check_n_at(cost, now)
+                    model.bucket(now).at(now).check_n(cost)
                 };
                 prop_assert_eq!(got, want, "step {} at {}: check {}", i, now_us, cost);
             }
@@ -192,9 +189,12 @@ fn redis_check_all_equals_all_of_in_process() {
                 let got = rt
                     .block_on(limiter.try_check_all_of_n_at(&limits, step.cost, now))
                     .expect("redis answers");
-                let set: Vec<&dyn cellrate::Limit> =
-                    step.buckets.iter().map(|&b| &model[b] as _).collect();
-                let want = cellrate::all_of(&set).check_n_at(step.cost, now);
+                let set: Vec<(&dyn cellrate::Limit, u32)> = step
+                    .buckets
+                    .iter()
+                    .map(|&b| (&model[b] as _, step.cost))
+                    .collect();
+                let want = cellrate::all_of(&set).at(now).check();
                 prop_assert_eq!(got, want, "step {}: {:?}", i, step);
             }
             Ok(())

@@ -263,10 +263,10 @@ fn replay_admits_all(
     let exact = Limiter::with_clock(quota, ManualClock::new());
     for (t, extra, cost) in events {
         if extra {
-            let booked = exact.reserve_n_at(cost, Duration::MAX, at(t));
+            let booked = exact.at(at(t)).reserve(cost, Duration::MAX);
             booked.expect("an extra within the burst").commit();
         } else {
-            let answer = exact.check_n_at(cost, at(t));
+            let answer = exact.at(at(t)).check_n(cost);
             prop_assert!(
                 answer.is_ok(),
                 "{} tokens at {} exceed the exact bucket",

@@ -25,8 +25,8 @@ fn redis_off_grid_times_never_admit_what_the_exact_limiter_refuses() {
     };
     let exact = Limiter::with_clock(quota, ManualClock::new());
     let (t1, t2) = (Nanos::new(A + 999), Nanos::new(A + 999 + 9_999_501));
-    assert!(exact.check_n_at(1, t1).is_ok());
-    let refused = exact.check_n_at(1, t2).unwrap_err();
+    assert!(exact.at(t1).check_n(1).is_ok());
+    let refused = exact.at(t2).check_n(1).unwrap_err();
     assert_eq!(refused.retry_after(), Some(Duration::from_nanos(499)));
     let first = rt
         .block_on(limiter.try_check_key_n_at("ce", 1, t1))
@@ -62,13 +62,13 @@ fn redis_off_grid_times_never_admit_what_the_exact_limiter_refuses() {
             now += next(interval_us * 2_000);
             let cost = 1 + next(u64::from(burst)) as u32;
             let at = Nanos::new(now);
-            let available = exact.available_at(at);
+            let available = exact.at(at).available();
             let got = rt
                 .block_on(limiter.try_check_key_n_at(&key, cost, at))
                 .unwrap();
             if got.is_ok() {
                 assert!(cost <= available, "granted {cost} of {available} at {now}");
-                exact.check_n_at(cost, at).unwrap();
+                exact.at(at).check_n(cost).unwrap();
                 admitted += 1;
             }
             agreed += usize::from(got.is_ok() == (cost <= available));
@@ -113,7 +113,7 @@ fn redis_the_default_margin_keeps_keys_for_a_lagging_caller() {
         let got = rt
             .block_on(limiter.try_check_key_n_at("lag", cost, at))
             .unwrap();
-        let want = exact.check_n_at(cost, at);
+        let want = exact.at(at).check_n(cost);
         assert_eq!(got, want, "step {steps}: cost {cost}, lag {lag} us");
         steps += 1;
         std::thread::sleep(Duration::from_micros(500));

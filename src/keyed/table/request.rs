@@ -2,12 +2,12 @@
 //! request on a bucket's TAT.
 
 use super::seen::Seen;
-use crate::sync::{AtomicU64, Ordering};
 use super::slot::{tag_of, KeyWord, FROZEN};
 use crate::engine::bucket::Change;
 use crate::engine::gcra::{self, Booking};
 use crate::outcome::Denied;
 use crate::quota::Quota;
+use crate::sync::{AtomicU64, Ordering};
 
 /// One check: the key's fingerprint, the time, the cost, the quota, and whether a new bucket
 /// of the key starts empty (its starting TAT is computed only on the insert path).

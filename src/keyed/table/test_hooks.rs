@@ -29,10 +29,6 @@ mod hooks {
         pause();
     }
 
-    pub(crate) fn once_between_reads(act: fn(&Slot)) {
-        BETWEEN_READS.with(|hook| hook.set(Some(act)));
-    }
-
     pub(crate) fn pause() {
         let mut x = PAUSES.with(Cell::get);
         if x == 0 {
@@ -53,7 +49,7 @@ mod hooks {
 }
 
 #[cfg(all(test, not(loom)))]
-pub(crate) use hooks::{once_between_reads, pause_now_and_then};
+pub(crate) use hooks::pause_now_and_then;
 
 /// Between a look-up's read of W and its second read of K: runs, once, the action that
 /// `once_between_reads` set on this thread, as another thread could at that moment, then
