@@ -78,7 +78,7 @@ impl Fields {
     pub(crate) fn new(
         choice: FieldChoice,
         policies: &[PolicyInfo],
-        static_policy: &'static HeaderValue,
+        static_policy: Option<&'static HeaderValue>,
         states: &[Option<PolicyState>; MAX_POLICIES],
         quotas: &[Option<Quota>; MAX_POLICIES],
     ) -> Fields {
@@ -92,16 +92,15 @@ impl Fields {
     fn written(
         choice: FieldChoice,
         policies: &[PolicyInfo],
-        static_policy: &'static HeaderValue,
+        static_policy: Option<&'static HeaderValue>,
         states: &[Option<PolicyState>; MAX_POLICIES],
         quotas: &[Option<Quota>; MAX_POLICIES],
     ) -> Fields {
         let mut fields = Fields::default();
         if choice.ietf {
-            fields.policy = Some(if quotas.iter().any(Option::is_some) {
-                PolicyValue::Written(policy_bytes(policies, quotas).boxed())
-            } else {
-                PolicyValue::Configured(static_policy)
+            fields.policy = Some(match static_policy {
+                Some(value) if quotas.iter().all(Option::is_none) => PolicyValue::Configured(value),
+                _ => PolicyValue::Written(policy_bytes(policies, quotas).boxed()),
             });
             fields.ratelimit = ratelimit_field(policies, states);
         }

@@ -234,7 +234,8 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
     /// none yet (one per limiter, however many layers share it). The layer's
     /// `RateLimit-Policy` value (tens of bytes) lives as long as the process, made once per
     /// distinct value however many layers state it, so that responses copy it rather than
-    /// share it (docs/design.md, section 9). It states the
+    /// share it (docs/design.md, section 9); a process keeps at most 4,096 such values, and
+    /// the layers built after that write theirs per response. It states the
     /// quotas the policies' limiters had when the policies were made; after a
     /// [`Limiter::set_quota`](cellrate::Limiter::set_quota) (a keyed limiter's quota is fixed
     /// when it is built), and for a tier other than a keyed limiter's own, each response states

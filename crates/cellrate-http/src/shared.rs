@@ -17,8 +17,10 @@ pub(crate) type DenialFn = dyn Fn(&Denial<'_>) -> Response<Bytes> + Send + Sync;
 pub(crate) struct Shared<B> {
     pub(crate) backend: B,
     pub(crate) policies: Vec<PolicyInfo>,
-    /// `RateLimit-Policy` for the configured quotas, the same on every response.
-    pub(crate) static_policy: &'static HeaderValue,
+    /// `RateLimit-Policy` for the configured quotas, the same on every response; `None` when
+    /// the process keeps too many such values already (`interned.rs`): each response then
+    /// writes its own.
+    pub(crate) static_policy: Option<&'static HeaderValue>,
     pub(crate) options: Options,
     pub(crate) counters: Counters,
     pub(crate) hasher: RandomState,
