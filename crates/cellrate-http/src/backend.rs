@@ -30,8 +30,8 @@ pub(crate) mod sealed {
 
         /// Decides on `cost` tokens for a request: in `verdict` (which starts as an admission
         /// with no figures), or later, by the future returned (a round trip to Redis). Written
-        /// in place: returning it by value costs about 90 instructions per request more
-        /// (benches `http`, callgrind).
+        /// in place: returned by value, the verdict is copied out through memory on every
+        /// request (the `http` rows of BENCHMARKS.md).
         fn decide(
             &self,
             head: &RequestHead<'_>,
