@@ -92,8 +92,10 @@
 //! extension; [`ClientIp::key_of`] masks an address found elsewhere); IPv6 by its /56 prefix (one client usually
 //! owns a whole prefix), IPv4 by address. Behind proxies, list them with
 //! [`ClientIp::trust_proxies`], each set of networks with the header its proxies
-//! write: only a trusted peer's header is read, from the right, skipping
-//! trusted hops, so the entries a client wrote itself never choose its bucket.
+//! write: only a trusted peer's header is read, from the right, and a hop that is itself a
+//! trusted proxy continues the walk in the header that proxy writes (a CDN writing `Forwarded`
+//! behind a load balancer writing `X-Forwarded-For` is read through both), so the entries a
+//! client wrote itself never choose its bucket.
 //!
 //! # Responses and headers
 //! A refusal is a 429 with `Retry-After` in whole seconds rounded up (a client that waits that
@@ -170,9 +172,10 @@ mod upkeep;
 pub use answers::QUOTA_EXCEEDED;
 pub use backend::Backend;
 pub use body::{BodyKind, RateLimitBody, SameBody, WrappedBody};
-pub use client_ip::{ClientIp, ProxyHeader};
+pub use client_ip::ClientIp;
 pub use cost::content_length_cost;
 pub use denial::Denial;
+pub use forwarded::ProxyHeader;
 pub use future::ResponseFuture;
 pub use key::{
     from_fn, FnKey, HeaderKey, KeyError, KeyExtractor, MissingKey, RequestHead, SameKey,
