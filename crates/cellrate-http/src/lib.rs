@@ -82,9 +82,15 @@
 //! `Content-Length` with [`content_length_cost`], which rounds up, stops at the burst and
 //! charges the most for a body of unstated length). A request a policy finds no key for gets a 400 logged at debug level, or what
 //! that policy's [`MissingKey`] says ([`Keyed::missing_key`]); it never falls into one shared
-//! bucket. Skipping applies only to a key that is really absent ([`KeyError::is_absent`]). A
-//! request without a peer address (the server does not record it) gets a 500 and an error log
-//! line naming the fix.
+//! bucket. Skipping applies only to a key that is really absent ([`KeyError::is_absent`]).
+//!
+//! A fault of the deployment is the server's, not the request's: a request without a peer
+//! address (the server does not record it), or a Redis store that refuses the limiter (a user
+//! without a command the scripts need, keys of two Cluster slots in one check, a key holding
+//! other data) gets a 500 (gRPC `INTERNAL`) under every failure policy, counted in
+//! [`LayerStats::faults`] (or `no_key`), and is logged with the fix once per layer at error
+//! level: to standard error where no `tracing` subscriber listens, and, in a debug build, in
+//! the 500's body too.
 //!
 //! # Client addresses
 //! [`ClientIp`] keys by the peer address (axum's `ConnectInfo<SocketAddr>` with the `axum`
@@ -128,7 +134,9 @@
 //! until the bucket holds more (rounded up; 0 when full), so `Retry-After` is never earlier
 //! than the `t` of a policy that refused. `pk` ([`RateLimitBuilder::partition_key`]) is a keyed hash of
 //! the key under a secret of the layer, never the key. Redis policies decided together report
-//! each policy's own figures, as in-process ones do. The legacy
+//! each policy's own figures, as in-process ones do; while Redis gives no decision, the local
+//! fallback's answers show its own bucket's, and `FailOpen`'s and `FailClosed`'s none (they
+//! read no bucket). The legacy
 //! `X-RateLimit-Limit/Remaining/Reset` are an option.
 //!
 //! # After the response
@@ -150,6 +158,7 @@ mod body;
 mod client_ip;
 mod cost;
 mod denial;
+mod fault;
 mod forwarded;
 mod future;
 mod grpc;

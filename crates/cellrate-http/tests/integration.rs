@@ -20,6 +20,7 @@ mod http_options;
 mod http_plain;
 mod http_proxies;
 mod http_redis;
+mod http_redis_faults;
 
 /// Every `.rs` file of `tests/` is compiled by some test target.
 #[test]

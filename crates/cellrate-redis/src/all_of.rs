@@ -169,14 +169,14 @@ impl RedisLimiter {
                 answer
             }
             Err(e) => {
-                let answer = policy::answer_each(
+                let (answer, source) = policy::answer_each(
                     &e,
                     Ask::AllOf { limits, cost },
                     &self.options,
                     &self.local,
                     &self.counters,
                 );
-                joint::from_policy(self, limits, cost, answer)
+                joint::from_policy(self, limits, cost, answer, source)
             }
         }
     }

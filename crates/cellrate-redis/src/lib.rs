@@ -18,7 +18,8 @@
 //! | Book now, go later | `reserve_key_n`: a [`Booking`] |
 //! | Counts and the most denied keys | `stats()`: [`RedisStats`]; `top_denied` |
 //! | Key names | [`key_part`], [`MAX_KEY_LEN`], [`MAX_PART_LEN`] |
-//! | What went wrong | [`Error`] |
+//! | Who answered: Redis, the fallback, the policy, or a fault | `check_key_n_answer`, `reserve_key_n_answer`: [`Answer`], [`Source`] |
+//! | What went wrong, and what mends it | [`Error`], [`Error::remedy`] |
 //!
 //! ```no_run
 //! use cellrate::Quota;
@@ -66,7 +67,12 @@
 //! it is down or tripped, calls fail at once without being sent, and background attempts,
 //! backing off, bring it back. Mistakes of the caller or the deployment ([`Error::is_usage`]: a
 //! key holding something other than a TAT, keys of different Cluster slots, a quota the script
-//! cannot hold, an empty prefix) are refused under every policy, never admitted. TLS
+//! cannot hold, an empty prefix, a user the ACL denies a command the scripts need) are refused
+//! under every policy, never admitted; [`Error::remedy`] says what mends each.
+//! [`RedisLimiter::check_key_n_answer`], [`RedisLimiter::reserve_key_n_answer`] and the joint
+//! answers' `source()` tell who answered ([`Source`]): Redis, the local fallback, the policy
+//! without a bucket, or a fault, which a server should answer as its own (a 5xx), not as a
+//! refusal. TLS
 //! (`rediss://`, [`RedisOptions::tls_root_certificates`]), Cluster
 //! ([`RedisLimiter::connect_cluster`]) and Sentinel ([`RedisLimiter::connect_sentinel`]) are
 //! supported. What a failover, a restart or an eviction policy can cost is in docs/design.md,
@@ -114,6 +120,7 @@ mod script;
 mod sentinel;
 mod single;
 mod slot_map;
+mod source;
 mod stats;
 mod top_keys;
 
@@ -123,6 +130,7 @@ pub use failure_policy::FailurePolicy;
 pub use joint::{JointBooking, JointDenial};
 pub use key_name::{key_part, MAX_KEY_LEN, MAX_PART_LEN};
 pub use options::{ClientIdentity, ErrorHook, RedisOptions};
+pub use source::{Answer, Source};
 pub use stats::RedisStats;
 
 use crate::top_keys::TopKeys;
@@ -304,16 +312,17 @@ impl RedisLimiter {
         }
     }
 
-    /// The answer to give for `outcome`, counted: Redis's decision, or the policy's.
+    /// The answer to give for `outcome`, counted: Redis's decision, or the policy's; and who
+    /// gave it.
     fn settle(
         &self,
         outcome: Result<Result<Allowed, Denied>, Error>,
         ask: Ask<'_>,
-    ) -> Result<Allowed, Denied> {
+    ) -> (Result<Allowed, Denied>, Source) {
         match outcome {
             Ok(decision) => {
                 self.counters.record(&decision, ask.cost());
-                decision
+                (decision, Source::Redis)
             }
             Err(e) => policy::answer(&e, ask, &self.options, &self.local, &self.counters),
         }

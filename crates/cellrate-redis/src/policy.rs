@@ -5,6 +5,7 @@ use super::error::Error;
 use super::failure_policy::FailurePolicy;
 use super::local::{Ask, Local, LocalAnswer};
 use super::options::RedisOptions;
+use super::source::Source;
 use super::stats::RedisStats;
 use crate::micros::Level;
 use cellrate::{Allowed, Denied};
@@ -72,8 +73,9 @@ pub(crate) fn answer(
     options: &RedisOptions,
     local: &Local,
     counters: &Counters,
-) -> Result<Allowed, Denied> {
-    answer_each(error, ask, options, local, counters).decision
+) -> (Result<Allowed, Denied>, Source) {
+    let (answer, source) = answer_each(error, ask, options, local, counters);
+    (answer.decision, source)
 }
 
 /// [`answer`], with each key's own answer when the local fallback decided an all-or-nothing
@@ -84,7 +86,7 @@ pub(crate) fn answer_each(
     options: &RedisOptions,
     local: &Local,
     counters: &Counters,
-) -> LocalAnswer {
+) -> (LocalAnswer, Source) {
     let decision = |decision| LocalAnswer {
         decision,
         each: Vec::new(),
@@ -99,26 +101,27 @@ pub(crate) fn answer_each(
     };
     if error.is_usage() {
         Counters::bump(&counters.errors);
-        return decision(Err(nothing_known.denied(None)));
+        let refused = decision(Err(nothing_known.denied(None)));
+        return (refused, Source::Fault(error.clone()));
     }
     if error.outcome_unknown() {
         Counters::bump(&counters.unknown);
     }
+    let policy = || Source::Policy(error.clone());
     if ask.cost() > ask.burst() {
         Counters::bump(&counters.failed_closed);
-        return decision(Err(nothing_known.denied(None)));
+        return (decision(Err(nothing_known.denied(None))), policy());
     }
     let fail_closed = || {
         Counters::bump(&counters.failed_closed);
         let retry = options.failure_retry_after.as_nanos();
-        decision(Err(
-            nothing_known.denied(Some(u64::try_from(retry).unwrap_or(u64::MAX)))
-        ))
+        let retry = u64::try_from(retry).unwrap_or(u64::MAX);
+        (decision(Err(nothing_known.denied(Some(retry)))), policy())
     };
     match options.failure_policy {
         FailurePolicy::FailOpen => {
             Counters::bump(&counters.failed_open);
-            decision(Ok(nothing_known.allowed()))
+            (decision(Ok(nothing_known.allowed())), policy())
         }
         FailurePolicy::FailClosed => fail_closed(),
         FailurePolicy::Local { .. } => match local.check(&ask) {
@@ -127,7 +130,7 @@ pub(crate) fn answer_each(
                     Ok(_) => &counters.local_allowed,
                     Err(_) => &counters.local_denied,
                 });
-                answer
+                (answer, Source::Local(error.clone()))
             }
             None => fail_closed(),
         },
