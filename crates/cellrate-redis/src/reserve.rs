@@ -73,7 +73,7 @@ impl RedisLimiter {
 
     /// [`RedisLimiter::reserve_key_n_with_quota`], telling who answered: Redis, the local
     /// fallback or the failure policy, or a [usage error](Error::is_usage) refused as a fault
-    /// (see [`Source`]).
+    /// (see [`Source`](super::Source)).
     pub async fn reserve_key_n_answer(
         &self,
         key: &str,
