@@ -80,6 +80,11 @@ impl Cluster {
         Err(last)
     }
 
+    /// The primaries of the map.
+    pub(crate) fn nodes(&self) -> Vec<Node> {
+        self.inner.current().nodes().to_vec()
+    }
+
     /// The node serving `key`'s slot.
     fn node_for(&self, key: &str) -> Result<Node, Error> {
         match self.inner.current().node_for(key) {

@@ -84,6 +84,14 @@ impl Conn {
         }
     }
 
+    /// The servers calls go to: the one, or each primary of the Cluster's map.
+    pub(crate) fn nodes(&self) -> Vec<Node> {
+        match self {
+            Conn::Single(node) => vec![node.clone()],
+            Conn::Cluster(cluster) => cluster.nodes(),
+        }
+    }
+
     /// Runs `script` on every call, answering in order, each reply or why there is none. Calls
     /// go as pipelines of at most `pace.chunk`, one chunk after another, each with the whole
     /// deadline; on a Cluster one such sequence per node, the nodes at once. When a chunk

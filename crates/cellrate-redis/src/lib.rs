@@ -17,6 +17,7 @@
 //! | Several keys, all or nothing | `check_all_of_n`, `reserve_all_of_n`: [`JointBooking`] or [`JointDenial`] |
 //! | Book now, go later | `reserve_key_n`: a [`Booking`] |
 //! | Counts and the most denied keys | `stats()`: [`RedisStats`]; `top_denied` |
+//! | A health check of the servers' memory settings | `memory_settings()`: [`MemorySettings`], [`MemoryRisk`] |
 //! | Key names | [`key_part`], [`MAX_KEY_LEN`], [`MAX_PART_LEN`] |
 //! | Who answered: Redis, the fallback, the policy, or a fault | `check_key_n_answer`, `reserve_key_n_answer`: [`Answer`], [`Source`] |
 //! | What went wrong, and what mends it | [`Error`], [`Error::remedy`] |
@@ -76,7 +77,11 @@
 //! (`rediss://`, [`RedisOptions::tls_root_certificates`]), Cluster
 //! ([`RedisLimiter::connect_cluster`]) and Sentinel ([`RedisLimiter::connect_sentinel`]) are
 //! supported. What a failover, a restart or an eviction policy can cost is in docs/design.md,
-//! section 7.
+//! section 7. Every connection reads the server's `maxmemory` and `maxmemory-policy`: a policy
+//! that can evict the limiter's keys (each a bucket refilled, a burst given away) is logged and
+//! counted in [`RedisStats::evicting_servers`], and [`RedisLimiter::memory_settings`] reads
+//! them on demand for a health check ([`MemoryRisk`]); under `noeviction`, writes refused for
+//! memory (`OOM`) are the failure policy's to answer, counted in [`RedisStats::oom`].
 //!
 //! # Giving tokens back
 //! [`RedisLimiter::reserve_key_n`] answers a [`Booking`]: [`Booking::cancel`] gives the tokens
@@ -109,6 +114,7 @@ mod failure_policy;
 mod joint;
 mod key_name;
 mod local;
+mod memory;
 mod micros;
 mod node;
 mod node_script;
@@ -129,6 +135,7 @@ pub use error::Error;
 pub use failure_policy::FailurePolicy;
 pub use joint::{JointBooking, JointDenial};
 pub use key_name::{key_part, MAX_KEY_LEN, MAX_PART_LEN};
+pub use memory::{MemoryRisk, MemorySettings};
 pub use options::{ClientIdentity, ErrorHook, RedisOptions};
 pub use source::{Answer, Source};
 pub use stats::RedisStats;
@@ -278,6 +285,7 @@ impl RedisLimiter {
         let mut stats = RedisStats::default();
         self.counters.fill(&mut stats);
         self.local.fill(&mut stats);
+        stats.evicting_servers = self.evicting_servers();
         stats
     }
 

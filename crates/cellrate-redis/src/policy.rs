@@ -25,6 +25,7 @@ pub(crate) struct Counters {
     local_denied: AtomicU64,
     unknown: AtomicU64,
     errors: AtomicU64,
+    oom: AtomicU64,
 }
 
 impl Counters {
@@ -43,6 +44,7 @@ impl Counters {
         stats.local_denied = read(&self.local_denied);
         stats.unknown = read(&self.unknown);
         stats.errors = read(&self.errors);
+        stats.oom = read(&self.oom);
     }
 
     fn bump(counter: &AtomicU64) {
@@ -107,6 +109,9 @@ pub(crate) fn answer_each(
     if error.outcome_unknown() {
         Counters::bump(&counters.unknown);
     }
+    if error.reply_code() == Some("OOM") {
+        out_of_memory(error, options, counters);
+    }
     let policy = || Source::Policy(error.clone());
     if ask.cost() > ask.burst() {
         Counters::bump(&counters.failed_closed);
@@ -135,4 +140,24 @@ pub(crate) fn answer_each(
             None => fail_closed(),
         },
     }
+}
+
+/// Counts an answer Redis refused for want of memory, and logs the first (a warning: it says
+/// what the failure policy does while it lasts), the others at debug level.
+fn out_of_memory(error: &Error, options: &RedisOptions, counters: &Counters) {
+    // Relaxed: see `Counters::fill`; the first to count logs.
+    if counters.oom.fetch_add(1, Ordering::Relaxed) > 0 {
+        tracing::debug!("cellrate-redis: out of memory: {error}");
+        return;
+    }
+    let answer = match options.failure_policy {
+        FailurePolicy::FailOpen => "admits every call that would spend (FailOpen)",
+        FailurePolicy::FailClosed => "refuses every call that would spend (FailClosed)",
+        FailurePolicy::Local { .. } => "decides every call that would spend locally (Local)",
+    };
+    tracing::warn!(
+        "cellrate-redis: Redis refuses writes for want of memory ({error}); while it does, the \
+         failure policy {answer}, and refusals are still Redis's. Raise maxmemory, or give the \
+         limiter an instance of its own (logged once; counted in RedisStats::oom)"
+    );
 }
