@@ -3,7 +3,9 @@
 
 use super::backend::{Backend, Verdict};
 use super::denial::Denial;
-use super::fault::{body_text, Fault, FaultLog};
+#[cfg(feature = "redis")]
+use super::fault::Fault;
+use super::fault::{body_text, FaultLog};
 use super::grpc::{self, Grpc};
 use super::headers::{push_quoted, Fields};
 use super::key::{KeyError, MissingKey, NO_PEER_ADDRESS_FIX};
@@ -165,6 +167,7 @@ const GRPC_NO_KEY: &str = "no rate limit key for this call";
 
 /// The answer to a request the layer could not decide for a fault of the deployment: 500,
 /// or gRPC `INTERNAL`, logged in `faults`.
+#[cfg(feature = "redis")]
 #[cold]
 pub(crate) fn fault(fault: &Fault, kind: Option<Grpc>, faults: &FaultLog) -> Response<Bytes> {
     faults.log(&fault.what, fault.fix, "500");

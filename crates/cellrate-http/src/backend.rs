@@ -1,5 +1,6 @@
 //! What the layer asks of the limiters behind it: a decision for a request, and a refund.
 
+#[cfg(feature = "redis")]
 use super::fault::Fault;
 use super::headers::PolicyInfo;
 use super::key::{KeyError, MissingKey, RequestHead};
@@ -140,6 +141,7 @@ pub enum Outcome {
     NoKey(Box<KeyError>),
     /// No decision, for a fault of the deployment (a Redis store that refuses the limiter):
     /// answered 500, not as a refusal. Boxed, as `NoKey`.
+    #[cfg(feature = "redis")]
     Fault(Box<Fault>),
 }
 

@@ -10,6 +10,7 @@ use std::fmt::Display;
 use std::sync::Mutex;
 
 /// A request the layer could not decide for a fault of the deployment.
+#[cfg(feature = "redis")]
 #[derive(Debug)]
 pub struct Fault {
     /// What went wrong.

@@ -1,6 +1,8 @@
 //! `RateLimit`: the service. Readiness passes through; the decision is made in `call`.
 
-use super::answers::{deny, fault, no_key};
+#[cfg(feature = "redis")]
+use super::answers::fault;
+use super::answers::{deny, no_key};
 use super::backend::{Backend, Decision, How, Outcome, Pending, Verdict};
 use super::body::{BodyKind, SameBody};
 use super::future::{After, Refund, ResponseFuture};
@@ -258,6 +260,7 @@ fn not_admitted<B: Backend>(
             let choice = verdict.missing.unwrap_or(options.missing_key);
             Err(no_key(e, choice, Grpc::of(request_headers), &shared.faults))
         }
+        #[cfg(feature = "redis")]
         Outcome::Fault(f) => {
             counters.bump(Count::Fault);
             if options.shadow {
