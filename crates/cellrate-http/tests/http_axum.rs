@@ -8,7 +8,7 @@ use axum::{routing::get, Router};
 use cellrate::{KeyedLimiter, Limiter, ManualClock, Quota};
 use cellrate_http::{ClientIp, Global, Keyed, ProxyHeader, RateLimitLayer};
 use http::StatusCode;
-use http_support::logs::Logs;
+use http_support::logs::{runtime, Logs};
 use http_support::{parse_list, ratelimit, serve, HttpClient};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -273,11 +273,7 @@ async fn no_connect_info_is_a_clear_500_not_a_shared_bucket() {
 fn no_connect_info_is_logged_once_with_the_fix() {
     let logs = Logs::default();
     logs.capture(|| {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
+        runtime().block_on(async {
             let ips = per_ip(Quota::per_minute(1), &ManualClock::new());
             let layer = RateLimitLayer::new(Keyed::new("ip", ips, ClientIp::new()));
             let client = HttpClient::new(serve(app(layer), false).await);

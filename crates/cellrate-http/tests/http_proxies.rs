@@ -164,14 +164,45 @@ fn record(headers: &mut Vec<(&'static str, String)>, header: ProxyHeader, hop: &
     }
 }
 
-/// A fleet of two kinds of proxy: a CDN (10.0.0.0/8) in front of a load balancer (the loopback
-/// peer), each trusted for the header it writes, every pairing of the two. The client forges
-/// every header, hops of the CDN's network included; the CDN records the client's address, the
-/// load balancer the CDN's. Each request must be keyed by the client's real address, whatever
-/// it forged: a hop trusted for another header switches the walk to that header, never reads
-/// on in the one it only passed on. Where the CDN's hop names no address the request is
-/// refused; where the load balancer sets X-Real-IP over the CDN's line, the CDN is all that is
-/// left to key by.
+/// What client `i` sends: a forged entry in every header, and after it `hop`, a forged hop
+/// of the CDN's network.
+fn forged(i: usize, hop: &str) -> Vec<(&'static str, String)> {
+    let forged = format!("198.51.100.{i}");
+    vec![
+        ("x-forwarded-for", format!("{forged}, {hop}")),
+        ("forwarded", format!("for={forged}, for={hop}")),
+        ("x-real-ip", forged),
+        ("x-real-ip", hop.to_owned()),
+    ]
+}
+
+/// A server behind a CDN (10.0.0.0/8) trusted for `cdn` and a load balancer (the loopback peer)
+/// trusted for `lb`, burst 1.
+async fn behind_fleet(cdn: ProxyHeader, lb: ProxyHeader) -> (HttpClient, Seen) {
+    let ip = ClientIp::new()
+        .trust_proxies([net("10.0.0.0/8")], cdn)
+        .trust_proxies([net("127.0.0.0/8")], lb);
+    server(ip, 1).await
+}
+
+/// `headers` sent by `client`: the status, and the key the server found.
+async fn keyed(
+    client: &HttpClient,
+    seen: &Seen,
+    headers: &[(&'static str, String)],
+) -> (StatusCode, Result<IpAddr, KeyError>) {
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let status = client.get("/", &headers).await.status;
+    (status, seen.lock().unwrap().pop().unwrap())
+}
+
+/// A fleet of two kinds of proxy: a CDN in front of a load balancer, each trusted for the
+/// header it writes, every pairing of the two. The client forges every header, hops of the
+/// CDN's network included; the CDN records the client's address, the load balancer the CDN's.
+/// Each request must be keyed by the client's real address, whatever it forged: a hop trusted
+/// for another header switches the walk to that header, never reads on in the one it only
+/// passed on. Where the CDN's hop names no address the request is refused; where the load
+/// balancer sets X-Real-IP over the CDN's line, the CDN is all that is left to key by.
 #[tokio::test]
 async fn mixed_fleets_key_each_request_by_the_client_whatever_it_forged() {
     use ProxyHeader::{Forwarded, XForwardedFor, XRealIp};
@@ -187,13 +218,8 @@ async fn mixed_fleets_key_each_request_by_the_client_whatever_it_forged() {
                     continue; // the same requests as appending
                 }
                 let overwritten = cdn == XRealIp && lb == XRealIp && !append;
-                table.push((
-                    cdn,
-                    lb,
-                    append,
-                    CLIENT,
-                    Some(if overwritten { CDN } else { CLIENT }),
-                ));
+                let key = if overwritten { CDN } else { CLIENT };
+                table.push((cdn, lb, append, CLIENT, Some(key)));
                 if !overwritten {
                     table.push((cdn, lb, append, "unknown", None));
                 }
@@ -201,43 +227,26 @@ async fn mixed_fleets_key_each_request_by_the_client_whatever_it_forged() {
         }
     }
     for (cdn, lb, append, recorded, want) in table {
-        let ip = ClientIp::new()
-            .trust_proxies([net("10.0.0.0/8")], cdn)
-            .trust_proxies([net("127.0.0.0/8")], lb);
-        let (client, seen) = server(ip, 1).await;
+        let (client, seen) = behind_fleet(cdn, lb).await;
         let mut admitted = 0;
         for i in 0..5 {
-            let forged = format!("198.51.100.{i}");
-            let mut headers = vec![
-                ("x-forwarded-for", format!("{forged}, 10.0.0.9")),
-                ("forwarded", format!("for={forged}, for=10.0.0.9")),
-                ("x-real-ip", forged.clone()),
-                ("x-real-ip", "10.0.0.9".to_owned()),
-            ];
+            let mut headers = forged(i, "10.0.0.9");
             record(&mut headers, cdn, recorded, append);
             record(&mut headers, lb, CDN, append);
-            let headers: Vec<(&str, &str)> =
-                headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-            let answer = client.get("/", &headers).await;
-            let got = seen.lock().unwrap().pop().unwrap();
+            let (status, got) = keyed(&client, &seen, &headers).await;
             let case = format!("CDN {cdn:?}, LB {lb:?}, append {append}: {headers:?}");
             match want {
                 Some(key) => assert_eq!(got, Ok(key.parse().unwrap()), "{case}"),
                 None => {
-                    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{case}");
-                    assert!(
-                        matches!(got, Err(KeyError::InvalidHeader(_))),
-                        "{case}: {got:?}"
-                    );
+                    assert_eq!(status, StatusCode::BAD_REQUEST, "{case}");
+                    let unreadable = matches!(got, Err(KeyError::InvalidHeader(_)));
+                    assert!(unreadable, "{case}: {got:?}");
                 }
             }
-            admitted += usize::from(answer.status == StatusCode::OK);
+            admitted += usize::from(status == StatusCode::OK);
         }
-        let want_admitted = usize::from(want.is_some());
-        assert_eq!(
-            admitted, want_admitted,
-            "CDN {cdn:?}, LB {lb:?}, append {append}"
-        );
+        let case = format!("CDN {cdn:?}, LB {lb:?}, append {append}");
+        assert_eq!(admitted, usize::from(want.is_some()), "{case}");
     }
 }
 
@@ -249,25 +258,14 @@ async fn a_client_past_the_cdn_cannot_forge_its_hop() {
     const ATTACKER: &str = "192.0.2.66";
     for cdn in [XForwardedFor, Forwarded, XRealIp] {
         for lb in [XForwardedFor, Forwarded, XRealIp] {
-            let ip = ClientIp::new()
-                .trust_proxies([net("10.0.0.0/8")], cdn)
-                .trust_proxies([net("127.0.0.0/8")], lb);
-            let (client, seen) = server(ip, 1).await;
+            let (client, seen) = behind_fleet(cdn, lb).await;
             let mut admitted = 0;
             for i in 0..5 {
-                let forged = format!("198.51.100.{i}");
-                let mut headers = vec![
-                    ("x-forwarded-for", format!("{forged}, 10.0.0.5")),
-                    ("forwarded", format!("for={forged}, for=10.0.0.5")),
-                    ("x-real-ip", forged.clone()),
-                    ("x-real-ip", "10.0.0.5".to_owned()),
-                ];
+                let mut headers = forged(i, "10.0.0.5");
                 record(&mut headers, lb, ATTACKER, true);
-                let headers: Vec<(&str, &str)> =
-                    headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-                admitted += usize::from(client.get("/", &headers).await.status == StatusCode::OK);
-                let got = seen.lock().unwrap().pop().unwrap();
+                let (status, got) = keyed(&client, &seen, &headers).await;
                 assert_eq!(got, Ok(ATTACKER.parse().unwrap()), "CDN {cdn:?}, LB {lb:?}");
+                admitted += usize::from(status == StatusCode::OK);
             }
             assert_eq!(admitted, 1, "CDN {cdn:?}, LB {lb:?}: one client, burst 1");
         }

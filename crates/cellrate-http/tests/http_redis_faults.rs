@@ -13,7 +13,7 @@ use cellrate::Quota;
 use cellrate_http::{ClientIp, RateLimitLayer, RedisPolicy, SameKey};
 use cellrate_redis::{FailurePolicy, RedisLimiter, RedisOptions};
 use http::StatusCode;
-use http_support::logs::Logs;
+use http_support::logs::{runtime, Logs};
 use http_support::{serve, HttpClient};
 use redis_support::RedisServer;
 use std::time::Duration;
@@ -24,14 +24,6 @@ const POLICIES: [FailurePolicy; 3] = [
     FailurePolicy::FailClosed,
     FailurePolicy::Local { servers: 1 },
 ];
-
-/// A current-thread runtime, so that the server's tasks log to the test's subscriber.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn options(policy: FailurePolicy) -> RedisOptions {
     RedisOptions::default()
@@ -91,26 +83,8 @@ fn a_redis_user_without_evalsha_is_a_server_fault_under_every_policy() {
     let Some(server) = RedisServer::start("a_redis_user_without_evalsha") else {
         return;
     };
-    let _: () = server
-        .query(
-            redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg("limiter")
-                .arg("on")
-                .arg(">pw")
-                .arg("~*"),
-        )
-        .unwrap();
-    let _: () = server
-        .query(
-            redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg("limiter")
-                .arg("+@all")
-                .arg("-evalsha"),
-        )
-        .unwrap();
-    let url = format!("redis://limiter:pw@127.0.0.1:{}", server.port);
+    server.acl_user("limiter", &["~*", "+@all", "-evalsha"]);
+    let url = server.url_as("limiter");
     for policy in POLICIES {
         let logs = Logs::default();
         logs.capture(|| {
@@ -159,33 +133,11 @@ fn a_key_holding_other_data_is_a_server_fault_under_every_policy() {
 
 #[test]
 fn keys_of_two_cluster_slots_are_a_server_fault_under_every_policy() {
-    let Some(server) = RedisServer::start_with(
-        "keys_of_two_cluster_slots",
-        &[
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-        ],
-    ) else {
-        return;
-    };
     // A one-node Cluster: every slot is served, and the keys of two slots are refused before
     // anything is sent.
-    let _: () = server
-        .query(redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(16383))
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !server
-        .query::<String>(redis::cmd("CLUSTER").arg("INFO"))
-        .is_ok_and(|info| info.contains("cluster_state:ok"))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "cluster never became ok"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let Some(server) = RedisServer::start_one_node_cluster("keys_of_two_cluster_slots") else {
+        return;
+    };
     for policy in POLICIES {
         let logs = Logs::default();
         logs.capture(|| {

@@ -4,7 +4,7 @@
 //! that evicts loses live buckets (each a burst given away), `noeviction` refuses the writes
 //! of admissions (`OOM`), which the failure policy answers and `RedisStats::oom` counts.
 
-use crate::logs::Logs;
+use crate::logs::{runtime, Logs};
 use crate::redis_support::RedisServer;
 
 use cellrate::Quota;
@@ -23,14 +23,6 @@ const POLICIES: [&str; 8] = [
     "volatile-random",
     "volatile-ttl",
 ];
-
-/// A current-thread runtime, so that the limiter logs to the test's subscriber.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn options(policy: FailurePolicy) -> RedisOptions {
     RedisOptions::default()
@@ -226,27 +218,19 @@ fn redis_memory_settings_are_read_where_the_acl_allows() {
     ) else {
         return;
     };
-    for (user, denied) in [("noconfig", "-config"), ("neither", "-config -info")] {
-        let mut cmd = redis::cmd("ACL");
-        cmd.arg("SETUSER")
-            .arg(user)
-            .arg("on")
-            .arg(">pw")
-            .arg("~*")
-            .arg("+@all");
-        for rule in denied.split(' ') {
-            cmd.arg(rule);
-        }
-        let _: () = server.query(&mut cmd).unwrap();
-    }
+    server.acl_user("noconfig", &["~*", "+@all", "-config"]);
+    server.acl_user("neither", &["~*", "+@all", "-config", "-info"]);
     let rt = runtime();
     for (user, risk) in [
         ("default", MemoryRisk::Evicts),
         ("noconfig", MemoryRisk::Evicts),
         ("neither", MemoryRisk::Unknown),
     ] {
-        let url = format!("redis://{user}:pw@127.0.0.1:{}", server.port);
-        let url = if user == "default" { server.url() } else { url };
+        let url = if user == "default" {
+            server.url()
+        } else {
+            server.url_as(user)
+        };
         let options = options(FailurePolicy::FailOpen);
         let limiter = rt
             .block_on(RedisLimiter::connect_with(

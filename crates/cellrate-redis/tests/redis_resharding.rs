@@ -18,12 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn connect(cluster: &RedisCluster, rt: &tokio::runtime::Runtime, quota: Quota) -> RedisLimiter {
-    connect_with(
-        cluster,
-        rt,
-        quota,
-        options(FailurePolicy::FailOpen, "cellrate:"),
-    )
+    cluster.limiter(rt, quota, options(FailurePolicy::FailOpen, "cellrate:"))
 }
 
 /// Options with `policy` and `prefix`, and a deadline far above a few loopback round trips, so
@@ -34,18 +29,6 @@ fn options(policy: FailurePolicy, prefix: &str) -> RedisOptions {
         .key_prefix(prefix)
         .deadline(Duration::from_millis(500))
         .probe_interval(Duration::from_millis(20))
-}
-
-fn connect_with(
-    cluster: &RedisCluster,
-    rt: &tokio::runtime::Runtime,
-    quota: Quota,
-    options: RedisOptions,
-) -> RedisLimiter {
-    let urls = cluster.urls();
-    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
-    rt.block_on(RedisLimiter::connect_cluster(&seeds, quota, options))
-        .unwrap()
 }
 
 #[test]
@@ -160,10 +143,10 @@ fn redis_cluster_all_or_nothing_on_absent_keys_is_decided_through_a_migration() 
     let limiters: Vec<RedisLimiter> = [FailurePolicy::FailOpen, FailurePolicy::FailClosed]
         .into_iter()
         .zip(prefixes)
-        .map(|(policy, prefix)| connect_with(&cluster, &rt, per_ip, options(policy, prefix)))
+        .map(|(policy, prefix)| cluster.limiter(&rt, per_ip, options(policy, prefix)))
         .collect();
     let empty = options(FailurePolicy::FailOpen, "empty:").start_empty(true);
-    let starts_empty = connect_with(&cluster, &rt, per_ip, empty);
+    let starts_empty = cluster.limiter(&rt, per_ip, empty);
     let slot = cluster.slot_of("open:{app}:global");
     let from = cluster.node_of("open:{app}:global");
     let to = (from + 1) % 3;

@@ -224,13 +224,8 @@ fn redis_a_user_without_evalsha_is_a_fault_with_its_remedy() {
     let Some(mut server) = RedisServer::start("redis_a_user_without_evalsha") else {
         return;
     };
-    let setuser = |rules: &[&str]| {
-        let mut cmd = redis::cmd("ACL");
-        cmd.arg("SETUSER").arg("limiter").arg(rules);
-        let _: () = server.query(&mut cmd).unwrap();
-    };
-    setuser(&["on", ">pw", "~*", "+@all", "-evalsha"]);
-    let url = format!("redis://limiter:pw@127.0.0.1:{}", server.port);
+    server.acl_user("limiter", &["~*", "+@all", "-evalsha"]);
+    let url = server.url_as("limiter");
     let rt = runtime();
     let quota = Quota::per_second(10);
     let options = |policy| {
@@ -279,7 +274,7 @@ fn redis_a_user_without_evalsha_is_a_fault_with_its_remedy() {
         limiters.push(limiter);
     }
     // With the command granted, Redis decides; with the server gone, each policy answers.
-    setuser(&["+evalsha"]);
+    server.acl_user("limiter", &["+evalsha"]);
     let answer = rt.block_on(limiters[0].check_key_n_answer("k", 1, &quota));
     assert!(
         matches!(answer.source, Source::Redis),

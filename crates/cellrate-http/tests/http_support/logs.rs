@@ -7,6 +7,14 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
+/// A current-thread runtime, whose tasks run where the subscriber is set.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// The events logged while a [`Logs`] was the thread's subscriber.
 #[derive(Clone, Default)]
 pub struct Logs(Arc<Mutex<Vec<(Level, String)>>>);
