@@ -1,13 +1,17 @@
-//! The log lines of a test: a `tracing` subscriber that keeps every event's level and message,
-//! set for one thread (a current-thread runtime's, whose tasks all run there).
+//! The log lines of a test: a process-wide `tracing` subscriber that hands each event to the
+//! [`Logs`] capturing on the thread it happens on (a current-thread runtime's, whose tasks all
+//! run there), if any. One global subscriber rather than one set per thread: `tracing` caches
+//! whether a call site is enabled, and a scoped subscriber can find a call site cached as off
+//! by a test running beside it on another thread.
 
+use std::cell::RefCell;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
-/// A current-thread runtime, whose tasks run where the subscriber is set.
+/// A current-thread runtime, whose tasks run on the thread that captures.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -15,14 +19,36 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// The events logged while a [`Logs`] was the thread's subscriber.
+/// The events logged on a thread while a [`Logs`] captured there.
 #[derive(Clone, Default)]
 pub struct Logs(Arc<Mutex<Vec<(Level, String)>>>);
 
+thread_local! {
+    /// The logs capturing on this thread.
+    static CAPTURING: RefCell<Option<Logs>> = const { RefCell::new(None) };
+}
+
+/// Puts back the logs that captured before, even if the test panics.
+struct Restore(Option<Logs>);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        CAPTURING.with(|c| *c.borrow_mut() = previous);
+    }
+}
+
 impl Logs {
-    /// Runs `f` with these logs as the thread's subscriber.
+    /// Runs `f` with these logs capturing the events of this thread.
     pub fn capture<T>(&self, f: impl FnOnce() -> T) -> T {
-        tracing::subscriber::with_default(self.clone(), f)
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(|| {
+            tracing::subscriber::set_global_default(ToCapturing)
+                .expect("no other global subscriber in the tests");
+        });
+        let previous = CAPTURING.with(|c| c.replace(Some(self.clone())));
+        let _restore = Restore(previous);
+        f()
     }
 
     /// The messages logged at `level` that contain `part`.
@@ -36,6 +62,9 @@ impl Logs {
     }
 }
 
+/// The global subscriber: every event to the logs capturing on its thread.
+struct ToCapturing;
+
 struct Message(String);
 
 impl Visit for Message {
@@ -46,7 +75,7 @@ impl Visit for Message {
     }
 }
 
-impl Subscriber for Logs {
+impl Subscriber for ToCapturing {
     fn enabled(&self, _: &Metadata<'_>) -> bool {
         true
     }
@@ -60,10 +89,14 @@ impl Subscriber for Logs {
     fn record_follows_from(&self, _: &Id, _: &Id) {}
 
     fn event(&self, event: &Event<'_>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        let level = *event.metadata().level();
-        self.0.lock().unwrap().push((level, message.0));
+        CAPTURING.with(|c| {
+            if let Some(logs) = &*c.borrow() {
+                let mut message = Message(String::new());
+                event.record(&mut message);
+                let level = *event.metadata().level();
+                logs.0.lock().unwrap().push((level, message.0));
+            }
+        });
     }
 
     fn enter(&self, _: &Id) {}
