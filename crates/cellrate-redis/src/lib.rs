@@ -78,10 +78,13 @@
 //! ([`RedisLimiter::connect_cluster`]) and Sentinel ([`RedisLimiter::connect_sentinel`]) are
 //! supported. What a failover, a restart or an eviction policy can cost is in docs/design.md,
 //! section 7. Every connection reads the server's `maxmemory` and `maxmemory-policy`: a policy
-//! that can evict the limiter's keys (each a bucket refilled, a burst given away) is logged and
-//! counted in [`RedisStats::evicting_servers`], and [`RedisLimiter::memory_settings`] reads
-//! them on demand for a health check ([`MemoryRisk`]); under `noeviction`, writes refused for
-//! memory (`OOM`) are the failure policy's to answer, counted in [`RedisStats::oom`].
+//! that can evict the limiter's keys (`allkeys-*`, and `volatile-*` since every bucket has an
+//! expiry; each bucket evicted is full again, a burst given away) is logged and counted in
+//! [`RedisStats::evicting_servers`], and [`RedisLimiter::memory_settings`] reads them on demand
+//! for a health check ([`MemoryRisk`]). Under `noeviction` at the limit, refusals (which write
+//! nothing) are still Redis's, and admissions, refused for memory (`OOM`), are the failure
+//! policy's to answer, counted in [`RedisStats::oom`]. During a Cluster slot migration every
+//! call is decided by Redis, all-or-nothing calls on keys no node holds yet included.
 //!
 //! # Giving tokens back
 //! [`RedisLimiter::reserve_key_n`] answers a [`Booking`]: [`Booking::cancel`] gives the tokens
