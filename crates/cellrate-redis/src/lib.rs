@@ -83,8 +83,10 @@
 //! [`RedisStats::evicting_servers`], and [`RedisLimiter::memory_settings`] reads them on demand
 //! for a health check ([`MemoryRisk`]). Under `noeviction` at the limit, refusals (which write
 //! nothing) are still Redis's, and admissions, refused for memory (`OOM`), are the failure
-//! policy's to answer, counted in [`RedisStats::oom`]. During a Cluster slot migration every
-//! call is decided by Redis, all-or-nothing calls on keys no node holds yet included.
+//! policy's to answer, counted in [`RedisStats::oom`]. During a Cluster slot migration, calls
+//! are decided by Redis: single keys, batches, and all-or-nothing calls on keys no node holds
+//! yet (one whose keys the two nodes split waits, within its deadline, for `MIGRATE` to bring
+//! them together).
 //!
 //! # Giving tokens back
 //! [`RedisLimiter::reserve_key_n`] answers a [`Booking`]: [`Booking::cancel`] gives the tokens
