@@ -116,6 +116,7 @@ mod connector;
 mod deny_cache;
 mod error;
 mod failure_policy;
+mod health;
 mod joint;
 mod key_name;
 mod local;

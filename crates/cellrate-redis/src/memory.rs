@@ -1,16 +1,14 @@
 //! What a server's memory settings do to the limiter's buckets: `maxmemory` and
 //! `maxmemory-policy`, read at every connection and on demand
-//! ([`RedisLimiter::memory_settings`]), with `CONFIG GET` where the server allows it and `INFO
-//! memory` where it does not (an ACL, a managed service). A policy that can evict the
-//! limiter's keys is logged when first read from a server (and again when it changes) and
-//! counted in [`RedisStats::evicting_servers`](super::RedisStats::evicting_servers).
+//! ([`RedisLimiter::memory_settings`](super::RedisLimiter::memory_settings), `health.rs`), with
+//! `CONFIG GET` where the server allows it and `INFO memory` where it does not (an ACL, a
+//! managed service). A policy that can evict the limiter's keys is logged when first read from
+//! a server (and again when it changes) and counted in
+//! [`RedisStats::evicting_servers`](super::RedisStats::evicting_servers).
 
-use super::node::{Node, Reply};
-use super::RedisLimiter;
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// The memory settings of one server, as last read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,8 +59,6 @@ impl MemorySettings {
 
 /// `maxmemory` and `maxmemory-policy` as read from a server.
 pub(crate) struct Read(Option<u64>, Option<String>);
-
-impl Reply for Read {}
 
 /// Reads `maxmemory` and `maxmemory-policy` on `conn`: `CONFIG GET`, else `INFO memory`; what
 /// neither tells is `None`.
@@ -141,50 +137,4 @@ impl MemoryCell {
     pub(crate) fn get(&self) -> Option<MemorySettings> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
-}
-
-impl RedisLimiter {
-    /// The memory settings of every server the limiter decides on (one, or each primary of a
-    /// Cluster), read now, within the deadline each: for a health check, which should fail on
-    /// [`MemoryRisk::Evicts`] and may warn on [`MemoryRisk::RefusesWrites`] (see
-    /// [`MemorySettings::risk`]). A server that does not answer in time keeps what it told at
-    /// its last reading (`None` fields if never). The same settings are read at every
-    /// connection; a policy that evicts is logged (`tracing`, warn) and counted in
-    /// [`RedisStats::evicting_servers`](super::RedisStats::evicting_servers).
-    pub async fn memory_settings(&self) -> Vec<MemorySettings> {
-        let mut all = Vec::new();
-        for node in self.conn.nodes() {
-            all.push(read_node(&node, self.options.deadline).await);
-        }
-        all
-    }
-
-    /// How many servers' settings, as last read, let Redis evict the limiter's keys.
-    pub(crate) fn evicting_servers(&self) -> u64 {
-        let nodes = self.conn.nodes();
-        let evicting = nodes.iter().filter(|n| {
-            n.memory()
-                .get()
-                .is_some_and(|m| m.risk() == MemoryRisk::Evicts)
-        });
-        evicting.count() as u64
-    }
-}
-
-/// `node`'s settings read now, or as last read if it does not answer within `deadline`.
-async fn read_node(node: &Node, deadline: Duration) -> MemorySettings {
-    let read = node
-        .run(
-            deadline,
-            |mut c| async move { Ok(read_settings(&mut c).await) },
-        )
-        .await;
-    if let Ok(read) = read {
-        node.memory().set(node.addr(), read);
-    }
-    node.memory().get().unwrap_or(MemorySettings {
-        server: node.addr().to_owned(),
-        maxmemory: None,
-        policy: None,
-    })
 }
