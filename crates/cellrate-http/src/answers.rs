@@ -3,9 +3,12 @@
 
 use super::backend::{Backend, Verdict};
 use super::denial::Denial;
+#[cfg(feature = "redis")]
+use super::fault::Fault;
+use super::fault::{body_text, FaultLog};
 use super::grpc::{self, Grpc};
 use super::headers::{push_quoted, Fields};
-use super::key::{KeyError, MissingKey};
+use super::key::{KeyError, MissingKey, NO_PEER_ADDRESS_FIX};
 use super::shared::Shared;
 use super::state::{ceil_millis_of, ceil_secs_of};
 use bytes::Bytes;
@@ -119,10 +122,16 @@ fn grpc_denial(kind: Grpc, retry_after: Option<Duration>) -> Response<Bytes> {
 }
 
 /// The answer to a request without a key (`error`) under the policy's `choice`: a 4xx logged
-/// at debug level, or a 500 logged at error level for a fault of the configuration (no peer
-/// address, or [`MissingKey::InternalError`]); for a gRPC call, its trailers-only equivalent.
+/// at debug level, or a 500 for a fault of the configuration: no peer address (logged in
+/// `faults`, once at error level, with the fix) or [`MissingKey::InternalError`] (logged at
+/// error level); for a gRPC call, its trailers-only equivalent.
 #[cold]
-pub(crate) fn no_key(error: &KeyError, choice: MissingKey, kind: Option<Grpc>) -> Response<Bytes> {
+pub(crate) fn no_key(
+    error: &KeyError,
+    choice: MissingKey,
+    kind: Option<Grpc>,
+    faults: &FaultLog,
+) -> Response<Bytes> {
     let status = match (error, choice) {
         (KeyError::NoPeerAddress, _) | (_, MissingKey::InternalError) => {
             StatusCode::INTERNAL_SERVER_ERROR
@@ -131,18 +140,45 @@ pub(crate) fn no_key(error: &KeyError, choice: MissingKey, kind: Option<Grpc>) -
         // Skip reaches here only for a key that is there but cannot be read.
         (_, MissingKey::Skip) => StatusCode::BAD_REQUEST,
     };
-    let text = if status.is_server_error() {
+    let text = if let KeyError::NoPeerAddress = error {
+        let what = "no client address in the request extensions";
+        faults.log(&what, NO_PEER_ADDRESS_FIX, "500");
+        let why = body_text(&what, NO_PEER_ADDRESS_FIX);
+        format!("no rate limit key for this request: {why}")
+    } else if status.is_server_error() {
         tracing::error!("rate limit: no key for the request, answered {status}: {error}");
-        "no rate limit key for this request (the server log says why)"
+        "no rate limit key for this request (the server log says why)".to_owned()
     } else {
         tracing::debug!("rate limit: request without a key answered {status}: {error}");
-        "no rate limit key in this request"
+        "no rate limit key in this request".to_owned()
     };
     match kind {
-        Some(kind) => grpc::answer(kind, grpc::code_of(status), text),
+        Some(kind) => grpc::answer(kind, grpc::code_of(status), GRPC_NO_KEY),
         None => {
             let reason = status.canonical_reason().unwrap_or("Error");
             plain(status, format!("{reason}: {text}\n"))
         }
+    }
+}
+
+/// The message of a gRPC answer for want of a key: the same for every call (a gRPC message is
+/// printable ASCII, and the log has the rest).
+const GRPC_NO_KEY: &str = "no rate limit key for this call";
+
+/// The answer to a request the layer could not decide for a fault of the deployment: 500,
+/// or gRPC `INTERNAL`, logged in `faults`.
+#[cfg(feature = "redis")]
+#[cold]
+pub(crate) fn fault(fault: &Fault, kind: Option<Grpc>, faults: &FaultLog) -> Response<Bytes> {
+    faults.log(&fault.what, fault.fix, "500");
+    match kind {
+        Some(kind) => grpc::answer(kind, 13, "rate limit misconfigured (see the server log)"),
+        None => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "Internal Server Error: {}\n",
+                body_text(&fault.what, fault.fix)
+            ),
+        ),
     }
 }

@@ -1,5 +1,7 @@
 //! What the layer asks of the limiters behind it: a decision for a request, and a refund.
 
+#[cfg(feature = "redis")]
+use super::fault::Fault;
 use super::headers::PolicyInfo;
 use super::key::{KeyError, MissingKey, RequestHead};
 use super::shared::Options;
@@ -137,6 +139,10 @@ pub enum Outcome {
     /// A policy found no key (and is not configured to skip it). Boxed: every verdict is
     /// dropped, and an outcome that owns nothing but a pointer is dropped in a compare.
     NoKey(Box<KeyError>),
+    /// No decision, for a fault of the deployment (a Redis store that refuses the limiter):
+    /// answered 500, not as a refusal. Boxed, as `NoKey`.
+    #[cfg(feature = "redis")]
+    Fault(Box<Fault>),
 }
 
 /// A decision with the figures for the headers.

@@ -1,30 +1,9 @@
 //! `ClientIp`: the client's address as a key, behind trusted proxies or not, IPv6 by prefix.
 
-use super::forwarded::{hops_from_right, parse_node};
+use super::forwarded::{hops_from_right, ProxyHeader};
 use super::key::{KeyError, KeyExtractor, RequestHead};
-use http::header::{HeaderName, FORWARDED};
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-
-/// The header a trusted proxy writes the client's address in. Name the one your proxies
-/// write: a client can send the others itself, and a proxy that does not know them passes
-/// them on unchanged.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ProxyHeader {
-    /// `X-Forwarded-For: client, proxy1, proxy2`: each proxy appends the address it received
-    /// the request from.
-    #[default]
-    XForwardedFor,
-    /// RFC 7239 `Forwarded: for=client, for=proxy1`: the `for=` node of each element.
-    Forwarded,
-    /// `X-Real-IP: client`: one address, written by the proxy next to the server. Only the
-    /// last `X-Real-IP` line is read: a proxy that appends its own line (HAProxy's
-    /// `add-header`, Envoy's `append`) puts it after any the client sent, and a proxy that
-    /// sets the header leaves one line. A last line that is not one address (a list, garbage)
-    /// leaves the request without a key ([`KeyError::InvalidHeader`]).
-    XRealIp,
-}
 
 /// The client's IP address, as the key of a per-client limit.
 ///
@@ -34,10 +13,15 @@ pub enum ProxyHeader {
 ///   `SocketAddr` request extension (what a hyper server loop inserts) that the request
 ///   carries. Without one there is no key ([`KeyError::NoPeerAddress`]).
 /// - **Trusted proxies**: only when the peer is in one of [`trust_proxies`](Self::trust_proxies)'
-///   networks is the [`ProxyHeader`] paired with that network read, from the right: each hop that is itself trusted is
-///   skipped and the first untrusted one is the client (if every hop is trusted, the leftmost).
-///   The leftmost entries are whatever the client wrote, so they count only past trusted hops;
-///   headers from an untrusted peer are ignored. A hop a trusted proxy wrote that names no
+///   networks is the [`ProxyHeader`] paired with that network read, from the right: the hop
+///   found there is the address that proxy received the request from. A hop that is itself
+///   trusted is another proxy, and the walk goes on in the header *that* hop's networks are
+///   paired with, from where the walk last left that header: a fleet of a CDN writing
+///   `Forwarded` behind a load balancer writing `X-Forwarded-For` is read through both, and a
+///   header a hop only passed on is never read past it. The first untrusted hop is the client;
+///   a trusted hop whose header holds no more entries is the client itself (so a chain of
+///   trusted hops ends at its leftmost). Entries left of the client are whatever the client
+///   wrote, and never read; headers from an untrusted peer are ignored. A hop a trusted proxy wrote that names no
 ///   address (`unknown`, an obfuscated `_id`, garbage) leaves the request without a key
 ///   ([`KeyError::InvalidHeader`], which [`MissingKey::Skip`](super::MissingKey::Skip) never
 ///   skips). The layer fails closed on forms it does not parse, though a proxy may write them:
@@ -77,8 +61,9 @@ impl ClientIp {
     }
 
     /// Trusts the proxies in `networks` to write `header` truthfully. Each call pairs its
-    /// networks with its own header: a peer in `networks` has `header` read, whatever later
-    /// calls trust. (A network given twice keeps the header of the first call.)
+    /// networks with its own header: a peer in `networks`, or a hop that names one, has
+    /// `header` read, whatever later calls trust. (A network given twice keeps the header of
+    /// the first call.)
     pub fn trust_proxies(
         mut self,
         networks: impl IntoIterator<Item = IpNet>,
@@ -117,35 +102,29 @@ impl ClientIp {
 
     /// The client's address (before the prefix is applied) for a request from `peer`.
     pub fn client_address(&self, peer: IpAddr, req: &RequestHead<'_>) -> Result<IpAddr, KeyError> {
-        let peer = canonical(peer);
-        let Some(header) = self.header_of(peer) else {
-            return Ok(peer);
-        };
-        let (name, forwarded) = match header {
-            ProxyHeader::XRealIp => {
-                let name = HeaderName::from_static("x-real-ip");
-                // The last line: the one the proxy next to the server wrote.
-                return match req.headers.get_all(&name).iter().next_back() {
-                    None => Ok(peer),
-                    Some(value) => value
-                        .to_str()
-                        .ok()
-                        .and_then(parse_node)
-                        .map(canonical)
-                        .ok_or(KeyError::InvalidHeader(name)),
-                };
-            }
-            ProxyHeader::XForwardedFor => (HeaderName::from_static("x-forwarded-for"), false),
-            ProxyHeader::Forwarded => (FORWARDED, true),
-        };
-        let mut client = peer;
-        for hop in hops_from_right(req.headers, &name, forwarded) {
-            client = canonical(hop.ok_or_else(|| KeyError::InvalidHeader(name.clone()))?);
-            if self.header_of(client).is_none() {
-                break;
+        // Where the walk is in each header: each proxy recorded exactly one hop, the last
+        // entry of its header when it passed the request on, so the hops of one header are
+        // met in the order they were written, right to left, whatever other headers the walk
+        // crosses in between.
+        let mut walks = [None, None, None];
+        let mut hop = canonical(peer);
+        while let Some(header) = self.header_of(hop) {
+            let walk = &mut walks[match header {
+                ProxyHeader::XForwardedFor => 0,
+                ProxyHeader::Forwarded => 1,
+                ProxyHeader::XRealIp => 2,
+            }];
+            match walk
+                .get_or_insert_with(|| hops_from_right(req.headers, header))
+                .next()
+            {
+                // The trusted proxy recorded no hop: it is the client.
+                None => break,
+                Some(None) => return Err(KeyError::InvalidHeader(header.name())),
+                Some(Some(ip)) => hop = canonical(ip),
             }
         }
-        Ok(client)
+        Ok(hop)
     }
 
     /// The header of the first trusted network that holds `ip` (canonical), if any. An IPv4

@@ -46,6 +46,12 @@ pub trait KeyExtractor: Send + Sync + 'static {
     fn extract(&self, req: &RequestHead<'_>) -> Result<Self::Key, KeyError>;
 }
 
+/// What mends [`KeyError::NoPeerAddress`].
+pub(crate) const NO_PEER_ADDRESS_FIX: &str = "with axum, serve \
+    `router.into_make_service_with_connect_info::<SocketAddr>()` and enable cellrate-http's \
+    `axum` feature; with tonic, enable its `tonic` feature; with hyper, insert the peer's \
+    `SocketAddr` into each request's extensions";
+
 /// Why a request has no key. Its `Display` says how to fix the configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -64,11 +70,9 @@ pub enum KeyError {
 impl fmt::Display for KeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            KeyError::NoPeerAddress => f.write_str(
-                "no client address in the request extensions: with axum, serve \
-                 `router.into_make_service_with_connect_info::<SocketAddr>()` and enable \
-                 cellrate's `axum` feature; with hyper, insert the peer's `SocketAddr` into each \
-                 request's extensions",
+            KeyError::NoPeerAddress => write!(
+                f,
+                "no client address in the request extensions: {NO_PEER_ADDRESS_FIX}"
             ),
             KeyError::MissingHeader(name) => write!(f, "the key header `{name}` is absent"),
             KeyError::InvalidHeader(name) => write!(
@@ -100,8 +104,9 @@ impl KeyError {
 /// not choose ([`RateLimitBuilder::missing_key`](super::RateLimitBuilder::missing_key)).
 ///
 /// Whatever the choice, a request without a peer address ([`KeyError::NoPeerAddress`]: the
-/// server does not record it) is answered 500 with an error log line naming the fix: it is a
-/// fault of the configuration, and every request has it. A gRPC call gets the gRPC status of
+/// server does not record it) is answered 500, logged with the fix once at error level (to
+/// standard error where no `tracing` subscriber listens; in the body too, in a debug build):
+/// it is a fault of the configuration, and every request has it. A gRPC call gets the gRPC status of
 /// the HTTP one (400 is `INVALID_ARGUMENT`, 401 `UNAUTHENTICATED`, 500 `INTERNAL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

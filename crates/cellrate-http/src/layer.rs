@@ -3,6 +3,7 @@
 use super::backend::Backend;
 use super::body::{SameBody, WrappedBody};
 use super::denial::Denial;
+use super::fault::FaultLog;
 use super::headers::{policy_field, FieldChoice};
 use super::interned::static_value;
 use super::key::{MissingKey, RequestHead};
@@ -255,6 +256,7 @@ impl<B: Backend, K> RateLimitBuilder<B, K> {
                 static_policy,
                 options: self.options,
                 counters: Counters::default(),
+                faults: FaultLog::default(),
                 hasher: RandomState::new(),
             }),
         }

@@ -86,9 +86,15 @@
 //! `Content-Length` with [`content_length_cost`], which rounds up, stops at the burst and
 //! charges the most for a body of unstated length). A request a policy finds no key for gets a 400 logged at debug level, or what
 //! that policy's [`MissingKey`] says ([`Keyed::missing_key`]); it never falls into one shared
-//! bucket. Skipping applies only to a key that is really absent ([`KeyError::is_absent`]). A
-//! request without a peer address (the server does not record it) gets a 500 and an error log
-//! line naming the fix.
+//! bucket. Skipping applies only to a key that is really absent ([`KeyError::is_absent`]).
+//!
+//! A fault of the deployment is the server's, not the request's: a request without a peer
+//! address (the server does not record it), or a Redis store that refuses the limiter (a user
+//! without a command the scripts need, keys of two Cluster slots in one check, a key holding
+//! other data) gets a 500 (gRPC `INTERNAL`) under every failure policy, counted in
+//! [`LayerStats::faults`] (or `no_key`), and is logged with the fix once per layer at error
+//! level: to standard error where no `tracing` subscriber listens, and, in a debug build, in
+//! the 500's body too.
 //!
 //! # Client addresses
 //! [`ClientIp`] keys by the peer address (axum's `ConnectInfo<SocketAddr>` with the `axum`
@@ -96,8 +102,10 @@
 //! extension; [`ClientIp::key_of`] masks an address found elsewhere); IPv6 by its /56 prefix (one client usually
 //! owns a whole prefix), IPv4 by address. Behind proxies, list them with
 //! [`ClientIp::trust_proxies`], each set of networks with the header its proxies
-//! write: only a trusted peer's header is read, from the right, skipping
-//! trusted hops, so the entries a client wrote itself never choose its bucket.
+//! write: only a trusted peer's header is read, from the right, and a hop that is itself a
+//! trusted proxy continues the walk in the header that proxy writes (a CDN writing `Forwarded`
+//! behind a load balancer writing `X-Forwarded-For` is read through both), so the entries a
+//! client wrote itself never choose its bucket.
 //!
 //! # Responses and headers
 //! A refusal is a 429 with `Retry-After` in whole seconds rounded up (a client that waits that
@@ -130,7 +138,9 @@
 //! until the bucket holds more (rounded up; 0 when full), so `Retry-After` is never earlier
 //! than the `t` of a policy that refused. `pk` ([`RateLimitBuilder::partition_key`]) is a keyed hash of
 //! the key under a secret of the layer, never the key. Redis policies decided together report
-//! each policy's own figures, as in-process ones do. The legacy
+//! each policy's own figures, as in-process ones do; while Redis gives no decision, the local
+//! fallback's answers show its own bucket's, and `FailOpen`'s and `FailClosed`'s none (they
+//! read no bucket). The legacy
 //! `X-RateLimit-Limit/Remaining/Reset` are an option.
 //!
 //! # After the response
@@ -152,6 +162,7 @@ mod body;
 mod client_ip;
 mod cost;
 mod denial;
+mod fault;
 mod forwarded;
 mod future;
 mod grpc;
@@ -174,9 +185,10 @@ mod upkeep;
 pub use answers::QUOTA_EXCEEDED;
 pub use backend::Backend;
 pub use body::{BodyKind, RateLimitBody, SameBody, WrappedBody};
-pub use client_ip::{ClientIp, ProxyHeader};
+pub use client_ip::ClientIp;
 pub use cost::content_length_cost;
 pub use denial::Denial;
+pub use forwarded::ProxyHeader;
 pub use future::ResponseFuture;
 pub use key::{
     from_fn, FnKey, HeaderKey, KeyError, KeyExtractor, MissingKey, RequestHead, SameKey,

@@ -4,11 +4,12 @@
 //! [`key_part`]: bounded, and never a hash tag of its own.
 
 use super::backend::{sealed, How, Outcome, Pending, Verdict};
+use super::fault::Fault;
 use super::headers::{checked_name, PolicyInfo};
 use super::key::{KeyError, KeyExtractor, RequestHead};
 use super::state::{PolicyState, MAX_POLICIES};
 use cellrate::Quota;
-use cellrate_redis::{key_part, Booking, RedisLimiter};
+use cellrate_redis::{key_part, Booking, RedisLimiter, Source};
 use http::HeaderValue;
 use std::fmt::Write;
 use std::hash::BuildHasher;
@@ -255,19 +256,26 @@ async fn decide(
         [] => None,
         [(i, key)] => {
             let limiter = &policies[*i].limiter;
-            let answer = if ticket {
-                let booked = limiter
-                    .reserve_key_n_with_quota(key, cost, &quota(*i))
-                    .await;
-                booked.map(|booking| {
+            let (answer, source) = if ticket {
+                let booked = limiter.reserve_key_n_answer(key, cost, &quota(*i)).await;
+                let answer = booked.decision.map(|booking| {
                     let allowed = booking.allowed();
                     bookings[*i] = Some(booking);
                     allowed
-                })
+                });
+                (answer, booked.source)
             } else {
-                limiter.check_key_n_with_quota(key, cost, &quota(*i)).await
+                let checked = limiter.check_key_n_answer(key, cost, &quota(*i)).await;
+                (checked.decision, checked.source)
             };
-            verdict.states[*i] = Some(PolicyState::of_answer(&in_force(*i), &answer));
+            if let Some(fault) = fault_of(&source) {
+                return (Verdict::bare(fault), Bookings(bookings));
+            }
+            // A bucket's figures only where a bucket answered: the failure policy's admission
+            // or refusal says nothing of one.
+            if source.from_bucket() {
+                verdict.states[*i] = Some(PolicyState::of_answer(&in_force(*i), &answer));
+            }
             answer.err()
         }
         [(first, _), ..] => {
@@ -276,21 +284,32 @@ async fn decide(
                 .limiter
                 .reserve_all_of_n(&limits, cost)
                 .await;
+            let source = match &answer {
+                Ok(joint) => joint.source(),
+                Err(denial) => denial.source(),
+            };
+            if let Some(fault) = fault_of(source) {
+                return (Verdict::bare(fault), Bookings(bookings));
+            }
+            // Each key's own figures, from Redis or from the local fallback; a fail-open or
+            // fail-closed answer tells nothing of a bucket, and shows no figures.
+            let figures = source.from_bucket();
             match answer {
-                // Each key's own answer, from Redis or from the local fallback; a fail-open or
-                // fail-closed answer is the same for every key and tells nothing of a bucket
-                // (`r=0`, `t=0`).
                 Ok(joint) => {
                     for (&(i, _), booking) in active.iter().zip(joint.into_each()) {
                         let own = Ok(booking.allowed());
-                        verdict.states[i] = Some(PolicyState::of_answer(&in_force(i), &own));
+                        if figures {
+                            verdict.states[i] = Some(PolicyState::of_answer(&in_force(i), &own));
+                        }
                         bookings[i] = Some(booking);
                     }
                     None
                 }
                 Err(denial) => {
                     for (&(i, _), own) in active.iter().zip(denial.each()) {
-                        verdict.states[i] = Some(PolicyState::of_answer(&in_force(i), own));
+                        if figures {
+                            verdict.states[i] = Some(PolicyState::of_answer(&in_force(i), own));
+                        }
                     }
                     Some(denial.denied())
                 }
@@ -301,6 +320,20 @@ async fn decide(
         verdict.outcome = Outcome::Denied(denied.retry_after());
     }
     (verdict, Bookings(bookings))
+}
+
+/// The outcome of an answer Redis refused for a fault of the deployment (a usage error: a
+/// user without a command the scripts need, keys of two Cluster slots, a key holding other
+/// data), which is no refusal of the request.
+fn fault_of(source: &Source) -> Option<Outcome> {
+    let Source::Fault(e) = source else {
+        return None;
+    };
+    let fault = Fault {
+        what: format!("the Redis store refused the limiter: {e}"),
+        fix: e.remedy().unwrap_or("see the error"),
+    };
+    Some(Outcome::Fault(Box::new(fault)))
 }
 
 /// One Redis policy alone: a set of one.

@@ -1,5 +1,7 @@
 //! `RateLimit`: the service. Readiness passes through; the decision is made in `call`.
 
+#[cfg(feature = "redis")]
+use super::answers::fault;
 use super::answers::{deny, no_key};
 use super::backend::{Backend, Decision, How, Outcome, Pending, Verdict};
 use super::body::{BodyKind, SameBody};
@@ -256,7 +258,16 @@ fn not_admitted<B: Backend>(
                 return Ok(None);
             }
             let choice = verdict.missing.unwrap_or(options.missing_key);
-            Err(no_key(e, choice, Grpc::of(request_headers)))
+            Err(no_key(e, choice, Grpc::of(request_headers), &shared.faults))
+        }
+        #[cfg(feature = "redis")]
+        Outcome::Fault(f) => {
+            counters.bump(Count::Fault);
+            if options.shadow {
+                tracing::warn!("rate limit (shadow): {}: {}", f.what, f.fix);
+                return Ok(None);
+            }
+            Err(fault(f, Grpc::of(request_headers), &shared.faults))
         }
     }
 }

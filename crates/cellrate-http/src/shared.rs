@@ -1,6 +1,7 @@
 //! `Shared`: what every clone of a layer and of its services holds, the options included.
 
 use super::denial::Denial;
+use super::fault::FaultLog;
 use super::headers::{FieldChoice, PolicyInfo};
 use super::key::{MissingKey, RequestHead};
 use super::stats::Counters;
@@ -23,6 +24,8 @@ pub(crate) struct Shared<B> {
     pub(crate) static_policy: Option<&'static HeaderValue>,
     pub(crate) options: Options,
     pub(crate) counters: Counters,
+    /// The faults of the deployment logged so far.
+    pub(crate) faults: FaultLog,
     pub(crate) hasher: RandomState,
     /// Whether an admission has anything done to its response (headers, a refund): without,
     /// the service decides it with [`decide_plain`](super::backend::sealed::Backend::decide_plain).

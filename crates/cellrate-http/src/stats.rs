@@ -20,6 +20,9 @@ pub struct LayerStats {
     pub no_key: u64,
     /// Refunds made because the response matched the refund predicate.
     pub refunded: u64,
+    /// Requests answered 500 (gRPC `INTERNAL`) for a fault of the deployment, such as a Redis
+    /// store that refuses the limiter's commands: neither admitted nor denied.
+    pub faults: u64,
 }
 
 /// Which count of [`Counters`] an answer adds to.
@@ -30,13 +33,16 @@ pub(crate) enum Count {
     ShadowDenied,
     NoKey,
     Refunded,
+    // Only Redis policies meet faults; the lane is there (and 0) without them.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    Fault,
 }
 
 /// The live counters, a line per thread (cellrate's `StripedCounts`): one shared counter would
 /// be a second contended cache line on every request, beside the bucket's.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    lines: StripedCounts<5>,
+    lines: StripedCounts<6>,
 }
 
 impl Counters {
@@ -46,13 +52,14 @@ impl Counters {
     }
 
     pub(crate) fn snapshot(&self) -> LayerStats {
-        let [allowed, denied, shadow_denied, no_key, refunded] = self.lines.sums();
+        let [allowed, denied, shadow_denied, no_key, refunded, faults] = self.lines.sums();
         LayerStats {
             allowed,
             denied,
             shadow_denied,
             no_key,
             refunded,
+            faults,
         }
     }
 }

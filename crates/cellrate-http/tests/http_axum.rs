@@ -8,10 +8,12 @@ use axum::{routing::get, Router};
 use cellrate::{KeyedLimiter, Limiter, ManualClock, Quota};
 use cellrate_http::{ClientIp, Global, Keyed, ProxyHeader, RateLimitLayer};
 use http::StatusCode;
+use http_support::logs::{runtime, Logs};
 use http_support::{parse_list, ratelimit, serve, HttpClient};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Level;
 
 type Ips = Arc<KeyedLimiter<IpAddr, ManualClock>>;
 
@@ -256,6 +258,32 @@ async fn no_connect_info_is_a_clear_500_not_a_shared_bucket() {
     let answer = client.get("/", &[]).await;
     assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
     assert!(answer.body.contains("no rate limit key"), "{}", answer.body);
+    // A developer trying the server without a tracing subscriber sees the fix in the body of
+    // a debug build (and, once, on standard error).
+    if cfg!(debug_assertions) {
+        let fix = "into_make_service_with_connect_info::<SocketAddr>()";
+        assert!(answer.body.contains(fix), "{}", answer.body);
+    }
     assert_eq!(layer.stats().no_key, 1);
     assert!(ips.is_empty(), "nothing was charged");
+}
+
+/// Forgetting `ConnectInfo` is logged once at error level with the fix, not once per request.
+#[test]
+fn no_connect_info_is_logged_once_with_the_fix() {
+    let logs = Logs::default();
+    logs.capture(|| {
+        runtime().block_on(async {
+            let ips = per_ip(Quota::per_minute(1), &ManualClock::new());
+            let layer = RateLimitLayer::new(Keyed::new("ip", ips, ClientIp::new()));
+            let client = HttpClient::new(serve(app(layer), false).await);
+            for _ in 0..3 {
+                let answer = client.get("/", &[]).await;
+                assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
+            }
+        })
+    });
+    let fix = "into_make_service_with_connect_info";
+    assert_eq!(logs.lines(Level::ERROR, fix).len(), 1);
+    assert_eq!(logs.lines(Level::DEBUG, "no client address").len(), 2);
 }

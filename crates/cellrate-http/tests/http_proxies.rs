@@ -1,6 +1,7 @@
 //! Client addresses behind trusted proxies, over a real loopback server and client: the header
 //! forms proxies write and the key each gives (or the refusal), X-Real-IP's lines, a header per
-//! set of trusted networks, networks written as IPv4-mapped IPv6.
+//! set of trusted networks, fleets of proxies writing different headers, networks written as
+//! IPv4-mapped IPv6.
 #![cfg(feature = "axum")]
 
 use crate::http_support;
@@ -139,6 +140,136 @@ async fn each_set_of_trusted_networks_keeps_its_own_header() {
     }
     assert_eq!(admitted, 1, "one client, burst 1");
     assert_eq!(seen.lock().unwrap()[0], Ok("192.0.2.1".parse().unwrap()));
+}
+
+/// How a proxy records the address it received a request from in `header`: appended to the
+/// last `X-Forwarded-For` line or `Forwarded` element list; for `X-Real-IP`, a line of its own
+/// appended (`append`) or the header set to that one line.
+fn record(headers: &mut Vec<(&'static str, String)>, header: ProxyHeader, hop: &str, append: bool) {
+    let (name, entry) = match header {
+        ProxyHeader::XForwardedFor => ("x-forwarded-for", hop.to_owned()),
+        ProxyHeader::Forwarded => ("forwarded", format!("for={hop}")),
+        _ => ("x-real-ip", hop.to_owned()),
+    };
+    if name == "x-real-ip" {
+        if !append {
+            headers.retain(|(n, _)| *n != name);
+        }
+        headers.push((name, entry));
+        return;
+    }
+    match headers.iter_mut().rev().find(|(n, _)| *n == name) {
+        Some((_, line)) => *line = format!("{line}, {entry}"),
+        None => headers.push((name, entry)),
+    }
+}
+
+/// What client `i` sends: a forged entry in every header, and after it `hop`, a forged hop
+/// of the CDN's network.
+fn forged(i: usize, hop: &str) -> Vec<(&'static str, String)> {
+    let forged = format!("198.51.100.{i}");
+    vec![
+        ("x-forwarded-for", format!("{forged}, {hop}")),
+        ("forwarded", format!("for={forged}, for={hop}")),
+        ("x-real-ip", forged),
+        ("x-real-ip", hop.to_owned()),
+    ]
+}
+
+/// A server behind a CDN (10.0.0.0/8) trusted for `cdn` and a load balancer (the loopback peer)
+/// trusted for `lb`, burst 1.
+async fn behind_fleet(cdn: ProxyHeader, lb: ProxyHeader) -> (HttpClient, Seen) {
+    let ip = ClientIp::new()
+        .trust_proxies([net("10.0.0.0/8")], cdn)
+        .trust_proxies([net("127.0.0.0/8")], lb);
+    server(ip, 1).await
+}
+
+/// `headers` sent by `client`: the status, and the key the server found.
+async fn keyed(
+    client: &HttpClient,
+    seen: &Seen,
+    headers: &[(&'static str, String)],
+) -> (StatusCode, Result<IpAddr, KeyError>) {
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let status = client.get("/", &headers).await.status;
+    (status, seen.lock().unwrap().pop().unwrap())
+}
+
+/// A fleet of two kinds of proxy: a CDN in front of a load balancer, each trusted for the
+/// header it writes, every pairing of the two. The client forges every header, hops of the
+/// CDN's network included; the CDN records the client's address, the load balancer the CDN's.
+/// Each request must be keyed by the client's real address, whatever it forged: a hop trusted
+/// for another header switches the walk to that header, never reads on in the one it only
+/// passed on. Where the CDN's hop names no address the request is refused; where the load
+/// balancer sets X-Real-IP over the CDN's line, the CDN is all that is left to key by.
+#[tokio::test]
+async fn mixed_fleets_key_each_request_by_the_client_whatever_it_forged() {
+    use ProxyHeader::{Forwarded, XForwardedFor, XRealIp};
+    const CLIENT: &str = "203.0.113.7";
+    const CDN: &str = "10.0.0.5";
+    // What a request the fleet passed on is keyed by: (CDN's header, LB's header, X-Real-IP
+    // lines appended rather than set, what the CDN records, the key; None: refused).
+    let mut table: Vec<(ProxyHeader, ProxyHeader, bool, &str, Option<&str>)> = Vec::new();
+    for cdn in [XForwardedFor, Forwarded, XRealIp] {
+        for lb in [XForwardedFor, Forwarded, XRealIp] {
+            for append in [true, false] {
+                if !append && cdn != XRealIp && lb != XRealIp {
+                    continue; // the same requests as appending
+                }
+                let overwritten = cdn == XRealIp && lb == XRealIp && !append;
+                let key = if overwritten { CDN } else { CLIENT };
+                table.push((cdn, lb, append, CLIENT, Some(key)));
+                if !overwritten {
+                    table.push((cdn, lb, append, "unknown", None));
+                }
+            }
+        }
+    }
+    for (cdn, lb, append, recorded, want) in table {
+        let (client, seen) = behind_fleet(cdn, lb).await;
+        let mut admitted = 0;
+        for i in 0..5 {
+            let mut headers = forged(i, "10.0.0.9");
+            record(&mut headers, cdn, recorded, append);
+            record(&mut headers, lb, CDN, append);
+            let (status, got) = keyed(&client, &seen, &headers).await;
+            let case = format!("CDN {cdn:?}, LB {lb:?}, append {append}: {headers:?}");
+            match want {
+                Some(key) => assert_eq!(got, Ok(key.parse().unwrap()), "{case}"),
+                None => {
+                    assert_eq!(status, StatusCode::BAD_REQUEST, "{case}");
+                    let unreadable = matches!(got, Err(KeyError::InvalidHeader(_)));
+                    assert!(unreadable, "{case}: {got:?}");
+                }
+            }
+            admitted += usize::from(status == StatusCode::OK);
+        }
+        let case = format!("CDN {cdn:?}, LB {lb:?}, append {append}");
+        assert_eq!(admitted, usize::from(want.is_some()), "{case}");
+    }
+}
+
+/// A client that reaches the load balancer itself, past the CDN, forges the CDN's hop in every
+/// header: the load balancer records the client's own address, which is all that is read.
+#[tokio::test]
+async fn a_client_past_the_cdn_cannot_forge_its_hop() {
+    use ProxyHeader::{Forwarded, XForwardedFor, XRealIp};
+    const ATTACKER: &str = "192.0.2.66";
+    for cdn in [XForwardedFor, Forwarded, XRealIp] {
+        for lb in [XForwardedFor, Forwarded, XRealIp] {
+            let (client, seen) = behind_fleet(cdn, lb).await;
+            let mut admitted = 0;
+            for i in 0..5 {
+                let mut headers = forged(i, "10.0.0.5");
+                record(&mut headers, lb, ATTACKER, true);
+                let (status, got) = keyed(&client, &seen, &headers).await;
+                assert_eq!(got, Ok(ATTACKER.parse().unwrap()), "CDN {cdn:?}, LB {lb:?}");
+                admitted += usize::from(status == StatusCode::OK);
+            }
+            assert_eq!(admitted, 1, "CDN {cdn:?}, LB {lb:?}: one client, burst 1");
+        }
+    }
 }
 
 #[tokio::test]

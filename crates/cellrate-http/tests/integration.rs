@@ -3,6 +3,10 @@
 //! whole dependency tree again.
 
 // The core's test helpers (a clock whose lag the test sets).
+#[cfg(feature = "redis")]
+#[path = "../../cellrate-redis/tests/redis_support/cluster.rs"]
+#[allow(dead_code)] // the Redis tests use the rest of it
+mod cluster;
 #[path = "../../../tests/common/mod.rs"]
 mod common;
 mod http_support;
@@ -20,6 +24,8 @@ mod http_options;
 mod http_plain;
 mod http_proxies;
 mod http_redis;
+mod http_redis_cluster;
+mod http_redis_faults;
 
 /// Every `.rs` file of `tests/` is compiled by some test target.
 #[test]

@@ -15,6 +15,7 @@ use cellrate::Nanos;
 use cellrate::Quota;
 use cellrate::{Allowed, Denied};
 use redis::Script;
+use std::sync::{Arc, LazyLock};
 
 /// KEYS: the buckets. ARGV: cost, now µs (-1: TIME), start empty (1/0), keep ms, 1 if the
 /// caller's time had a fraction of a µs, then interval µs and burst per key. Admitted: {1, then
@@ -98,6 +99,40 @@ pub(crate) fn all_of_script() -> Script {
     Script::new(ALL_OF_LUA)
 }
 
+/// The first sight of a key of an all-of call on a Cluster node importing its slot, which
+/// neither that node nor the one migrating the slot holds: an absent bucket. KEYS[1]: the key.
+/// ARGV: its index among the call's keys (from 1), then the all-of script's ARGV. Writes what
+/// the absence stands for, so that the all-of script (which Redis runs on an importing node
+/// only when it holds every key) can run there: a full bucket, as TAT 1 (at or before any
+/// time, on any clock), which every script reads as the missing key it replaces, kept 1 s (far
+/// longer than the pipeline takes to reach the all-of call after it; were it gone first, the
+/// call would meet `TRYAGAIN` and the key be written again); or, for buckets that start empty and a call that spends, the first sight the
+/// all-of script would write itself (an empty bucket from now). Writes nothing where the key
+/// exists, nor for a peek of buckets that start empty (a peek is no first sight). Returns 1 when
+/// it wrote, 0 otherwise, or {-3} for the server's clock out of range.
+const FIRST_SIGHT_LUA: &str = concat!(
+    "if redis.pcall('GET', KEYS[1]) then return 0 end\n",
+    lua_now!("3"),
+    r#"local keep = tonumber(ARGV[5])
+local up = tonumber(ARGV[6])
+"#,
+    lua_store!(),
+    r#"if ARGV[4] ~= '1' then
+  redis.call('SET', KEYS[1], '1', 'PX', 1000)
+  return 1
+end
+if tonumber(ARGV[2]) == 0 then return 0 end
+local i = tonumber(ARGV[1])
+local interval, burst = tonumber(ARGV[5 + 2 * i]), tonumber(ARGV[6 + 2 * i])
+store(KEYS[1], now + up + burst * interval, 0, keep)
+return 1
+"#
+);
+
+/// The first-sight script, made once for every limiter.
+static FIRST_SIGHT: LazyLock<Arc<Script>> =
+    LazyLock::new(|| Arc::new(Script::new(FIRST_SIGHT_LUA)));
+
 impl RedisLimiter {
     /// Spends `cost` tokens in every `(key, quota)` bucket, or in none, on the server's clock;
     /// the failure policy applies. Answers exactly as [`all_of`](cellrate::all_of) would over
@@ -134,14 +169,14 @@ impl RedisLimiter {
                 answer
             }
             Err(e) => {
-                let answer = policy::answer_each(
+                let (answer, source) = policy::answer_each(
                     &e,
                     Ask::AllOf { limits, cost },
                     &self.options,
                     &self.local,
                     &self.counters,
                 );
-                joint::from_policy(self, limits, cost, answer)
+                joint::from_policy(self, limits, cost, answer, source)
             }
         }
     }
@@ -212,7 +247,13 @@ impl RedisLimiter {
         }
         let reply = self
             .conn
-            .invoke(&self.all_of, &keys, &args, self.options.deadline)
+            .invoke_joint(
+                &self.all_of,
+                Some(&FIRST_SIGHT),
+                &keys,
+                &args,
+                self.options.deadline,
+            )
             .await?;
         joint::decode(self, &reply, limits, &quotas, &keys, cost)
     }

@@ -30,7 +30,7 @@ impl RedisLimiter {
                         self.counters.record_cached();
                         Err(denied)
                     }
-                    Ok(outcome) => self.settle(outcome, Ask::One { key, cost, quota }),
+                    Ok(outcome) => self.settle(outcome, Ask::One { key, cost, quota }).0,
                 }
             })
             .collect()

@@ -6,7 +6,9 @@
 //! charges twice. `ASK` (a slot being migrated, the key not on the source) is followed once,
 //! with `ASKING`, to the node named; it says nothing about the map. `MOVED` is followed once
 //! too, and marks the map stale. `TRYAGAIN` (the keys of one script split across the two
-//! nodes of a migration) is sent again after a pause, within the call's deadline.
+//! nodes of a migration, or some of them on neither) is sent again after a pause, within the
+//! call's deadline; keys on neither node are first written on the importing one as the absent
+//! buckets they are (`importing.rs`).
 
 use super::connector::Connector;
 use super::error::Error;
@@ -15,6 +17,7 @@ use super::node_script::{self as conn, Call, Pace};
 use super::options::RedisOptions;
 use super::slot_map::{self, SlotMap};
 
+mod importing;
 mod refresh;
 use redis::cluster_routing::Slot;
 use redis::{ConnectionInfo, Script, Value};
@@ -77,6 +80,11 @@ impl Cluster {
         Err(last)
     }
 
+    /// The primaries of the map.
+    pub(crate) fn nodes(&self) -> Vec<Node> {
+        self.inner.current().nodes().to_vec()
+    }
+
     /// The node serving `key`'s slot.
     fn node_for(&self, key: &str) -> Result<Node, Error> {
         match self.inner.current().node_for(key) {
@@ -97,13 +105,16 @@ impl Cluster {
     }
 
     /// One script call on the node of its keys' slot, following one redirect and sending a
-    /// `TRYAGAIN` again until the deadline.
+    /// `TRYAGAIN` again until the deadline. `first_sight`, for a script of several keys, writes
+    /// a key as its absence stands for (see `importing.rs`): on a node importing the slot,
+    /// the keys the source does not hold either are written with it before the call.
     pub(crate) async fn invoke(
         &self,
         script: &Arc<Script>,
         keys: &[String],
         args: &[i64],
         deadline: Duration,
+        first_sight: Option<&Arc<Script>>,
     ) -> Result<Value, Error> {
         if !Cluster::same_slot(keys) {
             return Err(Error::CrossSlot(keys.to_vec()));
@@ -111,23 +122,42 @@ impl Cluster {
         let started = Instant::now();
         let mut pause = TRYAGAIN_PAUSE;
         let mut node = self.node_for(keys.first().map_or("", String::as_str))?;
-        let mut asking = false;
+        // The node that answered ASK: the slot is migrating from it to `node`.
+        let mut source: Option<Node> = None;
         let mut redirected = false;
+        // Whether the keys the source lacks are written on `node` before each call.
+        let mut first_sights = false;
         loop {
             let left = deadline.saturating_sub(started.elapsed());
-            let result = conn::run_script(&node, script, keys, args, left, asking).await;
+            let result = match first_sight.filter(|_| first_sights) {
+                Some(first) => {
+                    importing::run_after_first_sights(&node, first, script, keys, args, left).await
+                }
+                None => conn::run_script(&node, script, keys, args, left, source.is_some()).await,
+            };
             let Err(Error::Redis(e)) = &result else {
                 return result;
             };
             match Redirect::of(e) {
                 Some(Redirect::Ask(addr)) if !redirected => {
-                    (node, asking, redirected) = (self.node_at(&addr)?, true, true);
+                    source = Some(node);
+                    (node, redirected) = (self.node_at(&addr)?, true);
                 }
                 Some(Redirect::Moved(addr)) if !redirected => {
                     self.mark_stale();
-                    (node, asking, redirected) = (self.node_at(&addr)?, false, true);
+                    (node, redirected) = (self.node_at(&addr)?, true);
                 }
                 Some(Redirect::TryAgain) if started.elapsed() + pause < deadline => {
+                    // The importing node lacks some keys: if the source lacks them all too,
+                    // they are absent buckets, written there before the call is sent again
+                    // (at once); if it holds some, they are waited for.
+                    if let (Some(source), Some(_), false) = (&source, first_sight, first_sights) {
+                        let left = deadline.saturating_sub(started.elapsed());
+                        first_sights = importing::source_holds_none(source, keys, left).await?;
+                        if first_sights {
+                            continue;
+                        }
+                    }
                     tokio::time::sleep(pause).await;
                     pause = pause.saturating_mul(2);
                 }
@@ -221,13 +251,9 @@ impl Cluster {
             let script = Arc::clone(script);
             tasks.push((
                 indices,
-                tokio::spawn(async move {
-                    if asking {
-                        conn::pipeline(&node, &script, &mine, pace.deadline, true).await
-                    } else {
-                        conn::run_chunks(&node, &script, &mine, pace).await
-                    }
-                }),
+                tokio::spawn(
+                    async move { conn::run_chunks(&node, &script, &mine, pace, asking).await },
+                ),
             ));
         }
         for (indices, task) in tasks {

@@ -60,9 +60,35 @@ impl Conn {
         args: &[i64],
         deadline: Duration,
     ) -> Result<Value, Error> {
+        self.invoke_joint(script, None, keys, args, deadline).await
+    }
+
+    /// [`Conn::invoke`] of a script of several keys: on a Cluster whose slot is being
+    /// migrated, `first_sight` writes the keys neither node holds on the node importing it, as
+    /// the absent buckets they are (`cluster/importing.rs`), so that the script can run there.
+    pub(crate) async fn invoke_joint(
+        &self,
+        script: &Arc<Script>,
+        first_sight: Option<&Arc<Script>>,
+        keys: &[String],
+        args: &[i64],
+        deadline: Duration,
+    ) -> Result<Value, Error> {
         match self {
             Conn::Single(node) => run_script(node, script, keys, args, deadline, false).await,
-            Conn::Cluster(cluster) => cluster.invoke(script, keys, args, deadline).await,
+            Conn::Cluster(cluster) => {
+                cluster
+                    .invoke(script, keys, args, deadline, first_sight)
+                    .await
+            }
+        }
+    }
+
+    /// The servers calls go to: the one, or each primary of the Cluster's map.
+    pub(crate) fn nodes(&self) -> Vec<Node> {
+        match self {
+            Conn::Single(node) => vec![node.clone()],
+            Conn::Cluster(cluster) => cluster.nodes(),
         }
     }
 
@@ -77,7 +103,7 @@ impl Conn {
         pace: Pace,
     ) -> Vec<Result<Value, Error>> {
         match self {
-            Conn::Single(node) => run_chunks(node, script, calls, pace).await,
+            Conn::Single(node) => run_chunks(node, script, calls, pace, false).await,
             Conn::Cluster(cluster) => cluster.invoke_many(script, calls, pace).await,
         }
     }

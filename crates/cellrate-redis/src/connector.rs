@@ -1,7 +1,8 @@
 //! How a node gets a connection: to a fixed address (resolved again on every attempt), or to
 //! the primary a Sentinel names at that moment. Either way the server must say it is a
-//! primary before the connection is used.
+//! primary before the connection is used, and its memory settings are read.
 
+use super::memory::{read_settings, Read};
 use redis::aio::MultiplexedConnection;
 use redis::sentinel::SentinelClient;
 use redis::{
@@ -43,10 +44,14 @@ impl Connector {
         &self.addr
     }
 
-    /// A new connection, checked to be a primary's. No response timeout of the client's own:
-    /// the limiter's deadline is the only one, so every timeout is `Error::Timeout` and counts
-    /// toward replacing the connection. The caller bounds the whole attempt.
-    pub(crate) async fn connect(&self, timeout: Duration) -> RedisResult<MultiplexedConnection> {
+    /// A new connection, checked to be a primary's, and the server's memory settings. No
+    /// response timeout of the client's own: the limiter's deadline is the only one, so every
+    /// timeout is `Error::Timeout` and counts toward replacing the connection. The caller
+    /// bounds the whole attempt.
+    pub(crate) async fn connect(
+        &self,
+        timeout: Duration,
+    ) -> RedisResult<(MultiplexedConnection, Read)> {
         let client = match &self.kind {
             Kind::Fixed(client) => client.clone(),
             Kind::Sentinel(sentinel) => sentinel.lock().await.async_get_client().await?,
@@ -58,7 +63,8 @@ impl Connector {
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
         check_primary(&mut conn).await?;
-        Ok(conn)
+        let memory = read_settings(&mut conn).await;
+        Ok((conn, memory))
     }
 }
 

@@ -101,6 +101,39 @@ impl Error {
         }
     }
 
+    /// For a [usage error](Error::is_usage), what mends it, in a sentence to log beside the
+    /// error; `None` for the others (Redis unreachable, slow or busy: the failure policy's
+    /// part).
+    pub fn remedy(&self) -> Option<&'static str> {
+        if !self.is_usage() {
+            return None;
+        }
+        Some(match self {
+            Error::CrossSlot(_) => {
+                "give every key of one all-or-nothing check one {hash tag}, such as a tag in \
+                 the key prefix of the limiters checked together (`rl:{app}:`)"
+            }
+            Error::WrongType(_) | Error::CorruptValue { .. } => {
+                "give the limiter a key prefix no other data uses (the key holds something the \
+                 limiter did not write, and is never overwritten)"
+            }
+            Error::QuotaTooLarge(_) => {
+                "use a quota whose depth, burst times emission interval, is at most 2^51 \
+                 microseconds"
+            }
+            Error::TimeOutOfRange(_) | Error::ServerTimeOutOfRange => {
+                "set the clock (of the caller, or of the Redis server) to the present"
+            }
+            Error::InvalidOptions(_) => "mend the options as the error says",
+            Error::Redis(e) if matches!(reply_code(e), Some("NOPERM")) || is_auth(e) => ACCESS,
+            _ => {
+                "check that the server is Redis 5 or later with Lua scripting, and that the \
+                 limiter's Redis user may send the commands it needs (EVALSHA, EVAL, SCRIPT \
+                 LOAD, and GET, SET, DEL and TIME in its scripts)"
+            }
+        })
+    }
+
     /// Whether the reply says the server cannot take writes now (`READONLY`: a replica,
     /// `MASTERDOWN`: a replica that lost its primary, `LOADING`: a server reading its data):
     /// the connection is replaced and the name resolved again.
@@ -110,6 +143,18 @@ impl Error {
             Some("READONLY" | "MASTERDOWN" | "LOADING")
         )
     }
+}
+
+/// What a Redis user the limiter runs as must be allowed.
+const ACCESS: &str = "let the limiter's Redis user send EVALSHA, EVAL and SCRIPT LOAD, the \
+    commands its scripts run (GET, SET, DEL, TIME), PING or ROLE, and on a Cluster CLUSTER \
+    SLOTS and ASKING, on keys under its prefix (ACL SETUSER <user> ~<prefix>* +evalsha +eval \
+    +script|load +get +set +del +time +ping +role +cluster|slots +asking), with the right \
+    password";
+
+/// Whether `e` is a refusal of the connection's credentials.
+fn is_auth(e: &redis::RedisError) -> bool {
+    e.kind() == ErrorKind::AuthenticationFailed || matches!(e.code(), Some("NOAUTH" | "WRONGPASS"))
 }
 
 /// The codes a script error of Redis 5 or 6 may wrap that the limiter tells apart: all about

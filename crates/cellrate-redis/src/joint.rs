@@ -4,6 +4,7 @@
 use super::booking::Booking;
 use super::local::LocalAnswer;
 use super::script::{self, MicroQuota, Receipt};
+use super::source::Source;
 use super::{Error, RedisLimiter};
 use cellrate::Nanos;
 use cellrate::Quota;
@@ -17,7 +18,7 @@ use redis::Value;
 pub struct JointBooking {
     each: Vec<Booking>,
     allowed: Allowed,
-    from_redis: bool,
+    source: Source,
 }
 
 impl JointBooking {
@@ -25,7 +26,7 @@ impl JointBooking {
         JointBooking {
             each: Vec::new(),
             allowed: Allowed::unlimited(),
-            from_redis: true,
+            source: Source::Redis,
         }
     }
 
@@ -38,7 +39,12 @@ impl JointBooking {
     /// the policy's figures, or under [`FailurePolicy::Local`](super::FailurePolicy::Local) its
     /// own local ones, and nothing can be given back).
     pub fn from_redis(&self) -> bool {
-        self.from_redis
+        matches!(self.source, Source::Redis)
+    }
+
+    /// Who admitted: Redis, the local fallback or the failure policy.
+    pub fn source(&self) -> &Source {
+        &self.source
     }
 
     /// Each key's booking, in the order the keys were given.
@@ -93,7 +99,7 @@ impl JointBooking {
 pub struct JointDenial {
     denied: Denied,
     each: Vec<Result<Allowed, Denied>>,
-    from_redis: bool,
+    source: Source,
 }
 
 impl JointDenial {
@@ -105,9 +111,15 @@ impl JointDenial {
 
     /// Whether Redis refused; `false` when the failure policy did (every key then has the
     /// policy's refusal, or under [`FailurePolicy::Local`](super::FailurePolicy::Local) its own
-    /// local answer).
+    /// local answer), or for a [usage error](Error::is_usage).
     pub fn from_redis(&self) -> bool {
-        self.from_redis
+        matches!(self.source, Source::Redis)
+    }
+
+    /// Who refused: Redis, the local fallback or the failure policy; or
+    /// [`Source::Fault`] for a usage error, which is no refusal of the request.
+    pub fn source(&self) -> &Source {
+        &self.source
     }
 
     /// Each key's answer alone, in the order the keys were given: `Err` for a key that
@@ -130,6 +142,7 @@ pub(crate) fn from_policy(
     limits: &[(&str, Quota)],
     cost: u32,
     answer: LocalAnswer,
+    source: Source,
 ) -> Result<JointBooking, JointDenial> {
     let own = |i: usize| answer.each.get(i).copied().unwrap_or(answer.decision);
     match answer.decision {
@@ -146,12 +159,12 @@ pub(crate) fn from_policy(
                 })
                 .collect(),
             allowed,
-            from_redis: false,
+            source,
         }),
         Err(denied) => Err(JointDenial {
             denied,
             each: (0..limits.len()).map(own).collect(),
-            from_redis: false,
+            source,
         }),
     }
 }
@@ -201,7 +214,7 @@ pub(crate) fn decode(
             Ok(Ok(JointBooking {
                 each: bookings,
                 allowed,
-                from_redis: true,
+                source: Source::Redis,
             }))
         }
         Some((0, [index, reset, wait, each @ ..])) if each.len() == 2 * quotas.len() => {
@@ -221,7 +234,7 @@ pub(crate) fn decode(
             Ok(Err(JointDenial {
                 denied,
                 each: answers,
-                from_redis: true,
+                source: Source::Redis,
             }))
         }
         _ => Err(bad()),

@@ -17,8 +17,10 @@
 //! | Several keys, all or nothing | `check_all_of_n`, `reserve_all_of_n`: [`JointBooking`] or [`JointDenial`] |
 //! | Book now, go later | `reserve_key_n`: a [`Booking`] |
 //! | Counts and the most denied keys | `stats()`: [`RedisStats`]; `top_denied` |
+//! | A health check of the servers' memory settings | `memory_settings()`: [`MemorySettings`], [`MemoryRisk`] |
 //! | Key names | [`key_part`], [`MAX_KEY_LEN`], [`MAX_PART_LEN`] |
-//! | What went wrong | [`Error`] |
+//! | Who answered: Redis, the fallback, the policy, or a fault | `check_key_n_answer`, `reserve_key_n_answer`: [`Answer`], [`Source`] |
+//! | What went wrong, and what mends it | [`Error`], [`Error::remedy`] |
 //!
 //! ```no_run
 //! use cellrate::Quota;
@@ -66,11 +68,25 @@
 //! it is down or tripped, calls fail at once without being sent, and background attempts,
 //! backing off, bring it back. Mistakes of the caller or the deployment ([`Error::is_usage`]: a
 //! key holding something other than a TAT, keys of different Cluster slots, a quota the script
-//! cannot hold, an empty prefix) are refused under every policy, never admitted. TLS
+//! cannot hold, an empty prefix, a user the ACL denies a command the scripts need) are refused
+//! under every policy, never admitted; [`Error::remedy`] says what mends each.
+//! [`RedisLimiter::check_key_n_answer`], [`RedisLimiter::reserve_key_n_answer`] and the joint
+//! answers' `source()` tell who answered ([`Source`]): Redis, the local fallback, the policy
+//! without a bucket, or a fault, which a server should answer as its own (a 5xx), not as a
+//! refusal. TLS
 //! (`rediss://`, [`RedisOptions::tls_root_certificates`]), Cluster
 //! ([`RedisLimiter::connect_cluster`]) and Sentinel ([`RedisLimiter::connect_sentinel`]) are
 //! supported. What a failover, a restart or an eviction policy can cost is in docs/design.md,
-//! section 7.
+//! section 7. Every connection reads the server's `maxmemory` and `maxmemory-policy`: a policy
+//! that can evict the limiter's keys (`allkeys-*`, and `volatile-*` since every bucket has an
+//! expiry; each bucket evicted is full again, a burst given away) is logged and counted in
+//! [`RedisStats::evicting_servers`], and [`RedisLimiter::memory_settings`] reads them on demand
+//! for a health check ([`MemoryRisk`]). Under `noeviction` at the limit, refusals (which write
+//! nothing) are still Redis's, and admissions, refused for memory (`OOM`), are the failure
+//! policy's to answer, counted in [`RedisStats::oom`]. During a Cluster slot migration, calls
+//! are decided by Redis: single keys, batches, and all-or-nothing calls on keys no node holds
+//! yet (one whose keys the two nodes split waits, within its deadline, for `MIGRATE` to bring
+//! them together).
 //!
 //! # Giving tokens back
 //! [`RedisLimiter::reserve_key_n`] answers a [`Booking`]: [`Booking::cancel`] gives the tokens
@@ -100,9 +116,11 @@ mod connector;
 mod deny_cache;
 mod error;
 mod failure_policy;
+mod health;
 mod joint;
 mod key_name;
 mod local;
+mod memory;
 mod micros;
 mod node;
 mod node_script;
@@ -114,6 +132,7 @@ mod script;
 mod sentinel;
 mod single;
 mod slot_map;
+mod source;
 mod stats;
 mod top_keys;
 
@@ -122,7 +141,9 @@ pub use error::Error;
 pub use failure_policy::FailurePolicy;
 pub use joint::{JointBooking, JointDenial};
 pub use key_name::{key_part, MAX_KEY_LEN, MAX_PART_LEN};
+pub use memory::{MemoryRisk, MemorySettings};
 pub use options::{ClientIdentity, ErrorHook, RedisOptions};
+pub use source::{Answer, Source};
 pub use stats::RedisStats;
 
 use crate::top_keys::TopKeys;
@@ -270,6 +291,7 @@ impl RedisLimiter {
         let mut stats = RedisStats::default();
         self.counters.fill(&mut stats);
         self.local.fill(&mut stats);
+        stats.evicting_servers = self.evicting_servers();
         stats
     }
 
@@ -304,16 +326,17 @@ impl RedisLimiter {
         }
     }
 
-    /// The answer to give for `outcome`, counted: Redis's decision, or the policy's.
+    /// The answer to give for `outcome`, counted: Redis's decision, or the policy's; and who
+    /// gave it.
     fn settle(
         &self,
         outcome: Result<Result<Allowed, Denied>, Error>,
         ask: Ask<'_>,
-    ) -> Result<Allowed, Denied> {
+    ) -> (Result<Allowed, Denied>, Source) {
         match outcome {
             Ok(decision) => {
                 self.counters.record(&decision, ask.cost());
-                decision
+                (decision, Source::Redis)
             }
             Err(e) => policy::answer(&e, ask, &self.options, &self.local, &self.counters),
         }

@@ -17,6 +17,7 @@
 
 use super::connector::Connector;
 use super::error::Error;
+use super::memory::MemoryCell;
 use super::options::RedisOptions;
 use redis::aio::MultiplexedConnection;
 use redis::RedisResult;
@@ -60,6 +61,8 @@ struct Inner {
     /// Attempts and replacements since the last reply in time: the backoff's exponent.
     strikes: AtomicU32,
     epoch: Instant,
+    /// The server's memory settings, read at each connection.
+    memory: MemoryCell,
 }
 
 #[derive(Clone, Copy)]
@@ -119,6 +122,7 @@ impl Node {
                 slow: AtomicU32::new(0),
                 strikes: AtomicU32::new(0),
                 epoch: Instant::now(),
+                memory: MemoryCell::default(),
             }),
         }
     }
@@ -126,6 +130,11 @@ impl Node {
     /// `host:port` of the server (or of the service, behind Sentinel).
     pub(crate) fn addr(&self) -> &str {
         self.inner.connector.addr()
+    }
+
+    /// The server's memory settings, as last read.
+    pub(crate) fn memory(&self) -> &MemoryCell {
+        &self.inner.memory
     }
 
     /// Whether calls currently fail at once (the server is known to be down).
@@ -240,7 +249,10 @@ impl Inner {
         let timeout = self.settings.connection_timeout;
         // Nothing of a call is sent before a connection is up: every failure here is known.
         match tokio::time::timeout(timeout, self.connector.connect(timeout)).await {
-            Ok(Ok(conn)) => Ok(conn),
+            Ok(Ok((conn, memory))) => {
+                self.memory.set(self.connector.addr(), memory);
+                Ok(conn)
+            }
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!(
                 "no connection within the {timeout:?} connection timeout"

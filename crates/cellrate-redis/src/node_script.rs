@@ -66,47 +66,78 @@ pub(crate) async fn run_script(
             })
             .await;
     }
-    // ASKING holds for the next command only: both go in one pipeline, back to back.
-    let call = Call1 { keys, args };
-    let answer = asking_pipeline(node, script, &call, deadline).await?;
-    if !is_noscript(&answer) {
-        return into_result(answer);
-    }
-    load(node, script, deadline).await?;
-    into_result(asking_pipeline(node, script, &call, deadline).await?)
+    let eval = Eval {
+        script,
+        keys,
+        args: args.to_vec(),
+    };
+    let mut replies = run_asking(node, std::slice::from_ref(&eval), deadline).await?;
+    into_result(replies.pop().unwrap_or(Value::Nil))
 }
 
-/// The keys and arguments of one call.
-struct Call1<'a> {
-    keys: &'a [String],
-    args: &'a [i64],
+/// One EVALSHA to send after `ASKING`: the script, its keys and its arguments.
+pub(crate) struct Eval<'a> {
+    pub(crate) script: &'a Arc<Script>,
+    pub(crate) keys: &'a [String],
+    pub(crate) args: Vec<i64>,
+}
+
+/// `evals` on `node` in one pipeline, each after `ASKING` (which holds for the next command
+/// only), within `deadline`: each one's reply or error reply. The scripts of those answered
+/// NOSCRIPT (they did not run) are loaded; if the last one was, all are sent once more, so
+/// evals before the last must be safe to run twice.
+pub(crate) async fn run_asking(
+    node: &Node,
+    evals: &[Eval<'_>],
+    deadline: Duration,
+) -> Result<Vec<Value>, Error> {
+    let replies = asking_pipeline(node, evals, deadline).await?;
+    let mut loaded: Vec<&str> = Vec::new();
+    for (eval, reply) in evals.iter().zip(&replies) {
+        let hash = eval.script.get_hash();
+        if is_noscript(reply) && !loaded.contains(&hash) {
+            load(node, eval.script, deadline).await?;
+            loaded.push(hash);
+        }
+    }
+    match replies.last() {
+        Some(last) if is_noscript(last) => asking_pipeline(node, evals, deadline).await,
+        _ => Ok(replies),
+    }
 }
 
 async fn asking_pipeline(
     node: &Node,
-    script: &Script,
-    call: &Call1<'_>,
+    evals: &[Eval<'_>],
     deadline: Duration,
-) -> Result<Value, Error> {
+) -> Result<Vec<Value>, Error> {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
-    pipe.cmd("ASKING").ignore();
-    let evalsha = pipe
-        .cmd("EVALSHA")
-        .arg(script.get_hash())
-        .arg(call.keys.len());
-    for key in call.keys {
-        evalsha.arg(key);
+    for eval in evals {
+        pipe.cmd("ASKING").ignore();
+        let evalsha = pipe
+            .cmd("EVALSHA")
+            .arg(eval.script.get_hash())
+            .arg(eval.keys.len());
+        for key in eval.keys {
+            evalsha.arg(key);
+        }
+        evalsha.arg(&eval.args[..]);
     }
-    evalsha.arg(call.args);
-    let mut replies: Vec<Value> = node
+    let replies: Vec<Value> = node
         .run(deadline, move |mut c| async move {
             pipe.query_async::<Vec<Value>>(&mut c).await
         })
         .await?;
-    replies
-        .pop()
-        .ok_or_else(|| Error::UnexpectedReply("no reply after ASKING".to_owned()))
+    if replies.len() != evals.len() {
+        let why = format!(
+            "{} replies to {} calls after ASKING",
+            replies.len(),
+            evals.len()
+        );
+        return Err(Error::UnexpectedReply(why));
+    }
+    Ok(replies)
 }
 
 /// A reply as the client gives one for a single command: an error reply as an error.
@@ -126,14 +157,16 @@ async fn load(node: &Node, script: &Arc<Script>, deadline: Duration) -> Result<(
     .await
 }
 
-/// The calls on one node as EVALSHA pipelines of at most `pace.chunk`, one after another,
-/// errors kept per call. Calls the server answered NOSCRIPT (they did not run) are sent again
-/// once, right after the script is loaded, before the next chunk.
+/// The calls on one node as EVALSHA pipelines of at most `pace.chunk`, one after another
+/// (each call after `ASKING` when `asking`: a slot being imported there), errors kept per
+/// call. Calls the server answered NOSCRIPT (they did not run) are sent again once, right
+/// after the script is loaded, before the next chunk.
 pub(crate) async fn run_chunks(
     node: &Node,
     script: &Arc<Script>,
     calls: &[Call],
     pace: Pace,
+    asking: bool,
 ) -> Vec<Result<Value, Error>> {
     let mut replies = Vec::with_capacity(calls.len());
     let mut failed: Option<String> = None;
@@ -146,14 +179,14 @@ pub(crate) async fn run_chunks(
             }));
             continue;
         }
-        let mut answers = pipeline(node, script, chunk, pace.deadline, false).await;
+        let mut answers = pipeline(node, script, chunk, pace.deadline, asking).await;
         let missing: Vec<usize> = (0..answers.len())
             .filter(|&i| matches!(&answers[i], Ok(reply) if is_noscript(reply)))
             .collect();
         if !missing.is_empty() {
             let again: Vec<Call> = missing.iter().map(|&i| chunk[i].clone()).collect();
             let resent = match load(node, script, pace.deadline).await {
-                Ok(()) => pipeline(node, script, &again, pace.deadline, false).await,
+                Ok(()) => pipeline(node, script, &again, pace.deadline, asking).await,
                 Err(e) => again.iter().map(|_| Err(e.clone())).collect(),
             };
             for (i, answer) in missing.into_iter().zip(resent) {
@@ -170,7 +203,7 @@ pub(crate) async fn run_chunks(
 
 /// One pipeline of `calls` (each after `ASKING` when `asking`), within `deadline`: a reply (or
 /// error reply) per call, or the pipeline's error for every call.
-pub(crate) async fn pipeline(
+async fn pipeline(
     node: &Node,
     script: &Script,
     calls: &[Call],

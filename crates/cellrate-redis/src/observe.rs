@@ -64,7 +64,8 @@ impl RedisLimiter {
     /// `cellrate_peeks_total` (Redis's decisions), `cellrate_cached_denials_total`,
     /// `cellrate_redis_failures_total` (labels `policy`: `fail_open`, `fail_closed` or
     /// `local`, and `outcome`: `allowed` or `denied`), `cellrate_unknown_outcomes_total`,
-    /// `cellrate_usage_errors_total`, and the local fallback's `cellrate_keys`,
+    /// `cellrate_usage_errors_total`, `cellrate_out_of_memory_total` (of the failures, Redis's
+    /// `OOM` refusals), and the local fallback's `cellrate_keys`,
     /// `cellrate_evictions_total` and `cellrate_overflow_denials_total`.
     #[cfg(feature = "metrics")]
     pub fn publish_metrics(&self) {
@@ -144,6 +145,7 @@ impl Name {
             ),
             ("cellrate_unknown_outcomes_total", now.unknown, old.unknown),
             ("cellrate_usage_errors_total", now.errors, old.errors),
+            ("cellrate_out_of_memory_total", now.oom, old.oom),
         ];
         for (series, new, was) in counters {
             counter!(series, "limiter" => l.clone()).increment(up(new, was));

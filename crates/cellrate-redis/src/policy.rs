@@ -5,6 +5,7 @@ use super::error::Error;
 use super::failure_policy::FailurePolicy;
 use super::local::{Ask, Local, LocalAnswer};
 use super::options::RedisOptions;
+use super::source::Source;
 use super::stats::RedisStats;
 use crate::micros::Level;
 use cellrate::{Allowed, Denied};
@@ -24,6 +25,7 @@ pub(crate) struct Counters {
     local_denied: AtomicU64,
     unknown: AtomicU64,
     errors: AtomicU64,
+    oom: AtomicU64,
 }
 
 impl Counters {
@@ -42,6 +44,7 @@ impl Counters {
         stats.local_denied = read(&self.local_denied);
         stats.unknown = read(&self.unknown);
         stats.errors = read(&self.errors);
+        stats.oom = read(&self.oom);
     }
 
     fn bump(counter: &AtomicU64) {
@@ -72,8 +75,9 @@ pub(crate) fn answer(
     options: &RedisOptions,
     local: &Local,
     counters: &Counters,
-) -> Result<Allowed, Denied> {
-    answer_each(error, ask, options, local, counters).decision
+) -> (Result<Allowed, Denied>, Source) {
+    let (answer, source) = answer_each(error, ask, options, local, counters);
+    (answer.decision, source)
 }
 
 /// [`answer`], with each key's own answer when the local fallback decided an all-or-nothing
@@ -84,7 +88,7 @@ pub(crate) fn answer_each(
     options: &RedisOptions,
     local: &Local,
     counters: &Counters,
-) -> LocalAnswer {
+) -> (LocalAnswer, Source) {
     let decision = |decision| LocalAnswer {
         decision,
         each: Vec::new(),
@@ -99,26 +103,30 @@ pub(crate) fn answer_each(
     };
     if error.is_usage() {
         Counters::bump(&counters.errors);
-        return decision(Err(nothing_known.denied(None)));
+        let refused = decision(Err(nothing_known.denied(None)));
+        return (refused, Source::Fault(error.clone()));
     }
     if error.outcome_unknown() {
         Counters::bump(&counters.unknown);
     }
+    if error.reply_code() == Some("OOM") {
+        out_of_memory(error, options, counters);
+    }
+    let policy = || Source::Policy(error.clone());
     if ask.cost() > ask.burst() {
         Counters::bump(&counters.failed_closed);
-        return decision(Err(nothing_known.denied(None)));
+        return (decision(Err(nothing_known.denied(None))), policy());
     }
     let fail_closed = || {
         Counters::bump(&counters.failed_closed);
         let retry = options.failure_retry_after.as_nanos();
-        decision(Err(
-            nothing_known.denied(Some(u64::try_from(retry).unwrap_or(u64::MAX)))
-        ))
+        let retry = u64::try_from(retry).unwrap_or(u64::MAX);
+        (decision(Err(nothing_known.denied(Some(retry)))), policy())
     };
     match options.failure_policy {
         FailurePolicy::FailOpen => {
             Counters::bump(&counters.failed_open);
-            decision(Ok(nothing_known.allowed()))
+            (decision(Ok(nothing_known.allowed())), policy())
         }
         FailurePolicy::FailClosed => fail_closed(),
         FailurePolicy::Local { .. } => match local.check(&ask) {
@@ -127,9 +135,29 @@ pub(crate) fn answer_each(
                     Ok(_) => &counters.local_allowed,
                     Err(_) => &counters.local_denied,
                 });
-                answer
+                (answer, Source::Local(error.clone()))
             }
             None => fail_closed(),
         },
     }
+}
+
+/// Counts an answer Redis refused for want of memory, and logs the first (a warning: it says
+/// what the failure policy does while it lasts), the others at debug level.
+fn out_of_memory(error: &Error, options: &RedisOptions, counters: &Counters) {
+    // Relaxed: see `Counters::fill`; the first to count logs.
+    if counters.oom.fetch_add(1, Ordering::Relaxed) > 0 {
+        tracing::debug!("cellrate-redis: out of memory: {error}");
+        return;
+    }
+    let answer = match options.failure_policy {
+        FailurePolicy::FailOpen => "admits every call that would spend (FailOpen)",
+        FailurePolicy::FailClosed => "refuses every call that would spend (FailClosed)",
+        FailurePolicy::Local { .. } => "decides every call that would spend locally (Local)",
+    };
+    tracing::warn!(
+        "cellrate-redis: Redis refuses writes for want of memory ({error}); while it does, the \
+         failure policy {answer}, and refusals are still Redis's. Raise maxmemory, or give the \
+         limiter an instance of its own (logged once; counted in RedisStats::oom)"
+    );
 }

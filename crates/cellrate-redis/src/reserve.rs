@@ -2,7 +2,7 @@
 
 use super::booking::Booking;
 use super::script::MicroQuota;
-use super::{Error, RedisLimiter};
+use super::{Answer, Error, RedisLimiter};
 use cellrate::Denied;
 use cellrate::Nanos;
 use cellrate::Quota;
@@ -71,6 +71,19 @@ impl RedisLimiter {
             .await
     }
 
+    /// [`RedisLimiter::reserve_key_n_with_quota`], telling who answered: Redis, the local
+    /// fallback or the failure policy, or a [usage error](Error::is_usage) refused as a fault
+    /// (see [`Source`](super::Source)).
+    pub async fn reserve_key_n_answer(
+        &self,
+        key: &str,
+        cost: u32,
+        quota: &Quota,
+    ) -> Answer<Booking> {
+        self.reserve_answer(key, cost, MicroQuota::new(quota), *quota)
+            .await
+    }
+
     async fn reserve(
         &self,
         key: &str,
@@ -78,12 +91,23 @@ impl RedisLimiter {
         micro: Result<MicroQuota, Error>,
         quota: Quota,
     ) -> Result<Booking, Denied> {
+        self.reserve_answer(key, cost, micro, quota).await.decision
+    }
+
+    async fn reserve_answer(
+        &self,
+        key: &str,
+        cost: u32,
+        micro: Result<MicroQuota, Error>,
+        quota: Quota,
+    ) -> Answer<Booking> {
         let spent = micro.as_ref().ok().copied();
-        let (decision, receipt) = self.answer_one(key, cost, micro, quota, true).await;
-        let allowed = decision?;
+        let ((decision, receipt), source) = self.answer_one(key, cost, micro, quota, true).await;
         // Without a quota the script can hold, the answer was a refusal: `spent` is set here.
         let micro = spent.unwrap_or(self.quota);
-        Ok(Booking::new(self, key, micro, cost, receipt, allowed))
+        let decision =
+            decision.map(|allowed| Booking::new(self, key, micro, cost, receipt, allowed));
+        Answer { decision, source }
     }
 
     async fn try_reserve(

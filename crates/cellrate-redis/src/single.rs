@@ -2,7 +2,7 @@
 
 use super::local::Ask;
 use super::script::{self, MicroQuota};
-use super::{Error, RedisLimiter};
+use super::{Answer, Error, RedisLimiter, Source};
 use cellrate::Nanos;
 use cellrate::Quota;
 use cellrate::{Allowed, Denied};
@@ -38,6 +38,16 @@ impl RedisLimiter {
             .await
     }
 
+    /// [`RedisLimiter::check_key_n_with_quota`], telling who answered: Redis, the local
+    /// fallback or the failure policy, or a [usage error](Error::is_usage) refused as a fault
+    /// (see [`Source`]).
+    pub async fn check_key_n_answer(&self, key: &str, cost: u32, quota: &Quota) -> Answer<Allowed> {
+        let ((decision, _), source) = self
+            .answer_one(key, cost, MicroQuota::new(quota), *quota, false)
+            .await;
+        Answer { decision, source }
+    }
+
     async fn check_one(
         &self,
         key: &str,
@@ -45,11 +55,12 @@ impl RedisLimiter {
         micro: Result<MicroQuota, Error>,
         quota: Quota,
     ) -> Result<Allowed, Denied> {
-        self.answer_one(key, cost, micro, quota, false).await.0
+        self.answer_one(key, cost, micro, quota, false).await.0 .0
     }
 
     /// The answer to `cost` tokens of `key` under `quota` on the server's clock, the failure
-    /// policy applied and counted, with the receipt when Redis spent and `receipt` asks for it.
+    /// policy applied and counted, with the receipt when Redis spent and `receipt` asks for
+    /// it; and who answered.
     pub(crate) async fn answer_one(
         &self,
         key: &str,
@@ -57,13 +68,13 @@ impl RedisLimiter {
         micro: Result<MicroQuota, Error>,
         quota: Quota,
         receipt: bool,
-    ) -> script::Decided {
+    ) -> (script::Decided, Source) {
         let outcome = match micro {
             Ok(micro) => {
                 if let Some(denied) = self.cached_refusal(key, cost, &micro) {
                     self.counters.record_cached();
                     self.note_denied(key);
-                    return (Err(denied), None);
+                    return ((Err(denied), None), Source::Redis);
                 }
                 self.spend_one(key, cost, &micro, None, receipt).await
             }
@@ -73,11 +84,11 @@ impl RedisLimiter {
             Ok((decision, receipt)) => (Ok(decision), receipt),
             Err(e) => (Err(e), None),
         };
-        let decision = self.settle(outcome, Ask::One { key, cost, quota });
+        let (decision, source) = self.settle(outcome, Ask::One { key, cost, quota });
         if decision.is_err() {
             self.note_denied(key);
         }
-        (decision, receipt)
+        ((decision, receipt), source)
     }
 
     /// The decision for `cost` tokens of `key` at `now` (nanoseconds since the Unix epoch),

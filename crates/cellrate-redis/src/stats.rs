@@ -30,6 +30,13 @@ pub struct RedisStats {
     /// Requests refused because of a usage error (keys of different slots, a
     /// key of another type, a quota the script cannot hold).
     pub errors: u64,
+    /// Of the failures, those Redis refused for want of memory (`OOM`: `maxmemory` reached
+    /// under `noeviction`), which the failure policy answered.
+    pub oom: u64,
+    /// Servers whose memory settings, as last read (at each connection, and by
+    /// [`RedisLimiter::memory_settings`](super::RedisLimiter::memory_settings)), let Redis
+    /// evict the limiter's keys ([`MemoryRisk::Evicts`](super::MemoryRisk::Evicts)).
+    pub evicting_servers: u64,
     /// Keys held by the local fallback now.
     pub keys: u64,
     /// Keys the local fallback removed by `evict_idle`, their buckets full.

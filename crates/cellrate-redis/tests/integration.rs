@@ -4,6 +4,9 @@
 
 #[path = "redis_support/cluster.rs"]
 mod cluster;
+// The log lines a test captures (the HTTP layer's tests keep the helper).
+#[path = "../../cellrate-http/tests/http_support/logs.rs"]
+mod logs;
 #[cfg(feature = "metrics")]
 #[path = "../../../tests/metrics_support/mod.rs"]
 #[allow(dead_code)] // the core's tests use the rest of it
@@ -31,6 +34,7 @@ mod redis_failures;
 mod redis_faults;
 mod redis_give_back;
 mod redis_keys;
+mod redis_memory;
 mod redis_resharding;
 mod redis_restart;
 mod redis_time;

@@ -47,6 +47,7 @@ fn redis_series(name: &str, v: [u64; 10]) -> BTreeMap<String, u64> {
             0,
         ),
         (format!("cellrate_overflow_denials_total{{{l}}}"), 0),
+        (format!("cellrate_out_of_memory_total{{{l}}}"), 0),
     ])
 }
 

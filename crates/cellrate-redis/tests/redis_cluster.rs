@@ -12,17 +12,10 @@ use redis_support::runtime;
 use std::time::{Duration, Instant};
 
 fn connect(cluster: &RedisCluster, rt: &tokio::runtime::Runtime) -> RedisLimiter {
-    let urls = cluster.urls();
-    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
     let options = RedisOptions::default()
         .deadline(Duration::from_millis(200))
         .probe_interval(Duration::from_millis(50));
-    rt.block_on(RedisLimiter::connect_cluster(
-        &seeds,
-        Quota::per_hour(1).with_burst(100),
-        options,
-    ))
-    .unwrap()
+    cluster.limiter(rt, Quota::per_hour(1).with_burst(100), options)
 }
 
 #[test]
@@ -122,14 +115,10 @@ fn redis_cluster_cross_slot_all_of_is_refused_under_every_policy() {
         return;
     };
     let rt = runtime();
-    let urls = cluster.urls();
-    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
     let q = Quota::per_hour(3);
     for policy in [FailurePolicy::FailOpen, FailurePolicy::Local { servers: 1 }] {
         let options = RedisOptions::default().failure_policy(policy);
-        let limiter = rt
-            .block_on(RedisLimiter::connect_cluster(&seeds, q, options))
-            .unwrap();
+        let limiter = cluster.limiter(&rt, q, options);
         let cross = [("x1", q), ("x2", q)];
         let err = rt
             .block_on(limiter.try_check_all_of_n(&cross, 1))

@@ -170,32 +170,9 @@ fn redis_prefix_hash_tags_batches_and_per_call_quota() {
 
 #[test]
 fn redis_cluster_connection_on_a_one_node_cluster() {
-    let Some(server) = RedisServer::start_with(
-        "redis_cluster_connection",
-        &[
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-        ],
-    ) else {
+    let Some(server) = RedisServer::start_one_node_cluster("redis_cluster_connection") else {
         return;
     };
-    let _: () = server
-        .query(redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(16383))
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !server
-        .query::<String>(redis::cmd("CLUSTER").arg("INFO"))
-        .unwrap()
-        .contains("cluster_state:ok")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "cluster never became ok"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
     let rt = runtime();
     let url = server.url();
     let limiter = rt

@@ -1,11 +1,12 @@
 //! Mistakes of the caller or the deployment are errors under every policy, never admissions:
 //! a key holding something that is not a TAT (another type, or any string the scripts did not
-//! write), a quota the script cannot hold. The messages name the key and the cause.
+//! write), a quota the script cannot hold, a user the ACL denies a command. The messages name
+//! the key and the cause, the answers say they are faults, and the errors what mends them.
 
 use crate::redis_support;
 
 use cellrate::{Nanos, Quota};
-use cellrate_redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
+use cellrate_redis::{Error, FailurePolicy, RedisLimiter, RedisOptions, Source};
 use redis_support::{connected, runtime, RedisServer};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -213,4 +214,83 @@ fn redis_nothing_outside_the_prefix_is_touched_or_shown() {
     assert!(!format!("{err:?}").contains("7f3a9c"), "{err:?}");
     let stored: String = server.query(redis::cmd("GET").arg("session:bob")).unwrap();
     assert_eq!(stored, token);
+}
+
+/// A user the server's ACL denies EVALSHA: every call is refused as a fault, under every
+/// policy, and the answer says who gave it and what mends it. An unreachable server, by
+/// contrast, is the failure policy's to answer.
+#[test]
+fn redis_a_user_without_evalsha_is_a_fault_with_its_remedy() {
+    let Some(mut server) = RedisServer::start("redis_a_user_without_evalsha") else {
+        return;
+    };
+    server.acl_user("limiter", &["~*", "+@all", "-evalsha"]);
+    let url = server.url_as("limiter");
+    let rt = runtime();
+    let quota = Quota::per_second(10);
+    let options = |policy| {
+        RedisOptions::default()
+            .failure_policy(policy)
+            .deadline(Duration::from_millis(200))
+            .connection_timeout(Duration::from_millis(200))
+    };
+    let mut limiters = Vec::new();
+    for policy in [
+        FailurePolicy::FailOpen,
+        FailurePolicy::FailClosed,
+        FailurePolicy::Local { servers: 1 },
+    ] {
+        let limiter = rt
+            .block_on(RedisLimiter::connect_with(&url, quota, options(policy)))
+            .unwrap();
+        let err = rt.block_on(limiter.try_check_key_n("k", 1)).unwrap_err();
+        assert!(err.is_usage(), "{err:?}");
+        assert!(err.remedy().unwrap().contains("ACL SETUSER"), "{err:?}");
+        let answer = rt.block_on(limiter.check_key_n_answer("k", 1, &quota));
+        assert!(answer.decision.is_err(), "{policy:?}");
+        assert!(
+            matches!(answer.source, Source::Fault(_)),
+            "{:?}",
+            answer.source
+        );
+        assert!(!answer.source.from_bucket());
+        let booked = rt.block_on(limiter.reserve_key_n_answer("k", 1, &quota));
+        assert!(
+            matches!(booked.source, Source::Fault(_)),
+            "{:?}",
+            booked.source
+        );
+        let limits = [("{u}:a", quota), ("{u}:b", quota)];
+        let joint = rt
+            .block_on(limiter.reserve_all_of_n(&limits, 1))
+            .unwrap_err();
+        assert!(matches!(joint.source(), Source::Fault(_)), "{joint:?}");
+        let stats = limiter.stats();
+        assert_eq!(
+            (stats.errors, stats.allowed),
+            (3, 0),
+            "{policy:?}: {stats:?}"
+        );
+        limiters.push(limiter);
+    }
+    // With the command granted, Redis decides; with the server gone, each policy answers.
+    server.acl_user("limiter", &["+evalsha"]);
+    let answer = rt.block_on(limiters[0].check_key_n_answer("k", 1, &quota));
+    assert!(
+        matches!(answer.source, Source::Redis),
+        "{:?}",
+        answer.source
+    );
+    assert!(answer.decision.is_ok() && answer.source.from_bucket());
+    server.kill();
+    let sources: Vec<Source> = limiters
+        .iter()
+        .map(|l| rt.block_on(l.check_key_n_answer("k", 1, &quota)).source)
+        .collect();
+    assert!(matches!(sources[0], Source::Policy(_)), "{sources:?}");
+    assert!(matches!(sources[1], Source::Policy(_)), "{sources:?}");
+    assert!(matches!(sources[2], Source::Local(_)), "{sources:?}");
+    assert!(sources
+        .iter()
+        .all(|s| s.error().is_some_and(|e| e.remedy().is_none())));
 }

@@ -2,6 +2,8 @@
 //! tests.
 #![allow(dead_code)] // each test file uses a different part of it
 
+pub mod logs;
+
 use axum::Router;
 use bytes::Bytes;
 use http::{HeaderMap, Request, StatusCode};

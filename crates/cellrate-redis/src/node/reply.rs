@@ -1,6 +1,7 @@
 //! What a reply says of the connection it came on: whether the server can take writes.
 
 use crate::error::Error;
+use crate::memory::Read;
 use redis::Value;
 
 /// Whether a reply says the server cannot take writes (and so the connection must go).
@@ -12,6 +13,7 @@ pub(crate) trait Reply {
 
 impl Reply for () {}
 impl Reply for String {}
+impl Reply for Read {}
 
 impl Reply for Value {
     fn not_primary(&self) -> bool {

@@ -81,6 +81,19 @@ impl RedisCluster {
         self.nodes.iter().map(RedisServer::url).collect()
     }
 
+    /// A limiter connected to the Cluster through every node, on `rt`.
+    pub fn limiter(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        quota: cellrate::Quota,
+        options: cellrate_redis::RedisOptions,
+    ) -> cellrate_redis::RedisLimiter {
+        let urls = self.urls();
+        let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let connect = cellrate_redis::RedisLimiter::connect_cluster(&seeds, quota, options);
+        rt.block_on(connect).expect("connect to the test's Cluster")
+    }
+
     /// The node that serves `key` (a full Redis key).
     pub fn node_of(&self, key: &str) -> usize {
         let slot: i64 = self.nodes[0]

@@ -294,3 +294,42 @@ impl RedisServer {
         self.extra.get(i + 1).map(String::as_str)
     }
 }
+
+impl RedisServer {
+    /// A server that is a Cluster of one node serving every slot, or `None` (with a skip
+    /// notice) if no `redis-server` is installed.
+    pub fn start_one_node_cluster(test: &str) -> Option<RedisServer> {
+        let cluster = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ];
+        let server = RedisServer::start_with(test, &cluster)?;
+        let _: () = server
+            .query(redis::cmd("CLUSTER").arg("ADDSLOTSRANGE").arg(0).arg(16383))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !server
+            .query::<String>(redis::cmd("CLUSTER").arg("INFO"))
+            .is_ok_and(|info| info.contains("cluster_state:ok"))
+        {
+            assert!(Instant::now() < deadline, "cluster never became ok");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(server)
+    }
+
+    /// Creates the ACL user `name` with password `pw`, or changes it: `ACL SETUSER name on >pw`
+    /// and `rules` (such as `~*`, `+@all`, `-evalsha`).
+    pub fn acl_user(&self, name: &str, rules: &[&str]) {
+        let mut cmd = redis::cmd("ACL");
+        cmd.arg("SETUSER").arg(name).arg("on").arg(">pw").arg(rules);
+        let _: () = self.query(&mut cmd).unwrap();
+    }
+
+    /// `redis://name:pw@127.0.0.1:PORT`: the server as the ACL user `name`.
+    pub fn url_as(&self, name: &str) -> String {
+        format!("redis://{name}:pw@127.0.0.1:{}", self.port)
+    }
+}
