@@ -237,7 +237,11 @@ impl RedisLimiter {
             .iter()
             .map(|(_, q)| MicroQuota::new(q))
             .collect::<Result<Vec<_>, _>>()?;
-        let keys: Vec<String> = limits.iter().map(|(k, _)| self.redis_key(k)).collect();
+        let keys: Vec<String> = limits
+            .iter()
+            .zip(&quotas)
+            .map(|((k, _), q)| self.bucket_name(k, q))
+            .collect();
         // [interval, burst, cost, now, start empty, keep, fraction]: from the third on, then
         // each quota.
         let common = self.args(&quotas[0], cost, time);

@@ -154,13 +154,13 @@ impl Booking {
         let limiter = &self.limiter;
         let time = now.map(script::micros_since_epoch).transpose()?;
         if let Some(cache) = &limiter.deny {
-            cache.forget(&self.key);
+            cache.forget(&limiter.cache_name(&self.key, &self.quota));
         }
         let mut args = limiter.args(&self.quota, n, time).to_vec();
         // Exact: a receipt's figures are the script's own, below 2^53.
         args.extend([receipt.after as i64, receipt.g0 as i64, i64::from(charge)]);
         let (reply, redis_key) = limiter
-            .invoke_key(&limiter.settle, &self.key, &args)
+            .invoke_key(&limiter.settle, &self.key, &self.quota, &args)
             .await?;
         script::decode_settle(&reply, &redis_key).map(|_| ())
     }

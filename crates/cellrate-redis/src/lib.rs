@@ -156,6 +156,7 @@ use node_script::Pace;
 use policy::Counters;
 use redis::Script;
 use script::MicroQuota;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// A rate limiter whose buckets live in Redis, one per key, shared by every process that
@@ -301,9 +302,36 @@ impl RedisLimiter {
     /// keys sharing a tag still share a slot. A short key spelled as such a name (`#` and 32
     /// hex digits, after nothing or a `{tag}`) is digested too, so no two keys share a name
     /// unless 128 bits of their SHA-256 do.
-    /// A key is used as given: put text a client chose through [`key_part`] first.
+    /// A key is used as given: put text a client chose through [`key_part`] first. The bucket
+    /// of a key under a quota other than the limiter's own (a `*_with_quota` call) is this name
+    /// followed by `%q`, the quota's emission interval in microseconds, `x`, its burst and `%`
+    /// (a key ending so names that bucket: keep `%` out of keys, as `key_part` does).
     pub fn redis_key(&self, key: &str) -> String {
         key_name::full_key(&self.options.key_prefix, key)
+    }
+
+    /// The Redis key of `key`'s bucket under `quota`: [`redis_key`](Self::redis_key) under the
+    /// limiter's own quota; under another (a `*_with_quota` call), the same name followed by
+    /// `%q`, the quota's emission interval in microseconds, `x`, its burst and `%`. A quota is
+    /// part of a bucket's identity, as in the core: a key used under two quotas has two
+    /// buckets, each decided, booked and given back under its quota alone. The suffix keeps the
+    /// name's hash tag, and so its Cluster slot when the key has one.
+    pub(crate) fn bucket_name(&self, key: &str, quota: &MicroQuota) -> String {
+        let mut name = self.redis_key(key);
+        if *quota != self.quota {
+            name.push_str(&quota_suffix(quota));
+        }
+        name
+    }
+
+    /// What the deny cache knows `key`'s bucket under `quota` by: the key itself under the
+    /// limiter's own quota, the key with the quota's suffix under another.
+    pub(crate) fn cache_name<'k>(&self, key: &'k str, quota: &MicroQuota) -> Cow<'k, str> {
+        if *quota == self.quota {
+            Cow::Borrowed(key)
+        } else {
+            Cow::Owned(format!("{key}{}", quota_suffix(quota)))
+        }
     }
 
     /// The SHA1 of the decision script, as EVALSHA names it (for example to drive the same
@@ -352,4 +380,10 @@ impl core::fmt::Debug for RedisLimiter {
             .field("stats", &self.stats())
             .finish()
     }
+}
+
+/// The suffix of a bucket's name under a quota other than the limiter's own (see
+/// [`RedisLimiter::bucket_name`]).
+fn quota_suffix(quota: &MicroQuota) -> String {
+    format!("%q{}x{}%", quota.interval_us, quota.burst)
 }

@@ -16,8 +16,8 @@ impl RedisLimiter {
         self.reserve(key, cost, Ok(quota), quota.effective()).await
     }
 
-    /// [`RedisLimiter::reserve_key_n`] under another quota for this call only; the booking
-    /// gives back under that quota.
+    /// [`RedisLimiter::reserve_key_n`] on the key's bucket under another quota (see
+    /// [`RedisLimiter::check_key_n_with_quota`]); the booking gives back to that bucket.
     pub async fn reserve_key_n_with_quota(
         &self,
         key: &str,

@@ -26,8 +26,11 @@ impl RedisLimiter {
             .await
     }
 
-    /// [`RedisLimiter::check_key_n`] under another quota for this call only (for example a
-    /// per-plan limit); the bucket is the same key.
+    /// [`RedisLimiter::check_key_n`] on the key's bucket under another quota (for example a
+    /// per-plan limit). A quota is part of a bucket's identity: the key has one bucket under
+    /// each quota it is used with (its Redis name carries the quota, see
+    /// [`RedisLimiter::redis_key`]), each decided under that quota alone; a key that moves to
+    /// another plan starts there as a new key does.
     pub async fn check_key_n_with_quota(
         &self,
         key: &str,
@@ -150,7 +153,9 @@ impl RedisLimiter {
         cost: u32,
         quota: &MicroQuota,
     ) -> Option<Denied> {
-        self.deny.as_ref()?.refuse(key, cost, quota)
+        self.deny
+            .as_ref()?
+            .refuse(&self.cache_name(key, quota), cost, quota)
     }
 
     /// Remembers a refusal by Redis on the server's clock in the deny cache.
@@ -161,7 +166,7 @@ impl RedisLimiter {
         quota: &MicroQuota,
     ) {
         if let (Some(cache), Err(denied)) = (&self.deny, decision) {
-            cache.remember(key, denied, quota);
+            cache.remember(&self.cache_name(key, quota), denied, quota);
         }
     }
 
@@ -187,7 +192,7 @@ impl RedisLimiter {
         let time = now.map(script::micros_since_epoch).transpose()?;
         let mut args = self.args(quota, cost, time).to_vec();
         args.push(i64::from(receipt));
-        let (reply, redis_key) = self.invoke_key(&self.decide, key, &args).await?;
+        let (reply, redis_key) = self.invoke_key(&self.decide, key, quota, &args).await?;
         let decided = script::decode_decision(&reply, quota, &redis_key)?;
         if now.is_none() {
             self.remember(key, &decided.0, quota);
@@ -195,15 +200,16 @@ impl RedisLimiter {
         Ok(decided)
     }
 
-    /// Runs `script` on the Redis key of `key` with `args` within the deadline: the reply and
-    /// the Redis key.
+    /// Runs `script` on the Redis key of `key`'s bucket under `quota` with `args` within the
+    /// deadline: the reply and the Redis key.
     pub(crate) async fn invoke_key(
         &self,
         script: &Arc<Script>,
         key: &str,
+        quota: &MicroQuota,
         args: &[i64],
     ) -> Result<(Value, String), Error> {
-        let redis_key = self.redis_key(key);
+        let redis_key = self.bucket_name(key, quota);
         let keys = std::slice::from_ref(&redis_key);
         let reply = self
             .conn

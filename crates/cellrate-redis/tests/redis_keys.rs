@@ -154,18 +154,25 @@ fn redis_prefix_hash_tags_batches_and_per_call_quota() {
     assert!(answers[0].is_err());
     assert_eq!(answers[1].as_ref().unwrap().unwrap().remaining(), 4);
 
-    // A per-call quota: the same bucket judged under a bigger burst at the same rate.
+    // A per-call quota names another bucket: the key's under a bigger burst starts full, and
+    // its own bucket, spent by the batch, is left as it was.
     let bigger = Quota::per_hour(5).with_burst(10);
     let ok = rt
         .block_on(limiter.try_check_key_n_with_quota_at("{user1}:write", 5, &bigger, t))
         .unwrap()
         .unwrap();
-    assert_eq!(ok.remaining(), 0);
+    assert_eq!(ok.remaining(), 5);
+    assert!(get(&server, "api:{user1}:write%q720000000x10%").is_some());
     let denied = rt
         .block_on(limiter.try_check_key_n_at("{user1}:write", 1, t))
         .unwrap()
         .unwrap_err();
-    assert_eq!(denied.retry_after(), Some(Duration::from_secs(720 * 6)));
+    assert_eq!(denied.retry_after(), Some(Duration::from_secs(720)));
+    let again = rt
+        .block_on(limiter.try_check_key_n_with_quota_at("{user1}:write", 6, &bigger, t))
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(again.retry_after(), Some(Duration::from_secs(720)));
 }
 
 #[test]

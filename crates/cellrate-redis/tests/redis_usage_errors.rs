@@ -82,8 +82,10 @@ fn redis_corrupt_values_are_errors_under_every_policy() {
             assert!(answer.unwrap_err().retry_after().is_none(), "{policy:?}");
             let batch = rt.block_on(limiter.check_many(&[(&key, 1), ("fine", 1)]));
             assert!(batch[0].is_err() && batch[1].is_ok(), "{policy:?}");
+            // The corrupt key under the limiter's own quota: under another it names another
+            // bucket.
             let limits = [
-                (key.as_str(), Quota::per_second(1)),
+                (key.as_str(), limiter.quota()),
                 ("fine", Quota::per_second(9)),
             ];
             assert!(rt.block_on(limiter.check_all_of_n(&limits, 1)).is_err());
@@ -133,7 +135,11 @@ fn redis_a_key_of_another_type_is_an_error() {
     );
     assert!(err.is_usage());
     assert!(err.to_string().contains("cellrate:list"), "{err}");
-    let limits = [("ok", Quota::per_second(5)), ("list", Quota::per_second(5))];
+    // "list" under the limiter's own quota: under another it names another bucket.
+    let limits = [
+        ("ok", Quota::per_second(5)),
+        ("list", Quota::per_second(10)),
+    ];
     let err = rt
         .block_on(limiter.try_check_all_of_n(&limits, 1))
         .unwrap_err();
