@@ -1,0 +1,1 @@
+//! The server's tests, modules of one binary.
