@@ -23,7 +23,12 @@ pub struct Settings {
     pub validate: Option<PathBuf>,
 
     /// The reference server's runtime root (used when --config is not given).
-    #[arg(long, env = "RUNTIME_ROOT", default_value = "/srv/runtime_data/current", hide = true)]
+    #[arg(
+        long,
+        env = "RUNTIME_ROOT",
+        default_value = "/srv/runtime_data/current",
+        hide = true
+    )]
     pub runtime_root: PathBuf,
 
     /// The reference server's runtime subdirectory (used when --config is not given).
@@ -98,11 +103,6 @@ pub struct Settings {
     #[arg(long, default_value_t = 100)]
     pub detailed_metric_limit: usize,
 
-    /// Honour `is_negative_hits` descriptors (tokens given back). Off: such a request is
-    /// answered INVALID_ARGUMENT.
-    #[arg(long, env = "NEGATIVE_HITS", default_value_t = false)]
-    pub negative_hits: bool,
-
     /// Response headers: `off`, `ietf` (`RateLimit` and `RateLimit-Policy`), or `draft`
     /// (envoyproxy/ratelimit's `RateLimit-Limit`, `-Remaining`, `-Reset`).
     #[arg(long, value_enum, default_value_t = Headers::Off)]
@@ -134,6 +134,11 @@ pub struct Settings {
     /// How long a Redis decision may take before the failure policy answers, in milliseconds.
     #[arg(long, default_value_t = 50)]
     pub redis_deadline_ms: u64,
+
+    /// How long the config directory must be quiet after a change before it is reloaded, in
+    /// milliseconds (one reload for a burst of writes).
+    #[arg(long, default_value_t = 100)]
+    pub reload_debounce_ms: u64,
 
     /// How long to wait for calls in flight after SIGTERM or SIGINT, in seconds.
     #[arg(long, default_value_t = 10)]

@@ -32,7 +32,11 @@ impl Builder<'_> {
     /// The top level of the file's domain, or `None` (and an error) for an empty domain.
     pub fn domain(&mut self, file: &FileYaml) -> Option<(Arc<str>, Level)> {
         if file.domain.value.is_empty() {
-            self.error(&file.domain, "domain", "config file cannot have empty domain");
+            self.error(
+                &file.domain,
+                "domain",
+                "config file cannot have empty domain",
+            );
             return None;
         }
         let domain: Arc<str> = Arc::from(file.domain.value.as_str());

@@ -34,6 +34,17 @@ pub struct Config {
 impl Config {
     /// Reads and checks every config file of `dir`.
     pub fn load_dir(dir: &Path) -> Result<Config, ConfigErrors> {
+        let files = Config::read_dir(dir)?;
+        let named: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.as_str()))
+            .collect();
+        Config::from_files(&named)
+    }
+
+    /// The config files of `dir` as `(name, text)`, sorted by name: what
+    /// [`load_dir`](Self::load_dir) checks.
+    pub fn read_dir(dir: &Path) -> Result<Vec<(String, String)>, ConfigErrors> {
         let whole = |message: String| {
             ConfigErrors(vec![ConfigError {
                 file: dir.display().to_string(),
@@ -86,17 +97,10 @@ impl Config {
                 Err(e) => errors.push(error(format!("cannot read: {e}"))),
             }
         }
-        let named: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(n, t)| (n.as_str(), t.as_str()))
-            .collect();
-        match Config::from_files(&named) {
-            Ok(config) if errors.is_empty() => Ok(config),
-            Ok(_) => Err(ConfigErrors(errors)),
-            Err(ConfigErrors(more)) => {
-                errors.extend(more);
-                Err(ConfigErrors(errors))
-            }
+        if errors.is_empty() {
+            Ok(files)
+        } else {
+            Err(ConfigErrors(errors))
         }
     }
 
@@ -128,7 +132,9 @@ impl Config {
                     line: parsed.domain.referenced.line(),
                     column: parsed.domain.referenced.column(),
                     key: "domain".to_owned(),
-                    message: format!("duplicate domain '{domain}' in config file (also in {first})"),
+                    message: format!(
+                        "duplicate domain '{domain}' in config file (also in {first})"
+                    ),
                 });
                 continue;
             }
@@ -155,9 +161,7 @@ impl Config {
 
 /// A YAML error at its position, without the library's rendering of the source around it.
 fn parse_error(file: &str, e: &serde_saphyr::Error) -> ConfigError {
-    let (line, column) = e
-        .location()
-        .map_or((0, 0), |at| (at.line(), at.column()));
+    let (line, column) = e.location().map_or((0, 0), |at| (at.line(), at.column()));
     let message = e.without_snippet().to_string();
     // The position is given once, in front.
     let suffix = format!(" at line {line}, column {column}");
