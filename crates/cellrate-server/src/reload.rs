@@ -54,7 +54,8 @@ async fn reload_loop(
     mut stop: watch::Receiver<bool>,
     debounce: Duration,
 ) {
-    let mut in_force = Config::read_dir(&dir).ok();
+    // A change made between the config's first reading and the watch is seen here.
+    reload(&server, &dir);
     loop {
         tokio::select! {
             event = events.recv() => if event.is_none() { return },
@@ -62,12 +63,12 @@ async fn reload_loop(
         }
         // Quiet for `debounce`: the burst is over.
         while let Ok(Some(())) = tokio::time::timeout(debounce, events.recv()).await {}
-        reload(&server, &dir, &mut in_force);
+        reload(&server, &dir);
     }
 }
 
 /// Reads the directory and applies it if it changed; logs and counts a failure.
-fn reload(server: &Server, dir: &Path, in_force: &mut Option<Vec<(String, String)>>) {
+fn reload(server: &Server, dir: &Path) {
     let files = match Config::read_dir(dir) {
         Ok(files) => files,
         Err(errors) => {
@@ -76,7 +77,7 @@ fn reload(server: &Server, dir: &Path, in_force: &mut Option<Vec<(String, String
             return;
         }
     };
-    if in_force.as_ref() == Some(&files) {
+    if server.active().config.sources == files {
         return;
     }
     let named: Vec<(&str, &str)> = files
@@ -87,7 +88,6 @@ fn reload(server: &Server, dir: &Path, in_force: &mut Option<Vec<(String, String
         Ok(config) => {
             let rules = config.rules().len();
             server.apply(config);
-            *in_force = Some(files);
             tracing::info!(rules, "config reloaded");
         }
         Err(errors) => {

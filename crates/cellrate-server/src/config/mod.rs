@@ -29,6 +29,8 @@ pub const MAX_FILE_BYTES: u64 = 16 << 20;
 pub struct Config {
     pub(crate) domains: HashMap<Arc<str>, Level>,
     pub(crate) rules: Vec<Rule>,
+    /// The files it was read from, `(name, text)`: a reload that reads the same is no change.
+    pub(crate) sources: Vec<(String, String)>,
 }
 
 impl Config {
@@ -107,7 +109,13 @@ impl Config {
     /// Checks config files given as `(name, text)`: what [`load_dir`](Self::load_dir) does
     /// once it has read them.
     pub fn from_files(files: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
-        let mut config = Config::default();
+        let mut config = Config {
+            sources: files
+                .iter()
+                .map(|&(n, t)| (n.to_owned(), t.to_owned()))
+                .collect(),
+            ..Config::default()
+        };
         let mut errors = Vec::new();
         let mut seen: HashMap<Arc<str>, &str> = HashMap::new();
         for &(name, text) in files {
