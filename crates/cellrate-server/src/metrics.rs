@@ -26,11 +26,14 @@ const OUTCOMES: [&str; 3] = ["ok", "over_limit", "shadow_over_limit"];
 
 // Relaxed throughout: each counter is read alone, for a scrape; no count orders other memory.
 
+/// Counts by descriptor value (`detailed_metric`), by outcome.
+type Detailed = Mutex<HashMap<String, [u64; 3]>>;
+
 /// A rule's decisions, by outcome.
 pub(crate) struct RuleStats {
     counts: [AtomicU64; 3],
     /// `detailed_metric`: counts per descriptor value, at most `limit` values.
-    detailed: Option<(usize, Mutex<HashMap<String, [u64; 3]>>)>,
+    detailed: Option<(usize, Detailed)>,
 }
 
 impl RuleStats {

@@ -92,10 +92,7 @@ fn local<'a>(spend: &Spend<'a>) -> &'a Table {
 /// cost with the arithmetic of a check (docs/design.md, section 1).
 pub(crate) fn alone(spend: &Spend<'_>) -> Result<Allowed, Denied> {
     let quota = spend.buckets.quota;
-    let level = match local(spend).key(spend.key).check_n(0) {
-        Ok(level) => level,
-        Err(denied) => return Err(denied),
-    };
+    let level = local(spend).key(spend.key).check_n(0)?;
     judge(&quota, level.reset_after(), spend.cost)
 }
 

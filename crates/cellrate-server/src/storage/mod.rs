@@ -17,7 +17,7 @@ pub(crate) struct Buckets {
 }
 
 enum Place {
-    Local(Table),
+    Local(Box<Table>),
     Redis { prefix: String },
 }
 
@@ -57,7 +57,12 @@ impl Store {
                 clock,
                 max_keys,
                 overflow,
-            } => Place::Local(embedded::table(quota, *max_keys, *overflow, clock.clone())),
+            } => Place::Local(Box::new(embedded::table(
+                quota,
+                *max_keys,
+                *overflow,
+                clock.clone(),
+            ))),
             Store::Redis(redis) => Place::Redis {
                 prefix: redis.prefix(id, &quota),
             },
