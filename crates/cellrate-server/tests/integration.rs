@@ -7,5 +7,6 @@ mod bad_input;
 mod config_files;
 mod decisions;
 mod python;
+mod redis;
 mod reload;
 mod support;

@@ -1,0 +1,114 @@
+//! Buckets in Redis (`--redis`): two servers sharing one real redis-server admit one limit
+//! between them, and a request whose descriptors cost differently is still all or nothing.
+//! Skipped with a notice where `redis-server` is not installed.
+
+use crate::support::{descriptor, request, Running};
+use envoy_types::pb::google::protobuf::UInt64Value;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Redis(Child, u16);
+
+impl Redis {
+    fn start() -> Option<Redis> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .ok()?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Redis(child, port))
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+const SHARED: &str = "domain: shared\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 60, burst: 5, name: per-user}\n  - key: org\n    rate_limit: {unit: hour, requests_per_unit: 60, burst: 5, name: per-org}\n";
+
+#[tokio::test]
+async fn two_servers_share_one_limit_through_redis() {
+    let Some(redis) = Redis::start() else {
+        eprintln!("skipped: redis-server not found");
+        return;
+    };
+    let url = format!("redis://127.0.0.1:{}", redis.1);
+    let with_redis = |s: &mut cellrate_server::Settings| {
+        s.redis = Some(url.clone());
+        s.redis_deadline_ms = 2_000;
+    };
+    let mut a = Running::start(&[("shared.yaml", SHARED)], with_redis).await;
+    let mut b = Running::start(&[("shared.yaml", SHARED)], with_redis).await;
+    let call = || request("shared", vec![descriptor(&[("user", "u1")])], 0);
+    let mut admitted = 0;
+    for i in 0..12 {
+        let s = if i % 2 == 0 { &mut a } else { &mut b };
+        let answer = s.call(call()).await.unwrap();
+        if answer.overall_code == 1 {
+            admitted += 1;
+            assert_eq!(answer.statuses[0].limit_remaining, 5 - admitted);
+        }
+    }
+    assert_eq!(admitted, 5, "one burst between both servers");
+
+    // Costs that differ: the org's 4 fit, the user's 6 do not (burst 5): nothing is spent.
+    let mut user = descriptor(&[("user", "u2")]);
+    user.hits_addend = Some(UInt64Value { value: 3 });
+    let mut org = descriptor(&[("org", "o2")]);
+    org.hits_addend = Some(UInt64Value { value: 4 });
+    let answer = a
+        .call(request("shared", vec![user.clone(), org.clone()], 0))
+        .await
+        .unwrap();
+    assert_eq!(answer.overall_code, 1);
+    assert_eq!(
+        [
+            answer.statuses[0].limit_remaining,
+            answer.statuses[1].limit_remaining
+        ],
+        [2, 1]
+    );
+    let answer = b.call(request("shared", vec![user, org], 0)).await.unwrap();
+    assert_eq!(answer.overall_code, 2);
+    assert_eq!([answer.statuses[0].code, answer.statuses[1].code], [2, 2]);
+    let mut org = descriptor(&[("org", "o2")]);
+    org.hits_addend = Some(UInt64Value { value: 1 });
+    let mut user = descriptor(&[("user", "u2")]);
+    user.hits_addend = Some(UInt64Value { value: 3 });
+    let answer = b.call(request("shared", vec![org, user], 0)).await.unwrap();
+    assert_eq!(answer.overall_code, 2, "the user's bucket holds 2");
+    assert_eq!([answer.statuses[0].code, answer.statuses[1].code], [1, 2]);
+    let answer = a
+        .call(request("shared", vec![descriptor(&[("org", "o2")])], 0))
+        .await
+        .unwrap();
+    assert_eq!(
+        (answer.overall_code, answer.statuses[0].limit_remaining),
+        (1, 0),
+        "the refused request gave the org's token back"
+    );
+    a.stop().await;
+    b.stop().await;
+}
