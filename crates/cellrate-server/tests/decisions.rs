@@ -415,3 +415,40 @@ async fn grpc_health() {
     assert_eq!(s.get("/readyz").await.0, 200);
     s.stop().await;
 }
+
+/// `detailed_metric` labels a rule's counts by the descriptor's values, for at most
+/// `--detailed-metric-limit` of them; the rest are `_other`. Other rules never carry a value.
+#[tokio::test]
+async fn detailed_metrics_are_bounded() {
+    let yaml = "domain: d\ndescriptors:\n  - key: ip\n    detailed_metric: true\n    rate_limit: {unit: second, requests_per_unit: 9, name: per-ip}\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 9}\n";
+    let mut s = Running::start(&[("d.yaml", yaml)], |settings| {
+        settings.detailed_metric_limit = 2
+    })
+    .await;
+    for value in ["a", "b", "c", "d", "a"] {
+        s.call(request(
+            "d",
+            vec![descriptor(&[("ip", value)]), descriptor(&[("user", value)])],
+            0,
+        ))
+        .await
+        .unwrap();
+    }
+    let (status, text) = s.get("/metrics").await;
+    assert_eq!(status, 200);
+    let series = |v: &str| {
+        format!("cellrate_rls_decisions_total{{domain=\"d\",rule=\"per-ip\",value=\"{v}\",outcome=\"ok\"}}")
+    };
+    assert_eq!(
+        crate::support::metric(&text, &series("ip_a")),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(crate::support::metric(&text, &series("ip_b")), Some(1.0));
+    assert_eq!(crate::support::metric(&text, &series("_other")), Some(2.0));
+    assert_eq!(crate::support::metric(&text, &series("ip_c")), None);
+    let user = "cellrate_rls_decisions_total{domain=\"d\",rule=\"d.user\",outcome=\"ok\"}";
+    assert_eq!(crate::support::metric(&text, user), Some(5.0));
+    assert!(!text.contains("user_a"), "{text}");
+    s.stop().await;
+}

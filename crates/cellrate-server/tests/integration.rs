@@ -10,3 +10,4 @@ mod python;
 mod redis;
 mod reload;
 mod support;
+mod transport;
