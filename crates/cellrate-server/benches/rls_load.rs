@@ -124,6 +124,8 @@ struct Round {
     p99_us: f64,
     server_cpu: f64,
     load_cpu: f64,
+    /// The server's CPU time per call, in µs: what a busy machine changes least.
+    server_us_per_call: f64,
 }
 
 fn parent() {
@@ -192,7 +194,8 @@ async fn round(role: &str, dir: &std::path::Path, length: Duration) -> Round {
     let started = Instant::now();
     let calls = closed_loop(&clients, &requests, length).await;
     let took = started.elapsed().as_secs_f64();
-    let server_cpu = (cpu_seconds(child.id()) - server_before) / took;
+    let server_seconds = cpu_seconds(child.id()) - server_before;
+    let server_cpu = server_seconds / took;
     let load_cpu = (cpu_seconds(std::process::id()) - load_before) / took;
     let rate = calls as f64 / took;
     let (p50_us, p99_us) = open_loop(&clients, &requests, rate / 2.0, length).await;
@@ -203,6 +206,7 @@ async fn round(role: &str, dir: &std::path::Path, length: Duration) -> Round {
         p99_us,
         server_cpu,
         load_cpu,
+        server_us_per_call: server_seconds * 1e6 / calls.max(1) as f64,
     }
 }
 
@@ -312,25 +316,28 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn report(results: &[(&str, Vec<Round>)], quick: bool) {
     let figure = |rows: &Vec<Round>, f: fn(&Round) -> f64| median(rows.iter().map(f).collect());
     let mut lines = vec![
-        "| subject | decisions/s (saturating) | p50 at half rate | p99 at half rate | server CPU | load generator CPU |".to_owned(),
-        "|---|---|---|---|---|---|".to_owned(),
+        "| subject | decisions/s (saturating) | p50 at half rate | p99 at half rate | server CPU | load generator CPU | server CPU µs per call |".to_owned(),
+        "|---|---|---|---|---|---|---|".to_owned(),
     ];
     for (subject, rows) in results {
         lines.push(format!(
-            "| {subject} | {:.0} | {:.0} µs | {:.0} µs | {:.0}% | {:.0}% |",
+            "| {subject} | {:.0} | {:.0} µs | {:.0} µs | {:.0}% | {:.0}% | {:.1} |",
             figure(rows, |r| r.rate),
             figure(rows, |r| r.p50_us),
             figure(rows, |r| r.p99_us),
             100.0 * figure(rows, |r| r.server_cpu),
             100.0 * figure(rows, |r| r.load_cpu),
+            figure(rows, |r| r.server_us_per_call),
         ));
     }
     let ratio = figure(&results[1].1, |r| r.rate) / figure(&results[0].1, |r| r.rate);
     let p99 = figure(&results[1].1, |r| r.p99_us);
+    let cost = figure(&results[1].1, |r| r.server_us_per_call)
+        / figure(&results[0].1, |r| r.server_us_per_call);
     let verdict = |met: bool| if met { "met" } else { "**missed**" };
     lines.push(String::new());
     lines.push(format!(
-        "cellrate-server's rate is {ratio:.2}x the floor's (target >= 0.85: {}); its p99 at half its saturating rate is {:.2} ms (target < 1 ms: {}). Medians of {} rounds{}.",
+        "cellrate-server's rate is {ratio:.2}x the floor's (target >= 0.85: {}), at {cost:.2}x its CPU time per call; its p99 at half its saturating rate is {:.2} ms (target < 1 ms: {}). Medians of {} rounds{}.",
         verdict(ratio >= 0.85),
         p99 / 1000.0,
         verdict(p99 < 1000.0),

@@ -205,8 +205,9 @@ pub enum LogFormat {
 }
 
 impl Settings {
-    /// The settings of `cellrate-server --config DIR` with every other flag at its default (and
-    /// the environment ignored): for servers embedded in tests and programs.
+    /// The settings of `cellrate-server --config DIR` with every other flag at its default (or
+    /// at its environment variable's value, where it has one and it is set): for servers
+    /// embedded in tests and programs.
     pub fn for_dir(dir: impl Into<PathBuf>) -> Settings {
         let mut settings = Settings::parse_from(["cellrate-server"]);
         settings.config = Some(dir.into());
