@@ -176,9 +176,20 @@ pub(crate) fn render(
     );
     rules(&mut out, active);
     if let Some(stats) = redis {
-        out.push_str("# HELP cellrate_rls_storage_errors_total Redis calls that gave no decision (the failure policy answered).\n");
+        out.push_str("# HELP cellrate_rls_storage_errors_total Redis calls that gave no decision, by who answered instead (the failure policy, or a refusal for a usage error).\n");
         out.push_str("# TYPE cellrate_rls_storage_errors_total counter\n");
-        let _ = writeln!(out, "cellrate_rls_storage_errors_total {}", stats.errors);
+        let answers = [
+            ("failed_open", stats.failed_open),
+            ("failed_closed", stats.failed_closed),
+            ("local", stats.local_allowed + stats.local_denied),
+            ("usage_error", stats.errors),
+        ];
+        for (answer, n) in answers {
+            let _ = writeln!(
+                out,
+                "cellrate_rls_storage_errors_total{{answer=\"{answer}\"}} {n}"
+            );
+        }
     }
     out
 }

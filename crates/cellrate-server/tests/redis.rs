@@ -112,3 +112,35 @@ async fn two_servers_share_one_limit_through_redis() {
     a.stop().await;
     b.stop().await;
 }
+
+/// A server whose Redis is down starts, and the failure policy answers: `closed` refuses,
+/// `open` admits.
+#[tokio::test]
+async fn the_failure_policy_answers_while_redis_is_down() {
+    use cellrate_server::settings::RedisFailure;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for (policy, code, answer) in [
+        (RedisFailure::Closed, 2, "failed_closed"),
+        (RedisFailure::Open, 1, "failed_open"),
+    ] {
+        let mut s = Running::start(&[("shared.yaml", SHARED)], |s| {
+            s.redis = Some(format!("redis://127.0.0.1:{port}"));
+            s.redis_failure = policy;
+            s.redis_deadline_ms = 200;
+        })
+        .await;
+        let response = s
+            .call(request("shared", vec![descriptor(&[("user", "u")])], 0))
+            .await
+            .unwrap();
+        assert_eq!(response.overall_code, code, "{policy:?}");
+        let text = s.server.metrics_text();
+        let series = format!("cellrate_rls_storage_errors_total{{answer=\"{answer}\"}}");
+        assert_eq!(crate::support::metric(&text, &series), Some(1.0), "{text}");
+        s.stop().await;
+    }
+}

@@ -45,7 +45,8 @@ impl RedisStore {
         // The limiter's own quota is never used: every call gives the rule's.
         let quota = Quota::per_second(1);
         let limiter = match settings.redis_type {
-            RedisType::Single => RedisLimiter::connect_with(url, quota, options).await,
+            // Starts even while Redis is down: the failure policy answers until it is back.
+            RedisType::Single => RedisLimiter::connect_lazy(url, quota, options),
             RedisType::Cluster => {
                 let seeds: Vec<&str> = url.split(',').map(str::trim).collect();
                 RedisLimiter::connect_cluster(&seeds, quota, options).await
