@@ -205,11 +205,16 @@ pub enum LogFormat {
 }
 
 impl Settings {
-    /// The settings of `cellrate-server --config DIR` with every other flag at its default (or
-    /// at its environment variable's value, where it has one and it is set): for servers
-    /// embedded in tests and programs.
+    /// The settings of `cellrate-server --config DIR` with every other flag at its default, the
+    /// environment ignored: for servers embedded in programs and tests.
     pub fn for_dir(dir: impl Into<PathBuf>) -> Settings {
-        let mut settings = Settings::parse_from(["cellrate-server"]);
+        use clap::{CommandFactory, FromArgMatches};
+        let command = Settings::command().mut_args(|arg| arg.env(None::<&str>));
+        let matches = command
+            .try_get_matches_from(["cellrate-server"])
+            .expect("every flag has a default");
+        let mut settings =
+            Settings::from_arg_matches(&matches).expect("the defaults make valid settings");
         settings.config = Some(dir.into());
         settings
     }

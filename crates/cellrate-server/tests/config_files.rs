@@ -152,7 +152,7 @@ fn every_error_of_a_directory_is_reported() {
     let errors = Config::load_dir(&dir.0).unwrap_err();
     assert_eq!(errors.0.len(), 3, "{errors}");
     // The binary's --validate prints them and exits 1.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cellrate-server"))
+    let out = crate::support::binary()
         .arg("--validate")
         .arg(&dir.0)
         .output()

@@ -36,7 +36,7 @@ fn grpcio_client_of_the_real_binary() {
     let dir = crate::support::TempDir::new("python");
     dir.write("edge.yaml", include_str!("python/edge.yaml"));
     let (grpc, http) = (free_port(), free_port());
-    let mut server = Command::new(env!("CARGO_BIN_EXE_cellrate-server"))
+    let mut server = crate::support::binary()
         .arg("--config")
         .arg(&dir.0)
         .args([

@@ -196,3 +196,23 @@ pub fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
+
+/// The server binary as a command, without the environment variables it reads (the flags
+/// given decide).
+pub fn binary() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cellrate-server"));
+    for name in [
+        "HOST",
+        "GRPC_PORT",
+        "PORT",
+        "RUNTIME_ROOT",
+        "RUNTIME_SUBDIRECTORY",
+        "REDIS_URL",
+        "REDIS_TYPE",
+        "LOG_LEVEL",
+        "LOG_FORMAT",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
