@@ -7,7 +7,7 @@
 //! `Active` they started with; the old one is freed when the last of them ends.
 
 use crate::config::{Config, Limit, Unit};
-use crate::metrics::RuleStats;
+use crate::counts::RuleStats;
 use crate::storage::{Buckets, Store};
 use cellrate::Quota;
 use std::collections::HashMap;

@@ -14,7 +14,7 @@
 
 use crate::active::{Active, OverrideError};
 use crate::config::{Limit, Matched, Reported, Unit};
-use crate::metrics::{Outcome, RuleStats};
+use crate::counts::{Outcome, RuleStats};
 use crate::storage::{Buckets, Spend, Store};
 use cellrate::{Allowed, Denied};
 use std::collections::HashSet;

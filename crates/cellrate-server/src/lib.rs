@@ -32,6 +32,7 @@
 mod active;
 pub mod config;
 mod connections;
+mod counts;
 mod decide;
 mod http;
 mod metrics;

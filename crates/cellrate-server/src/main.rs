@@ -1,7 +1,5 @@
 //! `cellrate-server`: the flags, the logs, then the server until SIGTERM.
 
-// The JSON log layer's types nest deeper than the default limit allows.
-#![recursion_limit = "256"]
 use cellrate_server::settings::LogFormat;
 use cellrate_server::{termination, Config, Server, Settings};
 use clap::Parser;

@@ -7,63 +7,10 @@
 //! rest are counted as `_other`.
 
 use crate::active::Active;
-use std::collections::HashMap;
+use crate::counts::OUTCOMES;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, UNIX_EPOCH};
-
-/// What a descriptor's status was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Ok = 0,
-    OverLimit = 1,
-    /// A shadow rule that would have refused.
-    ShadowOverLimit = 2,
-}
-
-const OUTCOMES: [&str; 3] = ["ok", "over_limit", "shadow_over_limit"];
-
-// Relaxed throughout: each counter is read alone, for a scrape; no count orders other memory.
-
-/// Counts by descriptor value (`detailed_metric`), by outcome.
-type Detailed = Mutex<HashMap<String, [u64; 3]>>;
-
-/// A rule's decisions, by outcome.
-pub(crate) struct RuleStats {
-    counts: [AtomicU64; 3],
-    /// `detailed_metric`: counts per descriptor value, at most `limit` values.
-    detailed: Option<(usize, Detailed)>,
-}
-
-impl RuleStats {
-    /// Counts without values (`detailed_limit` 0), or with up to `detailed_limit` of them.
-    pub fn new(detailed_limit: usize) -> RuleStats {
-        RuleStats {
-            counts: Default::default(),
-            detailed: (detailed_limit > 0).then(|| (detailed_limit, Mutex::new(HashMap::new()))),
-        }
-    }
-
-    /// Whether counts are kept per value too.
-    pub fn detailed(&self) -> bool {
-        self.detailed.is_some()
-    }
-
-    /// Counts one status, and under `value` if the rule is detailed.
-    pub fn count(&self, outcome: Outcome, value: Option<&str>) {
-        self.counts[outcome as usize].fetch_add(1, Ordering::Relaxed);
-        if let (Some((limit, map)), Some(value)) = (&self.detailed, value) {
-            let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
-            let key = if map.contains_key(value) || map.len() < *limit {
-                value
-            } else {
-                "_other"
-            };
-            map.entry(key.to_owned()).or_default()[outcome as usize] += 1;
-        }
-    }
-}
 
 /// The latency histogram's upper bounds, in seconds.
 const BOUNDS: [f64; 12] = [
@@ -210,15 +157,12 @@ fn rules(out: &mut String, active: &Active) {
             continue; // two rules of one name share their counts
         }
         for (i, outcome) in OUTCOMES.iter().enumerate() {
-            let n = state.stats.counts[i].load(Ordering::Relaxed);
+            let n = state.stats.count_of(i);
             let _ = writeln!(out, "cellrate_rls_decisions_total{{domain=\"{domain}\",rule=\"{name}\",outcome=\"{outcome}\"}} {n}");
         }
-        if let Some((_, map)) = &state.stats.detailed {
-            let map = map.lock().unwrap_or_else(|e| e.into_inner());
-            for (value, counts) in map.iter() {
-                for (i, outcome) in OUTCOMES.iter().enumerate() {
-                    let _ = writeln!(out, "cellrate_rls_decisions_total{{domain=\"{domain}\",rule=\"{name}\",value=\"{}\",outcome=\"{outcome}\"}} {}", label(value), counts[i]);
-                }
+        for (value, counts) in state.stats.by_value() {
+            for (i, outcome) in OUTCOMES.iter().enumerate() {
+                let _ = writeln!(out, "cellrate_rls_decisions_total{{domain=\"{domain}\",rule=\"{name}\",value=\"{}\",outcome=\"{outcome}\"}} {}", label(&value), counts[i]);
             }
         }
         if let Some(table) = state.buckets.as_ref().and_then(|b| b.table()) {
@@ -233,7 +177,7 @@ fn rules(out: &mut String, active: &Active) {
                 table_lines(&mut tables, &domain, &name, table);
             }
         }
-        let n = |i: usize| overrides.stats.counts[i].load(Ordering::Relaxed);
+        let n = |i: usize| overrides.stats.count_of(i);
         for (i, outcome) in OUTCOMES.iter().enumerate().take(2) {
             let _ = writeln!(out, "cellrate_rls_decisions_total{{domain=\"{domain}\",rule=\"_override\",outcome=\"{outcome}\"}} {}", n(i));
         }

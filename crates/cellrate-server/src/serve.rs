@@ -16,7 +16,10 @@ impl Server {
     /// Serves on the settings' ports until `shutdown` completes (then stops accepting, reports
     /// not ready and NOT_SERVING, and waits up to `--shutdown-grace-secs` for calls in flight),
     /// watching the config directory for changes.
-    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send) -> io::Result<()> {
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
         let s = self.settings();
         let grpc = TcpListener::bind(SocketAddr::new(s.host, s.grpc_port)).await?;
         let http = TcpListener::bind(SocketAddr::new(s.host, s.http_port)).await?;
@@ -28,7 +31,18 @@ impl Server {
         self,
         grpc: TcpListener,
         http: TcpListener,
-        shutdown: impl Future<Output = ()> + Send,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        // Boxed: the server's future nests deeper than the compiler's default recursion limit
+        // allows a caller's own future to hold.
+        Box::pin(self.run(grpc, http, Box::pin(shutdown))).await
+    }
+
+    async fn run(
+        self,
+        grpc: TcpListener,
+        http: TcpListener,
+        shutdown: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
     ) -> io::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let watcher = crate::reload::watch(self.clone(), stop_rx.clone());

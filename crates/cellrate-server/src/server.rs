@@ -3,15 +3,12 @@
 use crate::active::Active;
 use crate::config::Config;
 use crate::metrics::{self, Globals};
-use crate::rls::request::Bounds;
-use crate::rls::Rls;
 use crate::settings::Settings;
 use crate::storage::embedded::SharedClock;
 use crate::storage::redis::RedisStore;
 use crate::storage::Store;
 use arc_swap::ArcSwap;
 use cellrate::MonotonicClock;
-use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -54,7 +51,8 @@ impl Server {
         clock: SharedClock,
     ) -> Result<Server, String> {
         let store = match settings.redis {
-            Some(_) => Store::Redis(RedisStore::connect(&settings).await?),
+            // Boxed, as `serve_on` is: the connection's future nests deep.
+            Some(_) => Store::Redis(Box::pin(RedisStore::connect(&settings)).await?),
             None => Store::local(&settings, clock),
         };
         let active = Active::build(
@@ -98,11 +96,6 @@ impl Server {
             .fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The RLS v3 gRPC service, to mount in a tonic router of your own.
-    pub fn rls_service(&self) -> RateLimitServiceServer<Rls> {
-        Rls::service(self.clone())
-    }
-
     /// The Prometheus text of the server's counts (what `GET /metrics` answers).
     pub fn metrics_text(&self) -> String {
         let redis = match &self.inner.store {
@@ -127,14 +120,5 @@ impl Server {
 
     pub(crate) fn globals(&self) -> &Globals {
         &self.inner.globals
-    }
-
-    pub(crate) fn bounds(&self) -> Bounds {
-        let s = &self.inner.settings;
-        Bounds {
-            max_descriptors: s.max_descriptors,
-            max_entries: s.max_entries,
-            max_string_bytes: s.max_string_bytes,
-        }
     }
 }

@@ -19,13 +19,16 @@ pub struct Rls {
     server: Server,
 }
 
-impl Rls {
-    /// The service, with the server's message size limit.
-    pub(crate) fn service(server: Server) -> RateLimitServiceServer<Rls> {
-        let max = server.settings().max_message_bytes;
-        RateLimitServiceServer::new(Rls { server })
-            .max_decoding_message_size(max)
-            .max_encoding_message_size(max)
+impl Server {
+    /// The RLS v3 gRPC service, to mount in a tonic router of your own, with the server's
+    /// message size limit.
+    pub fn rls_service(&self) -> RateLimitServiceServer<Rls> {
+        let max = self.settings().max_message_bytes;
+        RateLimitServiceServer::new(Rls {
+            server: self.clone(),
+        })
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max)
     }
 }
 
@@ -50,10 +53,11 @@ impl RateLimitService for Rls {
 impl Rls {
     async fn answer(&self, mut request: RateLimitRequest) -> Result<RateLimitResponse, Status> {
         let server = &self.server;
-        let checked = request::check(&mut request, server.bounds()).map_err(|reason| {
-            tracing::debug!(domain = %request.domain, %reason, "invalid request");
-            Status::invalid_argument(reason)
-        })?;
+        let checked = request::check(&mut request, request::Bounds::of(server.settings()))
+            .map_err(|reason| {
+                tracing::debug!(domain = %request.domain, %reason, "invalid request");
+                Status::invalid_argument(reason)
+            })?;
         let descriptors: Vec<Descriptor<'_>> = checked
             .iter()
             .map(|c| Descriptor {

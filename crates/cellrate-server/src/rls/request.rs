@@ -13,6 +13,17 @@ pub(crate) struct Bounds {
     pub max_string_bytes: usize,
 }
 
+impl Bounds {
+    /// The bounds `settings` set.
+    pub fn of(settings: &crate::settings::Settings) -> Bounds {
+        Bounds {
+            max_descriptors: settings.max_descriptors,
+            max_entries: settings.max_entries,
+            max_string_bytes: settings.max_string_bytes,
+        }
+    }
+}
+
 /// A checked descriptor: its entries, override and cost.
 pub(crate) struct Checked {
     pub entries: Vec<(String, String)>,
