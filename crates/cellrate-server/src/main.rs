@@ -9,7 +9,7 @@ use tracing_subscriber::EnvFilter;
 fn main() -> ExitCode {
     let settings = Settings::parse();
     if let Some(dir) = &settings.validate {
-        return match Config::load_dir(dir) {
+        return match Config::load_dir_merging(dir, settings.merge_domains) {
             Ok(config) => {
                 println!("{}: valid, {} rules", dir.display(), config.rules().len());
                 ExitCode::SUCCESS
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async move {
         let dir = settings.config_dir();
-        let config = match Config::load_dir(&dir) {
+        let config = match Config::load_dir_merging(&dir, settings.merge_domains) {
             Ok(config) => config,
             Err(errors) => {
                 tracing::error!(dir = %dir.display(), errors = %errors, "invalid config");

@@ -84,7 +84,7 @@ fn reload(server: &Server, dir: &Path) {
         .iter()
         .map(|(n, t)| (n.as_str(), t.as_str()))
         .collect();
-    match Config::from_files(&named) {
+    match Config::from_files_merging(&named, server.settings().merge_domains) {
         Ok(config) => {
             let rules = config.rules().len();
             server.apply(config);

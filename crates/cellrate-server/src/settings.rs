@@ -35,6 +35,11 @@ pub struct Settings {
     #[arg(long, env = "RUNTIME_SUBDIRECTORY", default_value = "", hide = true)]
     pub runtime_subdirectory: String,
 
+    /// Merge config files of one domain (a descriptor defined twice is still an error)
+    /// instead of refusing the second.
+    #[arg(long, env = "MERGE_DOMAIN_CONFIG", default_value_t = false)]
+    pub merge_domains: bool,
+
     /// The address the gRPC and HTTP ports listen on.
     #[arg(long, env = "HOST", default_value = "0.0.0.0")]
     pub host: IpAddr,

@@ -165,3 +165,19 @@ fn every_error_of_a_directory_is_reported() {
     );
     assert!(text.contains("b.yml:2:1: unknown field `bogus`"), "{text}");
 }
+
+#[test]
+fn files_of_one_domain_merge_when_asked() {
+    let a = "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}\n";
+    let b = "domain: d\ndescriptors:\n  - key: b\n    rate_limit: {unit: second, requests_per_unit: 2}\n";
+    let config = Config::from_files_merging(&[("a.yaml", a), ("b.yaml", b)], true).unwrap();
+    let paths: Vec<&str> = config.rules().iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["d.a", "d.b"]);
+    let e = Config::from_files_merging(&[("a.yaml", a), ("c.yaml", a)], true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("c.yaml:3:5: descriptors[0]: duplicate descriptor composite key 'd.a'"),
+        "{e}"
+    );
+}

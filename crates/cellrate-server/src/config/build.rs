@@ -29,8 +29,8 @@ impl Builder<'_> {
         });
     }
 
-    /// The top level of the file's domain, or `None` (and an error) for an empty domain.
-    pub fn domain(&mut self, file: &FileYaml) -> Option<(Arc<str>, Level)> {
+    /// The file's domain, or `None` (and an error) for an empty domain.
+    pub fn domain(&mut self, file: &FileYaml) -> Option<Arc<str>> {
         if file.domain.value.is_empty() {
             self.error(
                 &file.domain,
@@ -39,10 +39,12 @@ impl Builder<'_> {
             );
             return None;
         }
-        let domain: Arc<str> = Arc::from(file.domain.value.as_str());
-        let mut level = Level::default();
-        self.level(&domain, &domain, "", &file.descriptors, &mut level);
-        Some((domain, level))
+        Some(Arc::from(file.domain.value.as_str()))
+    }
+
+    /// Adds the file's descriptors to its domain's top level `level`.
+    pub fn descriptors(&mut self, domain: &Arc<str>, file: &FileYaml, level: &mut Level) {
+        self.level(domain, domain, "", &file.descriptors, level);
     }
 
     fn level(

@@ -36,12 +36,18 @@ pub struct Config {
 impl Config {
     /// Reads and checks every config file of `dir`.
     pub fn load_dir(dir: &Path) -> Result<Config, ConfigErrors> {
+        Config::load_dir_merging(dir, false)
+    }
+
+    /// [`load_dir`](Self::load_dir), merging the files of one domain if `merge_domains`
+    /// ([`from_files_merging`](Self::from_files_merging)).
+    pub fn load_dir_merging(dir: &Path, merge_domains: bool) -> Result<Config, ConfigErrors> {
         let files = Config::read_dir(dir)?;
         let named: Vec<(&str, &str)> = files
             .iter()
             .map(|(n, t)| (n.as_str(), t.as_str()))
             .collect();
-        Config::from_files(&named)
+        Config::from_files_merging(&named, merge_domains)
     }
 
     /// The config files of `dir` as `(name, text)`, sorted by name: what
@@ -109,6 +115,16 @@ impl Config {
     /// Checks config files given as `(name, text)`: what [`load_dir`](Self::load_dir) does
     /// once it has read them.
     pub fn from_files(files: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+        Config::from_files_merging(files, false)
+    }
+
+    /// [`from_files`](Self::from_files), where several files of one domain are merged into
+    /// it if `merge_domains` (the reference server's `MERGE_DOMAIN_CONFIG`; a descriptor
+    /// defined twice is still an error) rather than refused.
+    pub fn from_files_merging(
+        files: &[(&str, &str)],
+        merge_domains: bool,
+    ) -> Result<Config, ConfigErrors> {
         let mut config = Config {
             sources: files
                 .iter()
@@ -131,23 +147,29 @@ impl Config {
                 rules: &mut config.rules,
                 errors: &mut errors,
             };
-            let Some((domain, level)) = builder.domain(&parsed) else {
+            let Some(domain) = builder.domain(&parsed) else {
                 continue;
             };
-            if let Some(first) = seen.get(&domain) {
-                errors.push(ConfigError {
-                    file: name.to_owned(),
-                    line: parsed.domain.referenced.line(),
-                    column: parsed.domain.referenced.column(),
-                    key: "domain".to_owned(),
-                    message: format!(
-                        "duplicate domain '{domain}' in config file (also in {first})"
-                    ),
-                });
-                continue;
+            match seen.get(&domain) {
+                Some(first) if !merge_domains => {
+                    errors.push(ConfigError {
+                        file: name.to_owned(),
+                        line: parsed.domain.referenced.line(),
+                        column: parsed.domain.referenced.column(),
+                        key: "domain".to_owned(),
+                        message: format!(
+                            "duplicate domain '{domain}' in config file (also in {first})"
+                        ),
+                    });
+                    continue;
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(domain.clone(), name);
+                }
             }
-            seen.insert(domain.clone(), name);
-            config.domains.insert(domain, level);
+            let level = config.domains.entry(domain.clone()).or_default();
+            builder.descriptors(&domain, &parsed, level);
         }
         if errors.is_empty() {
             Ok(config)
