@@ -12,6 +12,8 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
+// Relaxed throughout: each counter is read alone, for a scrape; no count orders other memory.
+
 /// The latency histogram's upper bounds, in seconds.
 const BOUNDS: [f64; 12] = [
     0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 1.0,

@@ -85,11 +85,13 @@ impl Server {
             inner.settings.detailed_metric_limit,
         );
         inner.active.store(Arc::new(next));
+        // Relaxed: a count read alone by a scrape; the swap above publishes the config.
         inner.globals.reloads_ok.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a reload refused because the new config is invalid.
     pub(crate) fn reload_failed(&self) {
+        // Relaxed: a count read alone by a scrape.
         self.inner
             .globals
             .reloads_failed
