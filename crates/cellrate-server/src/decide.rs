@@ -13,8 +13,9 @@
 //!   and report OVER_LIMIT without changing the overall code.
 
 use crate::active::{Active, OverrideError};
-use crate::config::{Limit, Matched, Reported, Unit};
+use crate::config::{Limit, Reported, Unit};
 use crate::counts::{Outcome, RuleStats};
+use crate::keys::{bucket_key, full_key, metric_value};
 use crate::storage::{Buckets, Spend, Store};
 use cellrate::{Allowed, Denied};
 use std::collections::HashSet;
@@ -320,38 +321,4 @@ fn outcome(over: bool, shadow: bool) -> Outcome {
 pub(crate) fn whole_seconds_up(d: Duration) -> Duration {
     let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
     Duration::from_secs(secs)
-}
-
-/// The key of a rule's bucket: the values of the entries that tell its buckets apart, each
-/// preceded by its length (so that no two lists of values make one key).
-fn bucket_key(entries: &[(String, String)], matched: &[Matched]) -> String {
-    let mut key = String::new();
-    for ((_, value), how) in entries.iter().zip(matched) {
-        if *how == Matched::PerValue {
-            key.push_str(&value.len().to_string());
-            key.push(':');
-            key.push_str(value);
-        }
-    }
-    key
-}
-
-/// A descriptor's entries as a `detailed_metric` label: `key_value` joined by dots, as the
-/// reference server names its detailed stats.
-fn metric_value(entries: &[(String, String)]) -> String {
-    let parts: Vec<String> = entries.iter().map(|(k, v)| format!("{k}_{v}")).collect();
-    parts.join(".")
-}
-
-/// A descriptor's entries as one key: each entry's key and value, length-prefixed.
-fn full_key(entries: &[(String, String)]) -> String {
-    let mut key = String::new();
-    for (k, v) in entries {
-        for part in [k, v] {
-            key.push_str(&part.len().to_string());
-            key.push(':');
-            key.push_str(part);
-        }
-    }
-    key
 }

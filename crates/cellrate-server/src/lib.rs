@@ -35,6 +35,7 @@ mod connections;
 mod counts;
 mod decide;
 mod http;
+mod keys;
 mod metrics;
 mod reload;
 mod rls;
