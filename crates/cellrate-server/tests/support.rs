@@ -55,6 +55,8 @@ pub struct Running {
     pub client: RateLimitServiceClient<Channel>,
     pub grpc_port: u16,
     pub http_port: u16,
+    /// The config directory (removed with the server); `reload_memory.rs` rewrites it.
+    #[allow(dead_code)]
     pub dir: TempDir,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,

@@ -1,12 +1,18 @@
-//! Reloads under load: config files rewritten over a thousand times while clients call. No
+//! A test binary of its own, so that the process's memory is this test's alone: reloads under
+//! load: config files rewritten over a thousand times while clients call. No
 //! call fails, a rule whose quota never changes keeps every bucket (on a frozen test clock
 //! each key admits exactly its burst, however many reloads pass), a rule whose quota changes
 //! gets fresh buckets, an invalid change keeps the last good config, and memory stays flat.
 
-use crate::support::{descriptor, metric, request, write_atomically, Running};
+// The helpers of the integration binary; this binary uses some of them.
+#[allow(dead_code)]
+#[path = "support.rs"]
+mod support;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::{descriptor, metric, request, write_atomically, Running};
 
 const RELOADS: u64 = 1_000;
 const BURST: u64 = 50;
