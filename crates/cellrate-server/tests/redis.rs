@@ -109,6 +109,17 @@ async fn two_servers_share_one_limit_through_redis() {
         (1, 0),
         "the refused request gave the org's token back"
     );
+    // Every key of the domain carries it as its Cluster hash tag: one slot per request.
+    let keys = Command::new("redis-cli")
+        .args(["-p", &redis.1.to_string(), "--scan"])
+        .output();
+    if let Some(out) = keys.ok().filter(|o| o.status.success()) {
+        let keys = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(keys.lines().count() >= 3, "{keys}");
+        for key in keys.lines() {
+            assert!(key.starts_with("cellrate-rls:{shared}"), "{key}");
+        }
+    }
     a.stop().await;
     b.stop().await;
 }
