@@ -243,6 +243,9 @@ def sections(report, repo):
         if http is not None and r.run("http") else r.missing("http"),
         "redis": [*r.context(r.run("redis")), "", *rows_md.redis_tables(redis)]
         if redis else r.missing("redis"),
+        "rls": [*r.context(r.run("rls")), "",
+                *[x["line"] for x in r.records["rls"] if x["kind"] == "markdown"]]
+        if r.records.get("rls") and r.run("rls") else r.missing("rls"),
         "losses": [f"- **{label}**: {text}" for label, text in losses]
         or ["- none in this run"],
     }

@@ -15,6 +15,7 @@
 #
 # Order: one build; the criterion suites `direct` and `keyed` (run `criterion`); the plain suites (`paired`,
 # `hot_cas`, `keyed_paired`, `named_paired`, `changed_paired`, `keyed_memory`, `http`, `redis`),
+# then `rls` (cellrate-server over gRPC, crates/cellrate-server/benches/rls_load.rs),
 # each writing its results as JSON lines (BENCH_RECORDS); then, where valgrind is installed,
 # callgrind's instruction counts of `profile` loops and of HTTP requests (these do not depend
 # on the load). A suite that fails (no redis-server, ...) is reported and left out. Every ~5 s
@@ -131,6 +132,13 @@ for line in sys.stdin:
             "${cargo[@]}" -- "$suite" \
             || say "warning: suite '$suite' failed; it is left out of the report"
     done
+
+    # cellrate-server over gRPC beside a floor: a bench target of its own crate.
+    if [[ rls =~ $only ]]; then
+        run_suite rls plain "$report_dir/rls.out" "$records/rls.jsonl" \
+            cargo bench -p cellrate-server --bench rls_load \
+            || say "warning: suite 'rls' failed; it is left out of the report"
+    fi
 
     if [[ profile =~ $only ]] && command -v valgrind >/dev/null; then
         checks=$([[ $quick == 1 ]] && echo 20000 || echo 200000)

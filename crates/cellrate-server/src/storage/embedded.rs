@@ -1,0 +1,116 @@
+//! Buckets in this process: one bounded keyed table per rule, and the all-or-nothing spend
+//! across the tables of one request.
+//!
+//! The core's `all_of` takes one cost for every limit and answers one merged figure; a
+//! request's descriptors each have their own cost and each need their own status. So a
+//! request of several buckets books each one without waiting (`reserve_n(cost, 0)`: a check
+//! that can be taken back) and, when one refuses, cancels the bookings made, the last first:
+//! the core's rollback, which leaves each bucket as if the request had never come when nothing
+//! else touched it meanwhile (docs/design.md, section 5). A request of one bucket is a plain
+//! check.
+
+use super::Spend;
+use crate::settings::Overflow;
+use cellrate::{Allowed, Clock, Denied, KeyedLimiter, OverflowPolicy, Quota};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The clock every table of a server reads (one clock, so that one request's buckets are
+/// decided on one time line).
+pub type SharedClock = Arc<dyn Clock + Send + Sync>;
+
+/// A rule's buckets: one per distinct descriptor, in a fixed table.
+pub(crate) type Table = KeyedLimiter<String, SharedClock>;
+
+/// A table for `quota`, of `max_keys` keys, with the overflow policy.
+pub(crate) fn table(
+    quota: Quota,
+    max_keys: usize,
+    overflow: Overflow,
+    clock: SharedClock,
+) -> Table {
+    let policy = match overflow {
+        Overflow::Deny => OverflowPolicy::DenyNewKeys,
+        Overflow::Evict => OverflowPolicy::EvictNearestNew,
+    };
+    KeyedLimiter::builder(quota)
+        .max_keys(max_keys)
+        .overflow(policy)
+        .clock(clock)
+        .build()
+}
+
+/// Spends every `spends[i].cost` in its bucket, or nothing: `answers[i]` is each bucket's own
+/// answer. Admitted: what each bucket has left. Refused: the refusing bucket's refusal, and
+/// for the others what they would answer alone now (each judged on its own, nothing spent).
+pub(crate) fn all_or_nothing(
+    spends: &[Spend<'_>],
+    answers: &mut Vec<Result<Allowed, Denied>>,
+) -> bool {
+    answers.clear();
+    if let [one] = spends {
+        let answer = local(one).key(one.key).check_n(one.cost);
+        let ok = answer.is_ok();
+        answers.push(answer);
+        return ok;
+    }
+    let mut booked = Vec::with_capacity(spends.len());
+    for (refused, spend) in spends.iter().enumerate() {
+        match local(spend)
+            .key(spend.key)
+            .reserve_n(spend.cost, Duration::ZERO)
+        {
+            Ok(reservation) => booked.push(reservation),
+            Err(denied) => {
+                while let Some(reservation) = booked.pop() {
+                    reservation.cancel();
+                }
+                answers.extend(spends.iter().enumerate().map(|(i, other)| {
+                    if i == refused {
+                        Err(denied)
+                    } else {
+                        alone(other)
+                    }
+                }));
+                return false;
+            }
+        }
+    }
+    answers.extend(booked.into_iter().map(|r| Ok(r.commit())));
+    true
+}
+
+/// The table of a bucket of the local store (the only kind it makes).
+fn local<'a>(spend: &Spend<'a>) -> &'a Table {
+    spend
+        .buckets
+        .table()
+        .expect("the local store makes local buckets only")
+}
+
+/// What `spend` would answer alone now, spending nothing: a peek's level, judged against the
+/// cost with the arithmetic of a check (docs/design.md, section 1).
+pub(crate) fn alone(spend: &Spend<'_>) -> Result<Allowed, Denied> {
+    let quota = spend.buckets.quota;
+    let level = local(spend).key(spend.key).check_n(0)?;
+    judge(&quota, level.reset_after(), spend.cost)
+}
+
+/// The answer of a bucket under `quota`, `reset_after` from full, to a request of `cost`.
+pub(crate) fn judge(quota: &Quota, reset_after: Duration, cost: u32) -> Result<Allowed, Denied> {
+    let interval = u128::from(quota.emission_interval_ns());
+    let depth = u128::from(quota.depth_ns());
+    let ahead = reset_after.as_nanos();
+    let need = ahead + u128::from(cost) * interval;
+    let ns = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);
+    if need <= depth {
+        return Ok(Allowed::from_figures(ns(ahead), ns(depth), ns(interval)));
+    }
+    let retry = (cost <= quota.burst()).then(|| ns(need - depth));
+    Err(Denied::from_figures(
+        ns(ahead),
+        ns(depth),
+        ns(interval),
+        retry,
+    ))
+}
