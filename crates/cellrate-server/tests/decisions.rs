@@ -48,8 +48,8 @@ descriptors:
 fn expect(bucket: &Limiter<ManualClock>, cost: u32, spend: bool) -> (bool, u32, Duration) {
     let q = bucket.quota();
     let (t, d) = (
-        u128::from(q.emission_interval_ns()),
-        u128::from(q.depth_ns()),
+        q.emission_interval().as_nanos(),
+        q.replenish_all().as_nanos(),
     );
     let ahead = bucket.check_n(0).unwrap().reset_after().as_nanos();
     let need = ahead + u128::from(cost) * t;

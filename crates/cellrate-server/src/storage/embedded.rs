@@ -1,17 +1,14 @@
 //! Buckets in this process: one bounded keyed table per rule, and the all-or-nothing spend
 //! across the tables of one request.
 //!
-//! The core's `all_of` takes one cost for every limit and answers one merged figure; a
-//! request's descriptors each have their own cost and each need their own status. So a
-//! request of several buckets books each one without waiting (`reserve_n(cost, 0)`: a check
-//! that can be taken back) and, when one refuses, cancels the bookings made, the last first:
-//! the core's rollback, which leaves each bucket as if the request had never come when nothing
-//! else touched it meanwhile (docs/design.md, section 5). A request of one bucket is a plain
-//! check.
+//! A request's descriptors each have their own cost and need their own status: the core's
+//! `all_of` with a cost per limit, answered limit by limit (`check_each`), spends in all or
+//! none, rolling back exactly when nothing else touched a bucket meanwhile (docs/design.md,
+//! section 5). A request of one bucket is a plain check.
 
 use super::Spend;
 use crate::settings::Overflow;
-use cellrate::{Allowed, Clock, Denied, KeyedLimiter, OverflowPolicy, Quota};
+use cellrate::{all_of, Allowed, Clock, Denied, KeyedLimiter, Limit, OverflowPolicy, Quota};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,30 +51,22 @@ pub(crate) fn all_or_nothing(
         answers.push(answer);
         return ok;
     }
-    let mut booked = Vec::with_capacity(spends.len());
-    for (refused, spend) in spends.iter().enumerate() {
-        match local(spend)
-            .key(spend.key)
-            .reserve_n(spend.cost, Duration::ZERO)
-        {
-            Ok(reservation) => booked.push(reservation),
-            Err(denied) => {
-                while let Some(reservation) = booked.pop() {
-                    reservation.cancel();
-                }
-                answers.extend(spends.iter().enumerate().map(|(i, other)| {
-                    if i == refused {
-                        Err(denied)
-                    } else {
-                        alone(other)
-                    }
-                }));
-                return false;
-            }
+    let buckets: Vec<_> = spends.iter().map(|s| local(s).key(s.key)).collect();
+    let limits: Vec<(&dyn Limit, u32)> = buckets
+        .iter()
+        .zip(spends)
+        .map(|(bucket, spend)| (bucket as &dyn Limit, spend.cost))
+        .collect();
+    match all_of(&limits).check_each() {
+        Ok(each) => {
+            answers.extend(each.into_iter().map(Ok));
+            true
+        }
+        Err(each) => {
+            answers.extend(each);
+            false
         }
     }
-    answers.extend(booked.into_iter().map(|r| Ok(r.commit())));
-    true
 }
 
 /// The table of a bucket of the local store (the only kind it makes).
@@ -98,8 +87,8 @@ pub(crate) fn alone(spend: &Spend<'_>) -> Result<Allowed, Denied> {
 
 /// The answer of a bucket under `quota`, `reset_after` from full, to a request of `cost`.
 pub(crate) fn judge(quota: &Quota, reset_after: Duration, cost: u32) -> Result<Allowed, Denied> {
-    let interval = u128::from(quota.emission_interval_ns());
-    let depth = u128::from(quota.depth_ns());
+    let interval = quota.emission_interval().as_nanos();
+    let depth = quota.replenish_all().as_nanos();
     let ahead = reset_after.as_nanos();
     let need = ahead + u128::from(cost) * interval;
     let ns = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);

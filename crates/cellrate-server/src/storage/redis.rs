@@ -84,7 +84,7 @@ impl RedisStore {
             "{{{}}}{}:{}x{}:",
             key_part(domain.as_bytes()),
             key_part(path.as_bytes()),
-            quota.emission_interval_ns(),
+            quota.emission_interval().as_nanos(),
             quota.burst()
         )
     }
