@@ -7,10 +7,15 @@
 //! from [`counter`].
 //!
 //! The keyed table's slot words ([`SlotWord`]) are these 64-bit atomics, except under loom,
-//! where they are a sequentially consistent stand-in (below).
+//! where they are a sequentially consistent stand-in (below), and in the crate's other tests,
+//! where each of their operations may first yield the processor (`sync/test_pauses.rs`).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// The pauses of the keyed table's stress tests.
+#[cfg(all(test, not(loom), feature = "std"))]
+pub(crate) mod test_pauses;
 
 #[cfg(all(not(loom), feature = "portable-atomic"))]
 pub(crate) use core::sync::atomic::fence;
@@ -52,8 +57,11 @@ pub(crate) fn next_id() -> u64 {
 // not part of any protocol, so the loom models do not interleave them.
 
 /// One word of a keyed-table slot (src/keyed/table/slot.rs), wrapped there by the typed words.
-#[cfg(all(not(loom), feature = "std"))]
+#[cfg(all(not(loom), not(test), feature = "std"))]
 pub(crate) use AtomicU64 as SlotWord;
+
+#[cfg(all(test, not(loom), feature = "std"))]
+pub(crate) use test_pauses::SlotWord;
 
 #[cfg(all(loom, feature = "std"))]
 pub(crate) use loom_slot::SlotWord;

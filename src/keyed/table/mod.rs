@@ -47,7 +47,6 @@ mod prefetch;
 mod request;
 mod seen;
 pub(crate) mod slot;
-pub(crate) mod test_hooks;
 mod upkeep;
 #[cfg(all(test, not(loom)))]
 mod upkeep_tests;
@@ -229,7 +228,6 @@ impl Table {
             if new == tat {
                 return Some(outcome); // a denial or a peek: nothing to store
             }
-            test_hooks::pause();
             match slot.tat.spend(w, new ^ mask) {
                 Ok(_) => {
                     if publish {
@@ -330,7 +328,6 @@ impl Table {
                     self.counters.key_removed();
                     removed += 1;
                 }
-                test_hooks::pause(); // between the freeze and the retirement
                 upkeep::retire(&self.slots, slot, k);
             }
         }
