@@ -42,6 +42,8 @@ mod lookup;
 #[cfg(all(test, not(loom)))]
 mod lookup_tests;
 pub(crate) mod loom_hooks;
+#[cfg(all(test, loom))]
+mod loom_tests;
 pub(crate) mod memory;
 mod prefetch;
 mod request;
@@ -99,7 +101,7 @@ pub(crate) struct Table {
 
 impl Table {
     /// A table of `slots` EMPTY slots (at least 1) searched `window` slots from home, with the
-    /// loom twins' broken step `faults` (none outside loom).
+    /// loom twins' broken step `faults` (`Faults::NONE` outside them).
     pub(crate) fn new(
         slots: SlotArray,
         window: usize,
@@ -366,18 +368,6 @@ impl Table {
             let floor = self.floor.load(Ordering::Relaxed);
             initial_tat(start_empty && !returning, now, quota).max(floor)
         })
-    }
-
-    /// How many slots hold a claim or an unfrozen bucket of `fp`. For the loom models, which
-    /// call it at rest.
-    #[cfg(loom)]
-    pub(crate) fn slots_holding(&self, fp: u64) -> usize {
-        let tag = tag_of(fp);
-        let held = |s: &Slot| {
-            let k = s.key.load();
-            k.tag() == tag && (k.is_pending() || self.slots.read_live(s, k).is_some())
-        };
-        self.slots.as_slice().iter().filter(|s| held(s)).count()
     }
 }
 

@@ -1,19 +1,19 @@
-//! Models of all-or-nothing checks across several buckets (`cellrate::all_of`).
+//! Models of all-or-nothing checks across several buckets (`all_of`).
 //!
 //! Threads check overlapping sets of buckets at one instant. Whatever the interleaving, no
 //! bucket admits more than its burst, and each bucket's final TAT is exactly
 //! `admitted * T`: a refused multi-check leaves every TAT as if it had never run. The twin
-//! without rollback must fail.
-#![cfg(loom)]
+//! without rollback must fail; so must a rollback by value that a give-back and a spend came
+//! between.
 
-use cellrate::{all_of, GiveBackFault, Limit, Limiter, ManualClock, Nanos, Quota};
-use cellrate_loom_tests::{bounded, spawn};
+use super::reservation_tests::admitted_at;
+use super::{cancel_broken, quota_of, tat, BrokenGiveBack, T};
+use crate::loom_tests::{bounded, check_without_rollback};
+use crate::{all_of, Limit, Limiter, ManualClock, Nanos};
+use core::time::Duration;
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use std::time::Duration;
-
-const T: u64 = 10; // emission interval of every model, in ns
 
 struct World {
     buckets: Vec<Limiter<ManualClock>>,
@@ -22,29 +22,25 @@ struct World {
 
 impl World {
     fn new(bursts: &[u32]) -> Arc<World> {
-        let limiter = |burst| {
-            let quota = Quota::try_new(Duration::from_nanos(T), burst).unwrap();
-            Limiter::with_clock(quota, ManualClock::new())
-        };
+        let limiter = |burst| Limiter::with_clock(quota_of(T, burst), ManualClock::new());
         Arc::new(World {
             buckets: bursts.iter().map(|&b| limiter(b)).collect(),
             admitted: bursts.iter().map(|_| AtomicU32::new(0)).collect(),
         })
     }
 
-    /// Checks one token against the buckets named by `set`, and counts the admissions.
+    /// Checks one token at 0 against the buckets named by `set`, and counts the admissions.
     fn check(&self, set: &[usize], rollback: bool) {
-        let limits: Vec<&dyn Limit> = set
+        let limits: Vec<(&dyn Limit, u32)> = set
             .iter()
-            .map(|&i| &self.buckets[i] as &dyn Limit)
+            .map(|&i| (&self.buckets[i] as &dyn Limit, 1))
             .collect();
-        let check = all_of(&limits);
-        let outcome = if rollback {
-            check.check_n_at(1, Nanos::ZERO)
+        let admitted = if rollback {
+            all_of(&limits).at(Nanos::ZERO).check().is_ok()
         } else {
-            check.check_n_at_without_rollback(1, Nanos::ZERO)
+            check_without_rollback(&limits, Some(Nanos::ZERO))
         };
-        if outcome.is_ok() {
+        if admitted {
             for &i in set {
                 // Relaxed: counters read after every thread is joined.
                 self.admitted[i].fetch_add(1, Ordering::Relaxed);
@@ -61,8 +57,8 @@ impl World {
                 "bucket {i} admitted {admitted} > burst {burst}"
             );
             assert_eq!(
-                bucket.theoretical_arrival(),
-                Nanos::new(u64::from(admitted) * T),
+                tat(bucket),
+                u64::from(admitted) * T,
                 "bucket {i}: TAT is not what the admitted checks alone would leave"
             );
         }
@@ -115,90 +111,39 @@ fn three_overlapping_checks_without_rollback_leak_a_spend() {
     bounded(2).check(|| model(&[2, 1, 1], THREE, false));
 }
 
-/// One thread checks {key x of a keyed limiter, global}, another {global}, each bucket holding
-/// one token. Whatever the order, each bucket ends with exactly the tokens the admitted checks
-/// took: a refused check gives x's token back in the keyed table too.
-fn keyed_model(rollback: bool) {
-    use cellrate::{Broken, KeyedLimiter};
-    let quota = Quota::try_new(Duration::from_nanos(T), 1).unwrap();
-    let keyed = Arc::new(KeyedLimiter::<u64, _>::loom_tiny(
-        quota,
-        ManualClock::new(),
-        2,
-        2,
-        Broken::Nothing,
-    ));
-    let global = Arc::new(Limiter::with_clock(quota, ManualClock::new()));
-    let both = {
-        let (keyed, global) = (keyed.clone(), global.clone());
-        spawn(move || {
-            let x = keyed.key(&7);
-            let limits: [&dyn Limit; 2] = [&x, &*global];
-            let check = all_of(&limits);
-            let outcome = if rollback {
-                check.check_n_at(1, Nanos::ZERO)
-            } else {
-                check.check_n_at_without_rollback(1, Nanos::ZERO)
-            };
-            outcome.is_ok() as u32
-        })
-    };
-    let alone = global.check_n_at(1, Nanos::ZERO).is_ok() as u32;
-    let both = both.join().unwrap();
-    assert!(both + alone <= 1, "global admitted {} > 1", both + alone);
-    assert_eq!(
-        keyed.key(&7).available_at(Nanos::ZERO),
-        1 - both,
-        "TAT is not what the admitted checks alone would leave"
-    );
-    assert_eq!(global.available_at(Nanos::ZERO), 1 - both - alone);
-}
-
-#[test]
-fn a_keyed_bucket_in_a_refused_check_is_rolled_back_exactly() {
-    loom::model(|| keyed_model(true));
-}
-
-#[test]
-#[should_panic(expected = "TAT is not what the admitted checks alone would leave")]
-fn a_keyed_bucket_without_rollback_leaks_a_spend() {
-    loom::model(|| keyed_model(false));
-}
-
 /// An `all_of` rollback that a give-back and a spend came between (ABA on the TAT). `L` has
 /// T = 3 ns and burst 2, `G` is drained (one token a second); one `ManualClock` at 0 for
 /// every operation. `X` books a token of `L` to be taken back. One thread runs
-/// `all_of([L, G]).check_n(1)`: it spends in `L`, is refused by `G`, and rolls `L` back, each
+/// `all_of([L, G]).check()`: it spends in `L`, is refused by `G`, and rolls `L` back, each
 /// step at the clock's time. Another cancels `X`, sets the clock to 3 and checks `L` (kept).
 /// Only that check is carried out, so at 3 `L` may admit at most one more token.
 ///
 /// With the spend in `L` first and the other thread next, `X`'s cancel gives 3 ns from beneath
 /// the spend and the check brings the TAT back to the spend's end: the rollback then finds
 /// the TAT its spend left, and by the rule gives nothing (the spend has moved down and is
-/// refilled). The twin rolls back by value, restoring the TAT from before the spend, and
-/// admits two more.
-fn aba_model(fault: Option<GiveBackFault>) {
+/// refilled). The twin takes the same steps (a booking of `L` that may be taken back, `G`'s
+/// refusal) and rolls back by value, restoring the TAT from before the spend: it admits two
+/// more.
+fn aba_model(by_value: bool) {
     let clock = ManualClock::new();
-    let l = Arc::new(Limiter::with_clock(
-        Quota::try_new(Duration::from_nanos(3), 2).unwrap(),
-        clock.clone(),
-    ));
+    let l = Arc::new(Limiter::with_clock(quota_of(3, 2), clock.clone()));
     let g = Arc::new(Limiter::with_clock(
-        Quota::try_new(Duration::from_secs(1), 1).unwrap(),
+        quota_of(1_000_000_000, 1),
         clock.clone(),
     ));
     assert!(g.check().is_ok());
-    let x = l.reserve_n(1, Duration::ZERO).unwrap().detach();
+    let x = l.reserve(1, Duration::ZERO).unwrap().detach();
     let rolled_back = {
         let (l, g) = (l.clone(), g.clone());
         thread::spawn(move || {
-            let limits: [&dyn Limit; 2] = [&*l, &*g];
-            let check = all_of(&limits);
-            let outcome = match fault {
-                None => check.check_n(1),
-                Some(fault) => check.check_n_rolling_back_faulty(1, None, fault),
-            };
-            assert!(outcome.is_err(), "G is drained");
+            if by_value {
+                let spent = l.reserve(1, Duration::ZERO).unwrap();
+                assert!(g.check().is_err(), "G is drained");
+                cancel_broken(&l, spent, BrokenGiveBack::ByValue, None);
+            } else {
+                let refused = all_of(&[(&*l, 1), (&*g, 1)]).check();
+                assert!(refused.is_err(), "G is drained");
+            }
         })
     };
     let kept = {
@@ -211,9 +156,7 @@ fn aba_model(fault: Option<GiveBackFault>) {
     };
     rolled_back.join().unwrap();
     kept.join().unwrap();
-    let more = (0..)
-        .take_while(|_| l.check_n_at(1, Nanos::new(3)).is_ok())
-        .count();
+    let more = admitted_at(&l, 3);
     assert!(
         more <= 1,
         "L admitted {more} more beside the check at 3, burst 2"
@@ -222,11 +165,11 @@ fn aba_model(fault: Option<GiveBackFault>) {
 
 #[test]
 fn an_all_of_rollback_that_a_give_back_and_a_spend_came_between_returns_no_more_than_it_holds() {
-    loom::model(|| aba_model(None));
+    loom::model(|| aba_model(false));
 }
 
 #[test]
 #[should_panic(expected = "more beside the check at 3, burst 2")]
 fn an_all_of_rolling_back_by_value_over_admits_after_a_give_back_and_a_spend() {
-    loom::model(|| aba_model(Some(GiveBackFault::ByValue)));
+    loom::model(|| aba_model(true));
 }

@@ -1,40 +1,43 @@
 //! Models of one bucket: concurrent spends, and spends racing give-backs.
 //!
-//! Every model drives the `_at(now)` forms (loom cannot model time) and has a twin on a
-//! deliberately broken step (load + store instead of compare-and-swap) that must fail.
-#![cfg(loom)]
+//! Each has a twin whose spend or give-back writes the TAT by a load and a store instead of a
+//! compare-and-swap, which must fail.
 
-use cellrate::{GiveBackFault, Limiter, ManualClock, Nanos, Quota};
-use cellrate_loom_tests::{bounded, spawn};
+use super::{quota_of, tat, T};
+use crate::loom_tests::{bounded, spawn};
+use crate::sync::test_faults::racy;
+use crate::{Limiter, ManualClock, Nanos};
+use core::time::Duration;
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use std::time::Duration;
-
-const T: u64 = 10; // emission interval of every model, in ns
 
 fn limiter(burst: u32) -> Arc<Limiter<ManualClock>> {
-    let quota = Quota::try_new(Duration::from_nanos(T), burst).unwrap();
-    Arc::new(Limiter::with_clock(quota, ManualClock::new()))
+    Arc::new(Limiter::with_clock(quota_of(T, burst), ManualClock::new()))
+}
+
+/// Spends one token at 0, by a load and a store if `racy_spend`.
+fn spend(limiter: &Limiter<ManualClock>, racy_spend: bool) -> bool {
+    let check = || limiter.at(Nanos::ZERO).check_n(1).is_ok();
+    if racy_spend {
+        racy(check)
+    } else {
+        check()
+    }
 }
 
 /// `threads` threads each spend one token at `now = 0` from a bucket of `burst < threads`.
 /// Admitted must be at most the burst, and the TAT must be exactly `admitted * T`: every
 /// admission is recorded (no lost update) and no denial wrote anything. Two threads run
 /// exhaustively; three with a preemption bound of 3 (exhaustive search of three takes long).
-fn spend_model(threads: usize, burst: u32, racy: bool) {
+fn spend_model(threads: usize, burst: u32, racy_spend: bool) {
     let limiter = limiter(burst);
     let admitted = Arc::new(AtomicU32::new(0));
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             let (limiter, admitted) = (limiter.clone(), admitted.clone());
             thread::spawn(move || {
-                let outcome = if racy {
-                    limiter.check_n_at_racy(1, Nanos::ZERO)
-                } else {
-                    limiter.check_n_at(1, Nanos::ZERO)
-                };
-                if outcome.is_ok() {
+                if spend(&limiter, racy_spend) {
                     // Relaxed: a counter read after join, which orders it.
                     admitted.fetch_add(1, Ordering::Relaxed);
                 }
@@ -50,11 +53,7 @@ fn spend_model(threads: usize, burst: u32, racy: bool) {
         admitted, burst,
         "a token was left unspent by {threads} spenders"
     );
-    assert_eq!(
-        limiter.theoretical_arrival(),
-        Nanos::new(u64::from(admitted) * T),
-        "lost update"
-    );
+    assert_eq!(tat(&limiter), u64::from(admitted) * T, "lost update");
 }
 
 #[test]
@@ -80,38 +79,25 @@ fn three_spenders_with_load_store_over_admit() {
 }
 
 /// The bucket (burst 2) holds one token and a booking `X` of the other, made to be taken back
-/// (`reserve_n_at(1, ZERO)`). One thread spends a token while another cancels `X`. Whatever the
-/// order, the result is one token spent net: TAT = T (cancelled first, `X` is undone exactly
-/// and the spend takes its place; spent first, the cancel gives back `X`'s token from
+/// (`reserve(1, ZERO)` at 0). One thread spends a token while another cancels `X`. Whatever
+/// the order, the result is one token spent net: TAT = T (cancelled first, `X` is undone
+/// exactly and the spend takes its place; spent first, the cancel gives back `X`'s token from
 /// beneath the spend), and the level never rises above the capacity (TAT never below `now`).
 fn spend_give_back_model(racy_spend: bool, racy_give_back: bool) {
     let limiter = limiter(2);
-    let x = limiter
-        .reserve_n_at(1, Duration::ZERO, Nanos::ZERO)
-        .unwrap();
+    let x = limiter.at(Nanos::ZERO).reserve(1, Duration::ZERO).unwrap();
     let spender = {
         let limiter = limiter.clone();
-        spawn(move || {
-            let outcome = if racy_spend {
-                limiter.check_n_at_racy(1, Nanos::ZERO)
-            } else {
-                limiter.check_n_at(1, Nanos::ZERO)
-            };
-            assert!(outcome.is_ok(), "one token was there for the spender");
-        })
+        spawn(move || assert!(spend(&limiter, racy_spend), "one token was there"))
     };
     if racy_give_back {
-        x.cancel_faulty(Some(Nanos::ZERO), GiveBackFault::LoadStore);
+        racy(|| x.cancel_at(Nanos::ZERO));
     } else {
         x.cancel_at(Nanos::ZERO);
     }
     spender.join().unwrap();
-    assert_eq!(
-        limiter.theoretical_arrival(),
-        Nanos::new(T),
-        "lost spend or give-back"
-    );
-    assert_eq!(limiter.available_at(Nanos::ZERO), 1);
+    assert_eq!(tat(&limiter), T, "lost spend or give-back");
+    assert_eq!(limiter.at(Nanos::ZERO).available(), 1);
 }
 
 #[test]
