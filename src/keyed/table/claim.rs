@@ -207,7 +207,9 @@ impl Insert<'_> {
                     seen.mark(k.tag());
                 }
                 // Relaxed: see `request::initial_of`.
-                self.floor.fetch_max(req.now, Ordering::Relaxed);
+                if !self.slots.faults.ignores_floor() {
+                    self.floor.fetch_max(req.now, Ordering::Relaxed);
+                }
             }
             if !upkeep::freeze(self.slots, slot, k, w) {
                 return Ok(Step::Restart); // it was spent from meanwhile

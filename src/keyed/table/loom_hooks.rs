@@ -30,6 +30,9 @@ pub(crate) enum Broken {
     /// Let a new key of a table that starts keys empty remove a bucket that is not full (the
     /// one nearest to full), as a table that starts keys full does.
     EvictNotFullUnderStartEmpty,
+    /// Remove an idle bucket without raising the table's floor, so that a new bucket starts
+    /// full at any reading, also one earlier than the removal's.
+    IgnoreFloor,
 }
 
 /// The broken step of one table, if any: none outside the loom models (a zero-sized value).
@@ -88,4 +91,6 @@ questions! {
     skips_tenure_check => GiveBackToAnyTenure,
     /// Whether a table that starts keys empty ranks buckets that are not full as victims.
     evicts_not_full_under_start_empty => EvictNotFullUnderStartEmpty,
+    /// Whether a removal leaves the floor where it was.
+    ignores_floor => IgnoreFloor,
 }

@@ -1,8 +1,9 @@
 //! The loom models of the keyed table: concurrent inserts of one new key and their duplicates
-//! (`insert_tests.rs`); eviction racing a check, and slot reuse after eviction (ABA)
-//! (`removal_tests.rs`); give-backs racing the eviction, re-insert or duplicate insert of their
-//! key, and an `all_of` rollback in the table (`give_back_tests.rs`); a new key taking the slot
-//! of a full bucket in a table whose keys start empty (`start_empty_tests.rs`).
+//! (`insert_tests.rs`); eviction racing a check, slot reuse after eviction (ABA) and a key
+//! checked at a reading earlier than its removal's (`removal_tests.rs`); give-backs racing the
+//! eviction, re-insert or duplicate insert of their key, and an `all_of` rollback in the table
+//! (`give_back_tests.rs`); a new key taking the slot of a full bucket in a table whose keys
+//! start empty (`start_empty_tests.rs`).
 //!
 //! Each model runs the real protocol on a tiny table (one or two slots, every key's window
 //! covering all of them) and has a twin whose table breaks one step (the [`Faults`] switch,

@@ -302,7 +302,9 @@ impl Table {
     /// is removed too, uncounted, as it was never published.
     pub(crate) fn evict_idle(&self, now: u64) -> usize {
         // Before any freeze: see `request::initial_of`. Relaxed, for the reason given there.
-        self.floor.fetch_max(now, Ordering::Relaxed);
+        if !self.slots.faults.ignores_floor() {
+            self.floor.fetch_max(now, Ordering::Relaxed);
+        }
         let mut removed = 0;
         for slot in self.slots.as_slice() {
             let k = slot.key.load();
