@@ -34,6 +34,18 @@ where
     handle
 }
 
+/// Runs each of `checks` on a thread of its own, and counts those that admitted.
+pub(crate) fn admitted_on_threads<F>(checks: impl IntoIterator<Item = F>) -> u32
+where
+    F: FnOnce() -> bool + 'static,
+{
+    let threads: Vec<_> = checks.into_iter().map(loom::thread::spawn).collect();
+    threads
+        .into_iter()
+        .map(|t| u32::from(t.join().unwrap()))
+        .sum()
+}
+
 /// A model runner with a preemption bound: for models of three threads, and for the long
 /// ones of two (each model's doc comment says why it needs its bound).
 pub(crate) fn bounded(preemptions: usize) -> loom::model::Builder {

@@ -26,30 +26,37 @@ pub(crate) fn racy<T>(step: impl FnOnce() -> T) -> T {
 pub(crate) struct AtomicU64(loom::sync::atomic::AtomicU64);
 
 impl AtomicU64 {
+    #[track_caller]
     pub(crate) fn new(value: u64) -> AtomicU64 {
         AtomicU64(loom::sync::atomic::AtomicU64::new(value))
     }
 
+    #[track_caller]
     pub(crate) fn load(&self, order: Ordering) -> u64 {
         self.0.load(order)
     }
 
+    #[track_caller]
     pub(crate) fn store(&self, value: u64, order: Ordering) {
         self.0.store(value, order)
     }
 
+    #[track_caller]
     pub(crate) fn fetch_add(&self, value: u64, order: Ordering) -> u64 {
         self.0.fetch_add(value, order)
     }
 
+    #[track_caller]
     pub(crate) fn fetch_sub(&self, value: u64, order: Ordering) -> u64 {
         self.0.fetch_sub(value, order)
     }
 
+    #[track_caller]
     pub(crate) fn fetch_max(&self, value: u64, order: Ordering) -> u64 {
         self.0.fetch_max(value, order)
     }
 
+    #[track_caller]
     pub(crate) fn fetch_update(
         &self,
         set: Ordering,
@@ -59,6 +66,7 @@ impl AtomicU64 {
         self.0.fetch_update(set, fetch, f)
     }
 
+    #[track_caller]
     pub(crate) fn compare_exchange(
         &self,
         current: u64,
@@ -72,6 +80,8 @@ impl AtomicU64 {
         self.0.compare_exchange(current, new, success, failure)
     }
 
+    /// The strong one: loom models no spurious failure.
+    #[track_caller]
     pub(crate) fn compare_exchange_weak(
         &self,
         current: u64,
@@ -79,10 +89,7 @@ impl AtomicU64 {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u64, u64> {
-        if RACY.with(Cell::get) {
-            return self.load_compare_store(current, new, success, failure);
-        }
-        self.0.compare_exchange_weak(current, new, success, failure)
+        self.compare_exchange(current, new, success, failure)
     }
 
     /// The broken compare-and-swap: two steps, with the orderings of the one it replaces.

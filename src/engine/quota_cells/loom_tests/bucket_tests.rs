@@ -4,13 +4,11 @@
 //! compare-and-swap, which must fail.
 
 use super::{quota_of, tat, T};
-use crate::loom_tests::{bounded, spawn};
+use crate::loom_tests::{admitted_on_threads, bounded, spawn};
 use crate::sync::test_faults::racy;
 use crate::{Limiter, ManualClock, Nanos};
 use core::time::Duration;
-use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
-use loom::thread;
 
 fn limiter(burst: u32) -> Arc<Limiter<ManualClock>> {
     Arc::new(Limiter::with_clock(quota_of(T, burst), ManualClock::new()))
@@ -32,22 +30,10 @@ fn spend(limiter: &Limiter<ManualClock>, racy_spend: bool) -> bool {
 /// exhaustively; three with a preemption bound of 3 (exhaustive search of three takes long).
 fn spend_model(threads: usize, burst: u32, racy_spend: bool) {
     let limiter = limiter(burst);
-    let admitted = Arc::new(AtomicU32::new(0));
-    let handles: Vec<_> = (0..threads)
-        .map(|_| {
-            let (limiter, admitted) = (limiter.clone(), admitted.clone());
-            thread::spawn(move || {
-                if spend(&limiter, racy_spend) {
-                    // Relaxed: a counter read after join, which orders it.
-                    admitted.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
-    let admitted = admitted.load(Ordering::Relaxed);
+    let admitted = admitted_on_threads((0..threads).map(|_| {
+        let limiter = limiter.clone();
+        move || spend(&limiter, racy_spend)
+    }));
     assert!(admitted <= burst, "admitted {admitted} > burst {burst}");
     assert_eq!(
         admitted, burst,
