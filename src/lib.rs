@@ -128,6 +128,8 @@ mod hint;
 #[cfg(feature = "std")]
 mod keyed;
 mod limiter;
+#[cfg(all(test, loom))]
+mod loom_tests;
 #[cfg(feature = "std")]
 mod named;
 mod nanos;

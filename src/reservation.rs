@@ -153,6 +153,12 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         }
     }
 
+    /// The booking's receipt, for the broken give-backs of the loom models.
+    #[cfg(all(test, loom))]
+    pub(crate) fn receipt(&self) -> Receipt {
+        self.booked.receipt
+    }
+
     /// The instant the booked tokens are there (on the limiter's clock).
     pub fn ready_at(&self) -> Nanos {
         self.booked.ready_at

@@ -1,16 +1,31 @@
 //! The one place that names atomic types.
 //!
-//! Under `cfg(loom)` the atomics are loom's, so that the models in `loom-tests/` explore every
-//! interleaving of the real code. With the `portable-atomic` feature the 64-bit atomics come
-//! from portable-atomic (for targets without native 64-bit compare-and-swap). Otherwise they are
-//! `core`'s. No other module names an atomic type directly; statistics counters take theirs
-//! from [`counter`].
+//! Under `cfg(loom)` the atomics are loom's, so that the loom models (`src/loom_tests.rs` lists
+//! them) explore every interleaving of the real code. In those models the 64-bit atomic is
+//! loom's behind a switch with which a broken twin turns its thread's compare-and-swaps into a
+//! load, a comparison and a store (`sync/test_faults.rs`); nothing else in the crate knows of
+//! it. With the `portable-atomic` feature the 64-bit atomics come from portable-atomic (for
+//! targets without native 64-bit compare-and-swap). Otherwise they are `core`'s. No other
+//! module names an atomic type directly; statistics counters take theirs from [`counter`].
 //!
 //! The keyed table's slot words ([`SlotWord`]) are these 64-bit atomics, except under loom,
-//! where they are a sequentially consistent stand-in (below).
+//! where they are a sequentially consistent stand-in (below), and in the crate's other tests,
+//! where each of their operations may first yield the processor (`sync/test_pauses.rs`).
 
+#[cfg(all(loom, not(test)))]
+pub(crate) use loom::sync::atomic::AtomicU64;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, Ordering};
+#[cfg(all(loom, test))]
+pub(crate) use test_faults::AtomicU64;
+
+/// The broken compare-and-swaps of the loom models' twins.
+#[cfg(all(loom, test))]
+pub(crate) mod test_faults;
+
+/// The pauses of the keyed table's stress tests.
+#[cfg(all(test, not(loom), feature = "std"))]
+pub(crate) mod test_pauses;
 
 #[cfg(all(not(loom), feature = "portable-atomic"))]
 pub(crate) use core::sync::atomic::fence;
@@ -52,8 +67,11 @@ pub(crate) fn next_id() -> u64 {
 // not part of any protocol, so the loom models do not interleave them.
 
 /// One word of a keyed-table slot (src/keyed/table/slot.rs), wrapped there by the typed words.
-#[cfg(all(not(loom), feature = "std"))]
+#[cfg(all(not(loom), not(test), feature = "std"))]
 pub(crate) use AtomicU64 as SlotWord;
+
+#[cfg(all(test, not(loom), feature = "std"))]
+pub(crate) use test_pauses::SlotWord;
 
 #[cfg(all(loom, feature = "std"))]
 pub(crate) use loom_slot::SlotWord;
@@ -70,7 +88,7 @@ pub(crate) use loom_slot::SlotWord;
 /// the real code uses are argued in its comments rather than checked by loom.
 #[cfg(all(loom, feature = "std"))]
 mod loom_slot {
-    use super::{AtomicU64, Ordering};
+    use loom::sync::atomic::{AtomicU64, Ordering};
 
     #[derive(Debug)]
     pub(crate) struct SlotWord {
@@ -108,10 +126,10 @@ pub(crate) mod lane {
     #[cfg(not(loom))]
     pub(crate) use super::counter::{AtomicU64, Ordering};
     #[cfg(loom)]
-    pub(crate) use loom::sync::{
-        atomic::{AtomicU64, Ordering},
-        Mutex,
-    };
+    pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+    // Under loom only the model of the lanes takes them.
+    #[cfg(all(loom, test))]
+    pub(crate) use loom::sync::Mutex;
     #[cfg(not(loom))]
     pub(crate) use std::sync::Mutex;
 }

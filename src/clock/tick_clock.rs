@@ -150,9 +150,11 @@ const TICK_NS: u64 = 1_000_000;
 /// The most one refresh advances the cached time: two ticks (module docs, *In real time*).
 const CATCH_UP_NS: u64 = 2 * TICK_NS;
 
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 /// What every `TickClock` and the refresher share.
-#[doc(hidden)]
-pub struct Ticker {
+struct Ticker {
     /// The latest refreshed reading, in ns since [`MonotonicClock`]'s origin; 0 while no
     /// refresher runs (no reading is 0: the refresher stores at least 1).
     now: CachePadded<AtomicU64>,
@@ -173,9 +175,9 @@ impl Ticker {
         }
     }
 
-    /// A ticker with no refresher and no handles (for the loom models).
+    /// A ticker with no refresher and no handles (loom's atomics are not made in a constant).
     #[cfg(loom)]
-    pub fn new() -> Ticker {
+    fn new() -> Ticker {
         Ticker {
             now: CachePadded::new(AtomicU64::new(0)),
             running: AtomicU64::new(0),
@@ -189,8 +191,7 @@ impl Ticker {
     /// `exact`'s and the next cold read tries again.
     #[cold]
     #[inline(never)]
-    #[doc(hidden)]
-    pub fn read_cold(&self, exact: impl Fn() -> u64, start: impl FnOnce() -> bool) -> Nanos {
+    fn read_cold(&self, exact: impl Fn() -> u64, start: impl FnOnce() -> bool) -> Nanos {
         let mut start = Some(start);
         loop {
             // SeqCst, here and in the stop path of `tick`: the clear of `now` follows the clear
@@ -211,26 +212,6 @@ impl Ticker {
         }
     }
 
-    /// A broken twin of [`read_cold`](Self::read_cold) for the loom models: it answers a cold
-    /// read with `exact` at once instead of waiting for the refresher's first reading, so a
-    /// reader can see a later time than the cached one that follows.
-    #[cfg(loom)]
-    pub fn read_cold_without_waiting(
-        &self,
-        exact: impl Fn() -> u64,
-        start: impl FnOnce() -> bool,
-    ) -> Nanos {
-        // SeqCst: as in `read_cold`.
-        let t = self.now.load(Ordering::SeqCst);
-        if t != 0 {
-            return Nanos::new(t);
-        }
-        if self.claim_start() {
-            start();
-        }
-        Nanos::new(exact())
-    }
-
     /// Whether this caller flips `running` from 0 to 1, and so must start the refresher.
     fn claim_start(&self) -> bool {
         // SeqCst: as in `read_cold`.
@@ -243,8 +224,7 @@ impl Ticker {
     /// more than the time stored before (a refresher that woke late catches up at twice real
     /// speed), and returns true; or, if no `TickClock` is left, clears the time and returns
     /// false (the refresher then exits).
-    #[doc(hidden)]
-    pub fn tick(&self, now: u64) -> bool {
+    fn tick(&self, now: u64) -> bool {
         // SeqCst: a handle made before this load keeps the refresher going; one made after it
         // may meet a stopped refresher, which clears `running` before `now` (see `read_cold`),
         // so that handle's next read finds `now == 0` and starts another.
@@ -267,39 +247,23 @@ impl Ticker {
 
     /// In a child process after `fork`: no refresher runs there, so the time is cleared and
     /// the child's next cached read starts one.
-    #[doc(hidden)]
-    pub fn forget_refresher(&self) {
+    #[cfg(all(unix, not(loom)))]
+    fn forget_refresher(&self) {
         // SeqCst: as in `tick`'s stop path.
         self.running.store(0, Ordering::SeqCst);
         self.now.store(0, Ordering::SeqCst);
     }
 
     /// Adds a handle (what [`TickClock::new`] does).
-    #[doc(hidden)]
-    pub fn add_handle(&self) {
+    fn add_handle(&self) {
         // SeqCst: the refresher's stop decision is ordered against it (see `tick`).
         self.handles.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Drops a handle (what dropping a [`TickClock`] does).
-    #[doc(hidden)]
-    pub fn drop_handle(&self) {
+    fn drop_handle(&self) {
         // SeqCst: as in `add_handle`.
         self.handles.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    /// The cached time, 0 if none.
-    #[cfg(loom)]
-    pub fn cached(&self) -> u64 {
-        // SeqCst: a model's final check, after joins.
-        self.now.load(Ordering::SeqCst)
-    }
-
-    /// Whether a refresher runs or is being started.
-    #[cfg(loom)]
-    pub fn is_running(&self) -> bool {
-        // SeqCst: as in `cached`.
-        self.running.load(Ordering::SeqCst) != 0
     }
 }
 

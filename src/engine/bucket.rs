@@ -232,29 +232,6 @@ impl Bucket {
             tenure,
         }
     }
-
-    /// Deliberately broken spend (load + store instead of CAS): a lost update. Only for the
-    /// loom models, which must catch it.
-    #[cfg(loom)]
-    pub(crate) fn spend_racy(&self, cost: u32, now: u64, quota: &Quota) -> Result<Allowed, Denied> {
-        let current = self.word.load(Ordering::Relaxed);
-        assert_ne!(
-            current, MOVED,
-            "the racy twins run on a limiter that never changed"
-        );
-        let (new, allowed) = gcra::spend(current, now, cost, quota)?;
-        self.word.store(new, Ordering::Relaxed);
-        Ok(allowed)
-    }
-
-    /// Deliberately broken write: stores the raw `value` without checking that nothing was
-    /// written since. Only for loom.
-    #[cfg(loom)]
-    pub(crate) fn store_racy(&self, value: u64) {
-        // Release: publishes as the compare-and-swap it replaces would; only the check of what
-        // was written since is missing.
-        self.word.store(value, Ordering::Release);
-    }
 }
 
 /// A bucket in one tenure, as [`give_back`](crate::engine::give_back::give_back) acts on it.
@@ -284,29 +261,6 @@ impl TenureWord for InTenure<'_> {
                 let found = raw ^ mask;
                 Err((found != MOVED && self.tenure.holds()).then_some(found))
             }
-        }
-    }
-}
-
-/// Deliberately broken [`InTenure`]: its compare-and-swap is a load, a comparison and a
-/// store, so a write that lands between them is lost. Only for the loom models.
-#[cfg(loom)]
-pub(crate) struct RacyInTenure<'a>(pub(crate) InTenure<'a>);
-
-#[cfg(loom)]
-impl TenureWord for RacyInTenure<'_> {
-    fn load(&self) -> Option<u64> {
-        self.0.load()
-    }
-
-    fn swap(&self, current: u64, new: u64) -> Result<(), Option<u64>> {
-        match self.0.load() {
-            Some(found) if found == current => {
-                let InTenure { bucket, tenure } = &self.0;
-                bucket.store_racy(new.min(LAST_TAT) ^ tenure.mask);
-                Ok(())
-            }
-            found => Err(found),
         }
     }
 }

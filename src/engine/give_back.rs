@@ -122,14 +122,6 @@ impl Ledger {
         // Release: pairs with the Acquire in `snapshot`.
         self.completed.fetch_add(credit, Ordering::Release);
     }
-
-    /// Takes back a completion entered before its compare-and-swap: only a loom twin enters
-    /// one so early.
-    #[cfg(loom)]
-    pub(crate) fn withdraw(&self, credit: u64) {
-        // Relaxed: a twin's step, ordered by nothing.
-        self.completed.fetch_sub(credit, Ordering::Relaxed);
-    }
 }
 
 impl Drop for Hold<'_> {
@@ -215,23 +207,4 @@ pub(crate) fn give_back(
             }
         }
     }
-}
-
-/// Deliberately broken give-backs of a [`Limiter`](crate::Limiter)'s bookings, one for each
-/// loom model that must catch it (`loom-tests/`). Only under `cfg(loom)`.
-#[cfg(loom)]
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GiveBackFault {
-    /// Back to the TAT before the booking whenever the TAT equals the one it left: a value
-    /// comparison, which a give-back and a spend in between can fool (ABA).
-    ByValue,
-    /// The rule, with a compare-and-swap made of a load, a comparison and a store: a write
-    /// that lands between them is lost.
-    LoadStore,
-    /// The rule, with the credit entered in the ledger as completed before the
-    /// compare-and-swap (and taken out again after it) instead of after it.
-    CompletedFirst,
-    /// The rule, on the cell that is live now instead of the tenure the receipt names.
-    OnLiveCell,
 }

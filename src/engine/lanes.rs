@@ -7,7 +7,7 @@
 //! before the first add of the new one, which therefore starts from the count the old one
 //! left. A thread that counts after its lane went back (from another thread-local's
 //! destructor) counts in a tally's shared lane, as does a thread whose index lies past a
-//! tally's lanes. The loom model `loom-tests/tests/lanes.rs` checks the handover.
+//! tally's lanes. The loom model `lanes/loom_tests.rs` checks the handover.
 
 use crate::sync::lane::Mutex;
 use alloc::collections::BinaryHeap;
@@ -17,12 +17,13 @@ use std::sync::PoisonError;
 #[cfg(not(loom))]
 use std::{cell::Cell, sync::PoisonError};
 
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 /// A registry of lanes: the indexes given out are distinct until given back.
 #[derive(Debug)]
-pub struct Lanes {
+pub(crate) struct Lanes {
     free: Mutex<Free>,
-    #[cfg(loom)]
-    fault: Option<LaneFault>,
 }
 
 /// What the registry holds: the indexes given back, and the next never given out.
@@ -30,16 +31,6 @@ pub struct Lanes {
 struct Free {
     returned: BinaryHeap<Reverse<usize>>,
     next: usize,
-}
-
-/// A broken registry, for the loom model's twin.
-#[cfg(loom)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LaneFault {
-    /// `take` hands out a lane given back without removing it from the free ones, so that
-    /// two threads can hold it at once.
-    TakeLeavesItFree,
 }
 
 impl Lanes {
@@ -54,29 +45,22 @@ impl Lanes {
         }
     }
 
-    /// A registry that has given out nothing (`fault`: the twin's).
+    /// A registry that has given out nothing (loom's mutex is not made in a constant).
     #[cfg(loom)]
-    pub fn new(fault: Option<LaneFault>) -> Lanes {
+    pub(crate) fn new() -> Lanes {
         Lanes {
             free: Mutex::new(Free {
                 returned: BinaryHeap::new(),
                 next: 0,
             }),
-            fault,
         }
     }
 
     /// The lowest index not held, now held by the caller until it [`give`](Self::give)s it
     /// back. Lowest first, so that the indexes in use stay as few as the threads that count.
-    pub fn take(&self) -> usize {
+    pub(crate) fn take(&self) -> usize {
         // Nothing panics while the registry is locked: a poisoned lock holds a sound state.
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
-        #[cfg(loom)]
-        if self.fault == Some(LaneFault::TakeLeavesItFree) {
-            if let Some(Reverse(lane)) = free.returned.peek() {
-                return *lane;
-            }
-        }
         match free.returned.pop() {
             Some(Reverse(lane)) => lane,
             None => {
@@ -87,7 +71,7 @@ impl Lanes {
     }
 
     /// Gives `lane` back: the caller adds to it no more.
-    pub fn give(&self, lane: usize) {
+    pub(crate) fn give(&self, lane: usize) {
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         free.returned.push(Reverse(lane));
     }

@@ -37,8 +37,8 @@ use crate::outcome::{Allowed, Denied};
 use crate::quota::{AtomicQuota, Quota};
 use crate::sync::{fence, spin_wait, AtomicU64, Ordering};
 
-#[cfg(loom)]
-mod loom_twins;
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 /// The id of the head cell (index 0, version 0). A spare's id is `version << 2 | index`, with
 /// index 1 or 2.
@@ -354,12 +354,11 @@ impl Cells {
     /// time; a check is never held up by one.
     pub(crate) fn change(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
         let _lock = ChangeLock::take(&self.changing);
-        self.change_locked::<false>(quota, rebase);
+        self.change_locked(quota, rebase);
     }
 
-    /// [`Cells::change`], with the change lock held (or, in a broken twin, not); with `RACY`
-    /// (only a loom twin), the move is a store instead of a compare-and-swap.
-    fn change_locked<const RACY: bool>(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
+    /// [`Cells::change`], with the change lock held.
+    fn change_locked(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
         // With the lock held `live` names the live cell, which has not moved: every change
         // stores `live` before it lets go of the lock.
         let from_id = self.live_id();
@@ -379,11 +378,6 @@ impl Cells {
             // No operation of this tenure can reach `to` before `from` holds MOVED.
             to.bucket
                 .reset(rebase(tat, &from.quota).min(LAST_TAT), mask(v));
-            #[cfg(loom)]
-            if RACY {
-                from.bucket.store_racy(MOVED ^ from.tenure.mask);
-                break;
-            }
             if from.bucket.mark_moved(raw, from.tenure.mask) {
                 break;
             }

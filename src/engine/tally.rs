@@ -72,10 +72,9 @@ impl<const N: usize> StripedCounts<N> {
     }
 
     /// Adds one to count `kind` as the holder of lane `lane` (`lanes.rs`), which no other
-    /// thread may hold meanwhile. For the loom model, which holds lanes by hand.
-    #[cfg_attr(not(loom), doc(hidden))]
+    /// thread may hold meanwhile.
     #[inline]
-    pub fn add_in(&self, lane: usize, kind: usize) {
+    pub(crate) fn add_in(&self, lane: usize, kind: usize) {
         match self.lanes.get(lane) {
             // A load and a store rather than a read-modify-write: no other thread writes this
             // lane, so no add comes in between. Relaxed: an independent tally that publishes
@@ -112,7 +111,7 @@ impl<const N: usize> StripedCounts<N> {
     }
 
     /// How many lanes there are.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn lane_count(&self) -> usize {
         self.lanes.len()
     }
@@ -154,7 +153,7 @@ impl Tally {
     }
 
     /// A tally with `n` lanes, 1 to 64.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn with_lanes(n: usize) -> Tally {
         Tally {
             stripes: StripedCounts::with_lanes(n),
@@ -183,13 +182,13 @@ impl Tally {
     }
 
     /// How many lanes this tally has.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn lane_count(&self) -> usize {
         self.stripes.lane_count()
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

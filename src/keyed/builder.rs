@@ -1,8 +1,6 @@
 //! `KeyedLimiterBuilder`: capacity, clock, start state and overflow policy of a keyed limiter.
 
 use super::fingerprint::{FingerprintHash, Fingerprinter};
-#[cfg(loom)]
-use super::table::loom_hooks::Broken;
 use super::table::loom_hooks::Faults;
 use super::table::memory::{self, AllocError};
 use super::table::{huge_pages, Overflow, Table};
@@ -184,7 +182,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     /// The limiter, or why it could not be made (`max_keys(0)`, or no memory for the table).
     pub fn try_build(self) -> Result<KeyedLimiter<K, C>, KeyedBuildError> {
         let slots = slot_count(self.max_keys)?;
-        let table = self.allocate(slots, WINDOW, Faults::NONE)?;
+        let table = self.allocate(slots)?;
         Ok(KeyedLimiter::from_parts(
             table,
             self.quota,
@@ -194,27 +192,8 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
         ))
     }
 
-    /// A table of exactly `slots` slots and a `window`, with the step `broken` broken: for the
-    /// loom models, which need tiny tables.
-    #[cfg(loom)]
-    fn build_tiny(self, slots: usize, window: usize, broken: Broken) -> KeyedLimiter<K, C> {
-        let table = self.allocate(slots, window, Faults::new(broken)).unwrap();
-        let fingerprinter = Fingerprinter::new(self.hash);
-        KeyedLimiter::from_parts(
-            table,
-            self.quota,
-            self.clock,
-            self.start_empty,
-            fingerprinter,
-        )
-    }
-
-    fn allocate(
-        &self,
-        slots: usize,
-        window: usize,
-        faults: Faults,
-    ) -> Result<Table, KeyedBuildError> {
+    /// A table of `slots` slots, searched [`WINDOW`] slots from home.
+    fn allocate(&self, slots: usize) -> Result<Table, KeyedBuildError> {
         let memory = memory::zeroed_slots(slots).map_err(|e| match e {
             AllocError::TooLarge => KeyedBuildError::TooLarge {
                 max_keys: self.max_keys,
@@ -226,7 +205,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
             OverflowPolicy::EvictNearestNew => Overflow::EvictNearestNew,
             OverflowPolicy::DenyNewKeys => Overflow::DenyNewKeys,
         };
-        let mut table = Table::new(memory, window, overflow, self.start_empty, faults);
+        let mut table = Table::new(memory, WINDOW, overflow, self.start_empty, Faults::NONE);
         table.huge_pages = advised;
         Ok(table)
     }
@@ -253,53 +232,6 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiterBuilder<K, C> {
             .field("huge_pages", &self.huge_pages)
             .field("fingerprint_hash", &self.hash)
             .finish()
-    }
-}
-
-/// The hooks of the loom models (`loom-tests/`): tiny tables with one step broken, and raw
-/// inspection. The fault-injection switch itself is `table::loom_hooks`.
-#[cfg(loom)]
-impl<K: core::hash::Hash + Eq, C: Clock> KeyedLimiter<K, C> {
-    /// A limiter whose table has exactly `slots` slots searched `window` from home, with one
-    /// step deliberately broken (or none).
-    #[doc(hidden)]
-    pub fn loom_tiny(quota: Quota, clock: C, slots: usize, window: usize, broken: Broken) -> Self {
-        KeyedLimiterBuilder::new(quota)
-            .clock(clock)
-            .build_tiny(slots, window, broken)
-    }
-
-    /// [`loom_tiny`](Self::loom_tiny) for a limiter whose new keys start empty.
-    #[doc(hidden)]
-    pub fn loom_tiny_start_empty(
-        quota: Quota,
-        clock: C,
-        slots: usize,
-        window: usize,
-        broken: Broken,
-    ) -> Self {
-        KeyedLimiterBuilder::new(quota)
-            .clock(clock)
-            .start_empty(true)
-            .build_tiny(slots, window, broken)
-    }
-
-    /// How many slots hold a bucket or a claim of `key`.
-    #[doc(hidden)]
-    pub fn loom_slots_holding<Q: core::hash::Hash + ?Sized>(&self, key: &Q) -> usize
-    where
-        K: core::borrow::Borrow<Q>,
-    {
-        self.table.slots_holding(self.fingerprint(key))
-    }
-
-    /// The home slot of `key`, so that a model can choose keys that share a window.
-    #[doc(hidden)]
-    pub fn loom_home<Q: core::hash::Hash + ?Sized>(&self, key: &Q) -> usize
-    where
-        K: core::borrow::Borrow<Q>,
-    {
-        self.table.home(self.fingerprint(key))
     }
 }
 

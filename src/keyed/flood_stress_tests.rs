@@ -10,11 +10,11 @@
 //! tokens from it or give it any, every decision must be the exact bucket's. A held key
 //! removed for a new key comes back empty and fails that at once.
 //!
-//! The threads turn on the table's pauses (`table::test_hooks`), so that the steps of the
+//! The threads turn on the slot words' pauses (`sync/test_pauses.rs`), so that the steps of the
 //! flood's inserts and sweeps interleave with the held keys' spends throughout the run.
 
 use super::oracle::Exact;
-use super::table::test_hooks::pause_now_and_then;
+use crate::sync::test_pauses::pause_now_and_then;
 use crate::{Clock, KeyedLimiter, ManualClock, Nanos, OverflowPolicy, Quota};
 use std::time::{Duration, Instant};
 

@@ -24,8 +24,6 @@ mod table;
 pub use builder::{KeyedBuildError, KeyedLimiterBuilder, DEFAULT_MAX_KEYS};
 pub use fingerprint::FingerprintHash;
 pub use key_bucket::KeyedBucket;
-#[cfg(loom)]
-pub use table::loom_hooks::Broken;
 
 use crate::at::At;
 use crate::clock::tick_clock::TickClock;
@@ -133,7 +131,7 @@ pub enum OverflowPolicy {
 /// (linear probing). A new key is claimed, checked against other claims of it, made LIVE and
 /// published in steps that any check meeting them completes itself, so a preempted inserter
 /// delays no one. The protocol and its proofs are in docs/design.md; it is model-checked with
-/// loom (`loom-tests/tests/keyed.rs`).
+/// loom (`src/keyed/table/loom_tests.rs`).
 ///
 /// [`evict_idle`]: Self::evict_idle
 pub struct KeyedLimiter<K, C = TickClock> {

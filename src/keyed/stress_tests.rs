@@ -12,18 +12,18 @@
 //! request must pass. A give-back that returned more than its booking still held, a spend
 //! lost or one that landed in a second bucket admits more than the replay does, and fails it.
 //!
-//! The threads turn on the table's pauses (`table::test_hooks`): at each step of an insert, a
-//! removal or a write of a TAT, a thread now and then yields its processor, so that the races
-//! between those steps, which a thread rarely loses its processor in the middle of, happen
-//! throughout the run.
+//! The threads turn on the slot words' pauses (`sync/test_pauses.rs`): at each step of an
+//! insert, a removal or a write of a TAT, a thread now and then yields its processor, so that
+//! the races between those steps, which a thread rarely loses its processor in the middle of,
+//! happen throughout the run.
 //!
 //! Bookings are given back after a few rounds, out of order; buckets often become idle, are
-//! removed, and are inserted again. With the claim of a duplicate insert taken for the
-//! key's absence (as a look-up did before it passed over claims), this test fails within a few
-//! seconds.
+//! removed, and are inserted again. With a claim made LIVE without the rescan, W of a claim
+//! initialised without reading K again, or K retired without freezing W (the loom twins'
+//! broken steps), this test fails within seconds.
 
 use super::oracle::Exact;
-use super::table::test_hooks::pause_now_and_then;
+use crate::sync::test_pauses::pause_now_and_then;
 use crate::{all_of, Clock, KeyedLimiter, ManualClock, OverflowPolicy, Quota, Ticket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};

@@ -23,7 +23,6 @@ use super::super::stats::Counters;
 use super::request::{decide, initial_of, Outcome, Request};
 use super::seen::Seen;
 use super::slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
-use super::test_hooks;
 use super::upkeep;
 use super::window::Slots;
 use crate::engine::gcra::level;
@@ -156,7 +155,6 @@ impl Insert<'_> {
                     }
                 }
             }
-            test_hooks::pause(); // between the scan and the claim
             return Found::Absent(room);
         }
     }
@@ -209,7 +207,9 @@ impl Insert<'_> {
                     seen.mark(k.tag());
                 }
                 // Relaxed: see `request::initial_of`.
-                self.floor.fetch_max(req.now, Ordering::Relaxed);
+                if !self.slots.faults.ignores_floor() {
+                    self.floor.fetch_max(req.now, Ordering::Relaxed);
+                }
             }
             if !upkeep::freeze(self.slots, slot, k, w) {
                 return Ok(Step::Restart); // it was spent from meanwhile
@@ -226,7 +226,6 @@ impl Insert<'_> {
         if slot.key.compare_exchange(k, claim).is_err() {
             return Ok(Step::Restart);
         }
-        test_hooks::pause(); // between the claim and its rescan
         Ok(self.resolve(home, i, claim))
     }
 
@@ -259,7 +258,6 @@ impl Insert<'_> {
                 return step;
             }
         }
-        test_hooks::pause(); // between the rescan and making the claim LIVE
         self.initialise(self.slots.at(home, p), claim);
         self.make_live(home, p, claim)
     }

@@ -3,7 +3,6 @@
 //! invariants it relies on).
 
 use super::slot::{KeyWord, Slot, FROZEN};
-use super::test_hooks;
 use super::window::{Slots, LINE};
 use crate::hint::cold_path;
 
@@ -187,7 +186,6 @@ fn settle(slots: &Slots, slot: &Slot, k: KeyWord) -> Settled {
     }
     // K unchanged after W was read means that W was read in K's tenure.
     let w = slot.tat.load();
-    test_hooks::between_reads(slot);
     if !slots.faults.skips_lookup_recheck() && slot.key.load() != k {
         cold_path(); // the slot changed hands between two loads
         return Settled::Moved;

@@ -1,14 +1,13 @@
-//! The fault-injection switch of the loom models (`loom-tests/`): which step of the protocol a
+//! The fault-injection switch of the loom models (`loom_tests.rs`): which step of the protocol a
 //! model's table deliberately breaks, so that the model can show that it catches the fault.
 //!
 //! A leaf module: the table asks the switch and the switch knows nothing of the table. Outside
-//! `cfg(loom)` the switch is empty and every question is a constant `false`.
+//! the loom models the switch is empty and every question is a constant `false`.
 
 /// Deliberately broken steps, one per loom model, which the models must catch.
-#[cfg(loom)]
-#[doc(hidden)]
+#[cfg(all(test, loom))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Broken {
+pub(crate) enum Broken {
     /// The real protocol.
     Nothing,
     /// Make a claim LIVE without rescanning the window for another slot of the key.
@@ -31,30 +30,33 @@ pub enum Broken {
     /// Let a new key of a table that starts keys empty remove a bucket that is not full (the
     /// one nearest to full), as a table that starts keys full does.
     EvictNotFullUnderStartEmpty,
+    /// Remove an idle bucket without raising the table's floor, so that a new bucket starts
+    /// full at any reading, also one earlier than the removal's.
+    IgnoreFloor,
 }
 
-/// The broken step of one table, if any: none outside loom (a zero-sized value).
+/// The broken step of one table, if any: none outside the loom models (a zero-sized value).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Faults {
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     broken: Broken,
 }
 
 impl Faults {
     /// The real protocol.
     pub(crate) const NONE: Faults = Faults {
-        #[cfg(loom)]
+        #[cfg(all(test, loom))]
         broken: Broken::Nothing,
     };
 
     /// A table with the step `broken` broken.
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(crate) const fn new(broken: Broken) -> Faults {
         Faults { broken }
     }
 }
 
-/// One question per broken step: `true` only under loom, in the twin that breaks it.
+/// One question per broken step: `true` only in the loom twin that breaks it.
 macro_rules! questions {
     ($($(#[$doc:meta])* $name:ident => $step:ident,)*) => {
         impl Faults {
@@ -62,9 +64,9 @@ macro_rules! questions {
                 $(#[$doc])*
                 #[inline]
                 pub(crate) fn $name(self) -> bool {
-                    #[cfg(loom)]
+                    #[cfg(all(test, loom))]
                     return self.broken == Broken::$step;
-                    #[cfg(not(loom))]
+                    #[cfg(not(all(test, loom)))]
                     false
                 }
             )*
@@ -89,4 +91,6 @@ questions! {
     skips_tenure_check => GiveBackToAnyTenure,
     /// Whether a table that starts keys empty ranks buckets that are not full as victims.
     evicts_not_full_under_start_empty => EvictNotFullUnderStartEmpty,
+    /// Whether a removal leaves the floor where it was.
+    ignores_floor => IgnoreFloor,
 }

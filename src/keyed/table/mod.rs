@@ -42,12 +42,13 @@ mod lookup;
 #[cfg(all(test, not(loom)))]
 mod lookup_tests;
 pub(crate) mod loom_hooks;
+#[cfg(all(test, loom))]
+mod loom_tests;
 pub(crate) mod memory;
 mod prefetch;
 mod request;
 mod seen;
 pub(crate) mod slot;
-pub(crate) mod test_hooks;
 mod upkeep;
 #[cfg(all(test, not(loom)))]
 mod upkeep_tests;
@@ -100,7 +101,7 @@ pub(crate) struct Table {
 
 impl Table {
     /// A table of `slots` EMPTY slots (at least 1) searched `window` slots from home, with the
-    /// loom twins' broken step `faults` (none outside loom).
+    /// loom twins' broken step `faults` (`Faults::NONE` outside them).
     pub(crate) fn new(
         slots: SlotArray,
         window: usize,
@@ -229,7 +230,6 @@ impl Table {
             if new == tat {
                 return Some(outcome); // a denial or a peek: nothing to store
             }
-            test_hooks::pause();
             match slot.tat.spend(w, new ^ mask) {
                 Ok(_) => {
                     if publish {
@@ -302,7 +302,9 @@ impl Table {
     /// is removed too, uncounted, as it was never published.
     pub(crate) fn evict_idle(&self, now: u64) -> usize {
         // Before any freeze: see `request::initial_of`. Relaxed, for the reason given there.
-        self.floor.fetch_max(now, Ordering::Relaxed);
+        if !self.slots.faults.ignores_floor() {
+            self.floor.fetch_max(now, Ordering::Relaxed);
+        }
         let mut removed = 0;
         for slot in self.slots.as_slice() {
             let k = slot.key.load();
@@ -330,7 +332,6 @@ impl Table {
                     self.counters.key_removed();
                     removed += 1;
                 }
-                test_hooks::pause(); // between the freeze and the retirement
                 upkeep::retire(&self.slots, slot, k);
             }
         }
@@ -369,18 +370,6 @@ impl Table {
             let floor = self.floor.load(Ordering::Relaxed);
             initial_tat(start_empty && !returning, now, quota).max(floor)
         })
-    }
-
-    /// How many slots hold a claim or an unfrozen bucket of `fp`. For the loom models, which
-    /// call it at rest.
-    #[cfg(loom)]
-    pub(crate) fn slots_holding(&self, fp: u64) -> usize {
-        let tag = tag_of(fp);
-        let held = |s: &Slot| {
-            let k = s.key.load();
-            k.tag() == tag && (k.is_pending() || self.slots.read_live(s, k).is_some())
-        };
-        self.slots.as_slice().iter().filter(|s| held(s)).count()
     }
 }
 

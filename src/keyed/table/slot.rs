@@ -119,7 +119,7 @@ impl KeyWord {
     }
 
     /// Whether K is a TOMBSTONE.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     const fn is_tombstone(self) -> bool {
         self.tag() == TOMBSTONE_TAG
     }

@@ -1,4 +1,4 @@
-//! Models of `TickClock`'s process-wide time (`cellrate::Ticker`): readers that start the
+//! A model of `TickClock`'s process-wide time (the [`Ticker`]): readers that start the
 //! refresher when there is none, a refresher that stops when the last clock is dropped, and
 //! restarts. Checked: every reading is a refreshed one, each reader's readings never go
 //! backwards, and when everything has finished no time is left cached without a refresher
@@ -6,10 +6,10 @@
 //!
 //! Time is a shared counter: every exact reading takes the next value. The twin answers a
 //! cold read with its own exact reading instead of waiting for the refresher's, and must fail.
-#![cfg(loom)]
 
-use cellrate::{Nanos, Ticker};
-use cellrate_loom_tests::spawn;
+use super::Ticker;
+use crate::loom_tests::spawn;
+use crate::nanos::Nanos;
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread::{self, JoinHandle};
@@ -41,15 +41,35 @@ impl World {
         true
     }
 
-    /// A cached read, as `TickClock::now_within` makes it.
+    /// A cached read that found no time, as `TickClock::now_within` makes it; `waits: false` is
+    /// the twin's.
     fn read(world: &Arc<World>, waits: bool) -> Nanos {
         let (exact, start) = (|| world.exact(), || World::start(world));
         if waits {
             world.ticker.read_cold(exact, start)
         } else {
-            world.ticker.read_cold_without_waiting(exact, start)
+            read_cold_without_waiting(&world.ticker, exact, start)
         }
     }
+}
+
+/// The broken twin of [`Ticker::read_cold`]: it answers a cold read with `exact` at once instead
+/// of waiting for the refresher's first reading, so a reader can see a later time than the
+/// cached one that follows.
+fn read_cold_without_waiting(
+    ticker: &Ticker,
+    exact: impl Fn() -> u64,
+    start: impl FnOnce() -> bool,
+) -> Nanos {
+    // SeqCst: as in `read_cold`.
+    let t = ticker.now.load(Ordering::SeqCst);
+    if t != 0 {
+        return Nanos::new(t);
+    }
+    if ticker.claim_start() {
+        start();
+    }
+    Nanos::new(exact())
 }
 
 /// A refresher started by a first clock's read; that clock is dropped (so the refresher
@@ -57,9 +77,7 @@ impl World {
 /// cleared, or missing, and restarting the refresher as it must). Up to three threads:
 /// preemption bound 2.
 fn stop_and_restart_model(waits: bool) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.check(move || {
+    crate::loom_tests::bounded(2).check(move || {
         let world = Arc::new(World {
             ticker: Ticker::new(),
             clock: AtomicU64::new(0),
@@ -84,12 +102,11 @@ fn stop_and_restart_model(waits: bool) {
         for refresher in refreshers {
             refresher.join().unwrap();
         }
-        assert!(!world.ticker.is_running(), "a refresher left running");
-        assert_eq!(
-            world.ticker.cached(),
-            0,
-            "a time left with no refresher behind it"
-        );
+        // SeqCst: the model's final checks, after joins.
+        let running = world.ticker.running.load(Ordering::SeqCst);
+        assert_eq!(running, 0, "a refresher left running");
+        let cached = world.ticker.now.load(Ordering::SeqCst);
+        assert_eq!(cached, 0, "a time left with no refresher behind it");
     });
 }
 

@@ -1,52 +1,50 @@
 //! Models of a quota change racing checks, give-backs, settles, `all_of` and another change:
 //! every operation must see the bucket either entirely before the change (old quota, old TAT)
-//! or entirely after it (new quota, rebased TAT), no write may be lost, a give-back never
-//! reaches the cell the change made, and every quota read must be whole. The twins: a change
-//! that rebases the TAT it loaded and stores the move without a compare-and-swap, a change
-//! made without the change lock, give-backs that write by a load and a store or act on the
-//! live cell, and a keyed default quota published without ordering its write first.
-#![cfg(loom)]
+//! or entirely after it (new quota, rebased TAT), no write may be lost, and a give-back never
+//! reaches the cell the change made. The twins: a change whose move is a load and a store
+//! instead of a compare-and-swap, a change made without the change lock, and give-backs that
+//! write by a load and a store or act on the live cell.
 
-use cellrate::{
-    all_of, Broken, GiveBackFault, KeyedLimiter, Limiter, ManualClock, Nanos, Quota, QuotaChange,
-};
-use cellrate_loom_tests::{bounded, spawn};
+use super::{cancel_broken, quota_of, set_quota_without_the_lock, tat, BrokenGiveBack, T};
+use crate::loom_tests::{bounded, spawn};
+use crate::sync::test_faults::racy;
+use crate::{all_of, Limit, Limiter, ManualClock, Nanos, Quota, QuotaChange};
+use core::time::Duration;
 use loom::sync::Arc;
-use std::time::Duration;
-
-const T: u64 = 10; // emission interval of every model, in ns
 
 fn quota(burst: u32) -> Quota {
-    Quota::try_new(Duration::from_nanos(T), burst).unwrap()
+    quota_of(T, burst)
 }
 
-fn change(limiter: &Limiter<ManualClock>, to: Quota, how: QuotaChange, racy: bool) {
-    if racy {
-        limiter.set_quota_at_racy(to, how, Nanos::ZERO);
+/// Changes the quota at 0, the move by a load and a store if `racy_move`.
+fn change(limiter: &Limiter<ManualClock>, to: Quota, how: QuotaChange, racy_move: bool) {
+    let set = || limiter.at(Nanos::ZERO).set_quota(to, how);
+    if racy_move {
+        racy(set);
     } else {
-        limiter.set_quota_at(to, how, Nanos::ZERO);
+        set();
     }
 }
 
 /// A check of 2 tokens races a change from burst 2 to burst 1 (spent tokens kept). Before the
 /// change: admitted, TAT 20, rebased to 10 (one spent token of the new burst). After it: a
 /// cost above the new burst, denied, TAT 0. Nothing else is possible.
-fn check_races_change(racy: bool) {
+fn check_races_change(racy_move: bool) {
     let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
     let changer = {
         let limiter = limiter.clone();
-        spawn(move || change(&limiter, quota(1), QuotaChange::KeepSpent, racy))
+        spawn(move || change(&limiter, quota(1), QuotaChange::KeepSpent, racy_move))
     };
-    let admitted = limiter.check_n_at(2, Nanos::ZERO).is_ok();
+    let admitted = limiter.at(Nanos::ZERO).check_n(2).is_ok();
     changer.join().unwrap();
-    let tat = limiter.theoretical_arrival().as_u64();
     if admitted {
         assert_eq!(
-            tat, 10,
+            tat(&limiter),
+            10,
             "admitted before the change: its spend must be rebased"
         );
     } else {
-        assert_eq!(tat, 0, "denied after the change: nothing spent");
+        assert_eq!(tat(&limiter), 0, "denied after the change: nothing spent");
     }
     assert_eq!(limiter.quota(), quota(1));
 }
@@ -55,43 +53,37 @@ fn check_races_change(racy: bool) {
 /// (available tokens kept): the extra token is spent in the bucket as it is then. Settled
 /// first: 0 of 2 left, then 0 of 4 (TAT 40). Changed first: 1 of 2 left becomes 1 of 4 (TAT
 /// 30), then the extra token is spent under the new quota (TAT 40). Either way TAT 40.
-fn settle_races_change(racy: bool) {
+fn settle_races_change(racy_move: bool) {
     let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
     let booked = limiter
-        .reserve_n_at(1, Duration::ZERO, Nanos::ZERO)
+        .at(Nanos::ZERO)
+        .reserve(1, Duration::ZERO)
         .unwrap()
         .detach();
     let changer = {
         let limiter = limiter.clone();
-        spawn(move || change(&limiter, quota(4), QuotaChange::KeepAvailable, racy))
+        spawn(move || change(&limiter, quota(4), QuotaChange::KeepAvailable, racy_move))
     };
-    limiter.attach(booked).unwrap().settle_at(2, Nanos::ZERO);
+    let booked = limiter.attach(booked).unwrap();
+    booked.settle_at(2, Nanos::ZERO).unwrap();
     changer.join().unwrap();
-    assert_eq!(
-        limiter.theoretical_arrival(),
-        Nanos::new(40),
-        "a lost write"
-    );
+    assert_eq!(tat(&limiter), 40, "a lost write");
 }
 
 /// A check on a limiter changed once races a second change (the chain of moved buckets):
 /// the check lands on the first new bucket (TAT 10 under burst 4, rebased by KeepTime to 10)
 /// or on the second (TAT 10 under burst 3). Either way the TAT is 10 and the quota burst 3.
-fn check_races_second_change(racy: bool) {
+fn check_races_second_change(racy_move: bool) {
     let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
-    limiter.set_quota_at(quota(4), QuotaChange::Full, Nanos::ZERO);
+    change(&limiter, quota(4), QuotaChange::Full, false);
     let changer = {
         let limiter = limiter.clone();
-        spawn(move || change(&limiter, quota(3), QuotaChange::KeepTime, racy))
+        spawn(move || change(&limiter, quota(3), QuotaChange::KeepTime, racy_move))
     };
-    assert!(limiter.check_n_at(1, Nanos::ZERO).is_ok());
+    assert!(limiter.at(Nanos::ZERO).check_n(1).is_ok());
     changer.join().unwrap();
     assert_eq!(limiter.quota(), quota(3));
-    assert_eq!(
-        limiter.theoretical_arrival(),
-        Nanos::new(10),
-        "a lost write"
-    );
+    assert_eq!(tat(&limiter), 10, "a lost write");
 }
 
 /// A booking of 2 tokens, made to be taken back, is cancelled while a change from burst 4 to
@@ -100,11 +92,12 @@ fn check_races_second_change(racy: bool) {
 /// are capped at 2 (TAT 20), and the cancel, whose tenure ended, gives nothing: the change has
 /// already forgiven the booking's tokens. Either way the bucket is empty at 0. The twin gives
 /// back on the live cell, by the rule, and hands the forgiven tokens out a second time.
-fn cancel_races_change(fault: Option<GiveBackFault>) {
+fn cancel_races_change(on_live_cell: bool) {
     let limiter = Arc::new(Limiter::with_clock(quota(4), ManualClock::new()));
-    limiter.check_n_at(2, Nanos::ZERO).unwrap();
+    limiter.at(Nanos::ZERO).check_n(2).unwrap();
     let booked = limiter
-        .reserve_n_at(2, Duration::ZERO, Nanos::ZERO)
+        .at(Nanos::ZERO)
+        .reserve(2, Duration::ZERO)
         .unwrap()
         .detach();
     let changer = {
@@ -112,17 +105,19 @@ fn cancel_races_change(fault: Option<GiveBackFault>) {
         spawn(move || change(&limiter, quota(2), QuotaChange::KeepSpent, false))
     };
     let booked = limiter.attach(booked).unwrap();
-    match fault {
-        None => booked.cancel_at(Nanos::ZERO),
-        Some(fault) => booked.cancel_faulty(Some(Nanos::ZERO), fault),
+    if on_live_cell {
+        let now = Some(Nanos::ZERO);
+        cancel_broken(&limiter, booked, BrokenGiveBack::OnLiveCell, now);
+    } else {
+        booked.cancel_at(Nanos::ZERO);
     }
     changer.join().unwrap();
     assert_eq!(
-        limiter.available_at(Nanos::ZERO),
+        limiter.at(Nanos::ZERO).available(),
         0,
         "a give-back returned tokens the change had carried over"
     );
-    assert_eq!(limiter.theoretical_arrival(), Nanos::new(20));
+    assert_eq!(tat(&limiter), 20);
 }
 
 /// An `all_of` over a limiter and a drained one races a change of the first (burst 2 to 3,
@@ -130,26 +125,29 @@ fn cancel_races_change(fault: Option<GiveBackFault>) {
 /// before the change, or spent after it: TAT 0, and a check of 3 passes. The change between
 /// the spend and the rollback: the spent token is carried over and the rollback, meant for the
 /// old bucket, gives nothing back (TAT 10; a check of 3 must wait one token). Never a check
-/// decided under the old quota again.
-fn all_of_races_change(load_store: bool) {
+/// decided under the old quota again. The twin takes the same steps (a booking that may be
+/// taken back, the refusal, the give-back) with the give-back's compare-and-swap made of a
+/// load and a store: it can write over the move.
+fn all_of_races_change(racy_rollback: bool) {
     let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
     let drained = Limiter::with_clock(quota(1), ManualClock::new());
-    drained.check_n_at(1, Nanos::ZERO).unwrap();
+    drained.at(Nanos::ZERO).check_n(1).unwrap();
     let changer = {
         let limiter = limiter.clone();
         spawn(move || change(&limiter, quota(3), QuotaChange::KeepSpent, false))
     };
-    let both = [&*limiter as &dyn cellrate::Limit, &drained];
-    let refused = if load_store {
-        all_of(&both).check_n_rolling_back_faulty(1, Some(Nanos::ZERO), GiveBackFault::LoadStore)
+    if racy_rollback {
+        let spent = limiter.at(Nanos::ZERO).reserve(1, Duration::ZERO).unwrap();
+        assert!(drained.at(Nanos::ZERO).check_n(1).is_err());
+        racy(|| spent.cancel_at(Nanos::ZERO));
     } else {
-        all_of(&both).check_n_at(1, Nanos::ZERO)
-    };
-    assert!(refused.is_err());
+        let both: [(&dyn Limit, u32); 2] = [(&*limiter, 1), (&drained, 1)];
+        assert!(all_of(&both).at(Nanos::ZERO).check().is_err());
+    }
     changer.join().unwrap();
-    let tat = limiter.theoretical_arrival().as_u64();
+    let tat = tat(&limiter);
     assert!(tat == 0 || tat == 10, "TAT {tat}");
-    let check = limiter.check_n_at(3, Nanos::ZERO);
+    let check = limiter.at(Nanos::ZERO).check_n(3);
     let expected = if tat == 0 {
         None
     } else {
@@ -172,7 +170,7 @@ fn all_of_races_change(load_store: bool) {
 /// Three threads: preemption bound 4 (`TWO_CHANGES`); exhaustive search takes minutes.
 fn two_changes_race(locked: bool) {
     let limiter = Arc::new(Limiter::with_clock(quota(2), ManualClock::new()));
-    limiter.check_n_at(1, Nanos::ZERO).unwrap();
+    limiter.at(Nanos::ZERO).check_n(1).unwrap();
     let changers: Vec<_> = [
         (quota(3), QuotaChange::KeepAvailable),
         (quota(4), QuotaChange::KeepSpent),
@@ -182,69 +180,34 @@ fn two_changes_race(locked: bool) {
         let limiter = limiter.clone();
         spawn(move || {
             if locked {
-                limiter.set_quota_at(to, how, Nanos::ZERO);
+                limiter.at(Nanos::ZERO).set_quota(to, how);
             } else {
-                limiter.set_quota_at_unlocked(to, how, Nanos::ZERO);
+                set_quota_without_the_lock(&limiter, to, how, Nanos::ZERO);
             }
         })
     })
     .collect();
-    let admitted = limiter.check_n_at(1, Nanos::ZERO).is_ok();
+    let admitted = limiter.at(Nanos::ZERO).check_n(1).is_ok();
     for changer in changers {
         changer.join().unwrap();
     }
     let last = limiter.quota();
-    let end = (
-        admitted,
-        last.burst(),
-        limiter.theoretical_arrival().as_u64(),
-    );
+    let end = (admitted, last.burst(), tat(&limiter));
     assert!(
         end == (true, 3, 10) || end == (true, 4, 30),
         "not the end of the three in any order: (admitted, burst, TAT) {end:?}"
     );
     let left = last.burst() - u32::try_from(end.2 / T).unwrap();
-    assert!(limiter.check_n_at(left, Nanos::ZERO).is_ok());
+    let now = limiter.at(Nanos::ZERO);
+    assert!(now.check_n(left).is_ok());
     assert!(
-        limiter.check_n_at(1, Nanos::ZERO).is_err(),
+        now.check_n(1).is_err(),
         "a check decided under another quota"
     );
 }
 
 /// The preemption bound of [`two_changes_race`].
 const TWO_CHANGES: usize = 4;
-
-/// A keyed check reads the default quota while a second change sets it: the quota it decides
-/// with is the old one or the new one, whole (the two differ in both interval and burst, so a
-/// read of half of each shows). The twin rewrites the quota of the first change in place.
-fn keyed_default_read(racy: bool) {
-    let limiter = Arc::new(KeyedLimiter::<u64, _>::loom_tiny(
-        quota(1),
-        ManualClock::new(),
-        2,
-        2,
-        Broken::Nothing,
-    ));
-    let (old, new) = (
-        quota(2),
-        Quota::try_new(Duration::from_nanos(2 * T), 5).unwrap(),
-    );
-    limiter.set_default_quota(old);
-    let changer = {
-        let limiter = limiter.clone();
-        spawn(move || {
-            if racy {
-                limiter.set_default_quota_racy(new);
-            } else {
-                limiter.set_default_quota(new);
-            }
-        })
-    };
-    let read = limiter.quota();
-    assert!(read == old || read == new, "a torn quota {read:?}");
-    changer.join().unwrap();
-    assert_eq!(limiter.quota(), new);
-}
 
 #[test]
 fn a_check_racing_a_quota_change_sees_one_side_of_it() {
@@ -281,13 +244,13 @@ fn a_check_racing_a_racy_second_change_is_lost() {
 
 #[test]
 fn a_cancellation_racing_a_change_never_gives_back_what_the_change_carried_over() {
-    loom::model(|| cancel_races_change(None));
+    loom::model(|| cancel_races_change(false));
 }
 
 #[test]
 #[should_panic(expected = "a give-back returned tokens the change had carried over")]
 fn a_cancellation_on_the_live_cell_gives_back_what_the_change_carried_over() {
-    loom::model(|| cancel_races_change(Some(GiveBackFault::OnLiveCell)));
+    loom::model(|| cancel_races_change(true));
 }
 
 #[test]
@@ -299,17 +262,6 @@ fn an_all_of_racing_a_change_rolls_back_in_the_bucket_it_spent_in() {
 #[should_panic(expected = "decided under the quota of its TAT")]
 fn an_all_of_rolling_back_by_load_and_store_across_a_change_revives_the_old_quota() {
     loom::model(|| all_of_races_change(true));
-}
-
-#[test]
-fn a_keyed_check_reads_a_whole_default_quota() {
-    loom::model(|| keyed_default_read(false));
-}
-
-#[test]
-#[should_panic(expected = "a torn quota")]
-fn a_keyed_check_can_read_a_default_quota_rewritten_in_place() {
-    loom::model(|| keyed_default_read(true));
 }
 
 #[test]
