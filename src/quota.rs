@@ -356,7 +356,6 @@ impl AtomicQuota {
     }
 
     /// Writes `quota`; the owner has marked the cell as being written.
-    #[cfg_attr(not(loom), allow(dead_code))] // outside the broken twins, only `write_at` writes
     pub(crate) fn store(&self, quota: Quota) {
         // Relaxed: published by the owner's Release store of the version that follows.
         self.interval_ns.store(quota.interval_ns, Ordering::Relaxed);

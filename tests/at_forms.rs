@@ -13,7 +13,6 @@ const TIMED: &[&str] = &[
     "cancel",
     "settle",
     "start_empty",
-    "rebase_from",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

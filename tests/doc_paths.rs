@@ -27,7 +27,6 @@ const ROOTS: &[&str] = &[
     "tests/",
     "benches/",
     "examples/",
-    "loom-tests/",
     "scripts/",
     "docs/",
     ".ci/",

@@ -25,7 +25,7 @@ pub trait Clock {
 
     /// A reading that may lag the current instant by up to about `tolerance`, for a clock that
     /// has a cheaper, coarser reading to offer ([`TickClock`](crate::TickClock)). A limiter asks
-    /// with a sixteenth of its quota's depth ([`Quota::depth_ns`]). The default is [`now`](Self::now).
+    /// with a sixteenth of its quota's depth ([`Quota::replenish_all`](crate::Quota::replenish_all)). The default is [`now`](Self::now).
     #[inline]
     fn now_within(&self, tolerance: Nanos) -> Nanos {
         let _ = tolerance;

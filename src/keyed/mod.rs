@@ -11,8 +11,8 @@ mod fingerprint;
 #[cfg(all(test, not(loom)))]
 mod flood_stress_tests;
 mod key_bucket;
-// The tests' replay oracle, for the table's stress tests.
 mod observe;
+// The tests' replay oracle, for the table's stress tests.
 #[cfg(all(test, not(loom)))]
 #[path = "../../tests/oracle/mod.rs"]
 mod oracle;
