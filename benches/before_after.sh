@@ -73,7 +73,8 @@ def ratios(side):
             r = json.loads(line)
             if r.get("kind") != "row" or r["subjects"][1] != "governor":
                 continue
-            by_row.setdefault(r["name"], []).append(r["ratio"][1])
+            if r["ratio"][1] is not None:  # null: no turn of the row was kept
+                by_row.setdefault(r["name"], []).append(r["ratio"][1])
     return by_row
 
 before, after = ratios("before"), ratios("after")

@@ -137,8 +137,8 @@ impl<C: Clock> Limiter<C> {
         // checks take (`Limiter::named`): an unnamed limiter's check tests nothing for counting.
         self.cells.spend_then(
             cost,
-            |_| now.as_u64(),
-            |_decision| {
+            move |_| now.as_u64(),
+            move |_decision| {
                 #[cfg(feature = "std")]
                 named::count(&self.named, cost, _decision);
             },

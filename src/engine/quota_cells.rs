@@ -266,11 +266,14 @@ impl Cells {
         now: impl Fn(&Quota) -> u64,
         moved: impl FnOnce(&Result<Allowed, Denied>),
     ) -> Result<Allowed, Denied> {
+        // `move` closures, handed on by value: what they hold stays in registers, where
+        // closures borrowing the caller's locals would make the hot path store them to
+        // memory on every check for the cold path's sake.
         let mut moved = Some(moved);
         self.on_live_then(
             #[inline]
-            |view| view.spend(cost, &now),
-            |done| {
+            move |view| view.spend(cost, &now),
+            move |done| {
                 if let Some(moved) = moved.take() {
                     moved(done)
                 }
@@ -301,12 +304,12 @@ impl Cells {
     fn on_live_then<T>(
         &self,
         mut op: impl FnMut(&View<'_>) -> Option<T>,
-        mut moved: impl FnMut(&T),
+        moved: impl FnMut(&T),
     ) -> T {
         if let Some(done) = op(&self.head()) {
             return done;
         }
-        self.on_moved(&mut op, &mut moved)
+        self.on_moved(op, moved)
     }
 
     /// The rest of [`Cells::on_live_then`] once the head has moved: a function of its own, out
@@ -316,8 +319,8 @@ impl Cells {
     #[inline(never)]
     fn on_moved<T>(
         &self,
-        op: &mut impl FnMut(&View<'_>) -> Option<T>,
-        moved: &mut impl FnMut(&T),
+        mut op: impl FnMut(&View<'_>) -> Option<T>,
+        mut moved: impl FnMut(&T),
     ) -> T {
         // Acquire: the head's word was seen MOVED by a Relaxed load (a head's loads order
         // nothing); this fence makes the writes of the change before its move visible here:
