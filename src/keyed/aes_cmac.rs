@@ -79,7 +79,7 @@ impl AesCmacKey {
     }
 
     /// The first 64 bits of the CMAC of what `value` hashes.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Fingerprints"
     pub(crate) fn fingerprint<Q: Hash + ?Sized>(&self, value: &Q) -> u64 {
         let mut cmac = AesCmac::new(self);
         value.hash(&mut cmac);
@@ -87,7 +87,7 @@ impl AesCmacKey {
     }
 
     /// AES-128 encryption of one block.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Fingerprints"
     fn encrypt(&self, block: u128) -> u128 {
         let (lo, hi): (u64, u64);
         // SAFETY:
@@ -116,7 +116,7 @@ impl AesCmacKey {
 
     /// The low 64 bits of [`encrypt`](Self::encrypt): the fingerprint needs no more, and the
     /// high half would cost two instructions that the compiler cannot drop from inside the asm.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Fingerprints"
     fn encrypt_low(&self, block: u128) -> u64 {
         let lo: u64;
         // SAFETY: as in `encrypt`, whose asm this is without the extraction of the high half.
@@ -209,7 +209,7 @@ impl<'k> AesCmac<'k> {
     }
 
     /// Appends the low `n` bytes of `bytes` (1 to 8; the bytes above them zero).
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Fingerprints"
     fn push(&mut self, bytes: u64, n: u32) {
         if self.len == 16 {
             // More follows a whole block: it is not the last, so it joins the chain.
@@ -232,7 +232,7 @@ impl<'k> AesCmac<'k> {
 
     /// The input of the last encryption: the chain XOR the last block, whole with K1, or
     /// padded (0x80 then zeros) with K2.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Fingerprints"
     fn last_input(&self) -> u128 {
         let last = if self.len == 16 {
             self.block ^ self.key.k1
@@ -266,32 +266,32 @@ impl Hasher for AesCmac<'_> {
 
     // The integer writes append the integer's little-endian bytes, as `write` of
     // `to_le_bytes()` would (x86_64 is little-endian, so the default `to_ne_bytes` agrees).
-    #[inline(always)]
+    #[inline]
     fn write_u8(&mut self, i: u8) {
         self.push(u64::from(i), 1);
     }
 
-    #[inline(always)]
+    #[inline]
     fn write_u16(&mut self, i: u16) {
         self.push(u64::from(i), 2);
     }
 
-    #[inline(always)]
+    #[inline]
     fn write_u32(&mut self, i: u32) {
         self.push(u64::from(i), 4);
     }
 
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Fingerprints"
     fn write_u64(&mut self, i: u64) {
         self.push(i, 8);
     }
 
-    #[inline(always)]
+    #[inline]
     fn write_usize(&mut self, i: usize) {
         self.push(i as u64, 8);
     }
 
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Fingerprints"
     fn finish(&self) -> u64 {
         self.key.encrypt_low(self.last_input())
     }

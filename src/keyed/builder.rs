@@ -149,8 +149,8 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     /// misses the cache but not the TLB, and takes less time (BENCHMARKS.md, the keyed rows).
     ///
     /// The price is resident memory: the kernel commits a whole 2 MiB page at the first touch
-    /// of any slot in it, so the table is nearly all resident after a few dozen keys (1,000
-    /// keys at the default capacity: 19.3 MB, against 3.8 MB in 4 KiB pages). Turn it on for a
+    /// of any slot in it, so the table is nearly all resident after a few dozen keys
+    /// (BENCHMARKS.md, "Memory", compares both page sizes). Turn it on for a
     /// table sized to keys that will come. It does nothing elsewhere than Linux, nor for tables
     /// that hold no whole aligned 2 MiB page (under 2 MiB, and up to 4 MiB depending on where
     /// the allocator puts them: `max_keys` under about 105,000 to 210,000);

@@ -137,7 +137,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     // Inlined into the caller (the table's insert path stays out of line): called, a check
     // returns its answer through memory, which a caller reading only `is_ok()` pays for
     // (BENCHMARKS.md, `keyed_paired`).
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         let now = self.bucket_ref().time(self.at);
         let request = Request {

@@ -42,7 +42,7 @@ pub(super) enum Scan<'a> {
 /// The hot path: the LIVE bucket of `tag`, if the scan meets one. `None` when the key is
 /// absent, only claimed, being removed, or moved while it was read: the slow path of a spend
 /// ([`claim`](super::claim)) scans again and sorts all of these out.
-#[inline(always)]
+#[inline(always)] // BENCHMARKS.md, "Keyed, paired"
 pub(super) fn lookup(slots: &Slots, home: usize, tag: u64) -> Option<(&Slot, KeyWord, u64)> {
     match scan(slots, home, tag) {
         Scan::Live(slot, k, w) => Some((slot, k, w)),
@@ -72,14 +72,15 @@ pub(super) fn lookup_settled(
 /// the key settles it. A claim of the key holds no tokens and a frozen bucket is being
 /// removed, so both are passed over: the key may be LIVE further on (a claim in front of the
 /// key's bucket is a duplicate insert that its resolver is about to retract).
-#[inline(always)]
+#[inline(always)] // BENCHMARKS.md, "Keyed, paired"
 fn scan(slots: &Slots, home: usize, tag: u64) -> Scan<'_> {
     let mut start = 0;
-    // Home first, alone: at full load 60% of keys are there. A check at 1,000,000 keys is
+    // Home first, alone: at full load most keys are there. A check at 1,000,000 keys is
     // bound by how many cache misses of successive checks the processor overlaps, and that
     // falls as the instructions and loads a check issues grow: one load and one compare, with
-    // a branch mispredicted for the other 40%, is faster there than matching all 8 slots every
-    // time (see `benches/keyed_paired`).
+    // a branch mispredicted for the keys that are not at home, is faster there than matching
+    // all 8 slots every time (BENCHMARKS.md, "Keyed, paired"; "Where cellrate loses or
+    // misses" has the share of keys past home).
     {
         let slot = &slots.slots[home];
         let k = slot.key.load();
@@ -95,10 +96,10 @@ fn scan(slots: &Slots, home: usize, tag: u64) -> Scan<'_> {
     // The slots of home's cache line and the next, from home on, are read together and
     // matched without a branch per slot: at full load most keys are within a slot or two of
     // home, and the exit of a loop whose length varies from key to key is a branch the
-    // processor often mispredicts. At a load of 0.8, 24% of keys lie past home's line but
-    // only 9% past the next one, so the second line is read too; at 1,000,000 keys its cache
-    // miss overlaps the first's, and the adjacent-line prefetcher often brings it anyway (see
-    // the `keyed_check_*_keys` groups of `benches/keyed`).
+    // processor often mispredicts. At full load a key past home's line is most often within
+    // the next one, so the second line is read too; at 1,000,000 keys its cache miss overlaps
+    // the first's, and the adjacent-line prefetcher often brings it anyway (the
+    // `keyed_check_*_keys` groups of `benches/keyed`).
     let off = (slots.line_phase + home) % LINE;
     let line = home
         .checked_sub(off)
@@ -170,7 +171,7 @@ fn scan_rest(slots: &Slots, home: usize, tag: u64, start: usize) -> Scan<'_> {
 
 /// What the slot whose K was read as `k` (EMPTY, or of the key looked up) says about the
 /// key.
-#[inline(always)]
+#[inline(always)] // BENCHMARKS.md, "Keyed, paired"
 fn settle(slots: &Slots, slot: &Slot, k: KeyWord) -> Settled {
     if k == KeyWord::EMPTY {
         return Settled::Absent;

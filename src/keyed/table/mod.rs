@@ -30,10 +30,11 @@
 //! The memory orderings are those of the slot words' methods ([`slot`]), each with its reason.
 //!
 //! # Inlining
-//! The functions of a keyed check (the handle's `check_n`, the table's spend, the scan, the
-//! slot words and the window) are `#[inline(always)]`: with `#[inline]` the optimiser keeps
-//! one or another of them out of line in a user's crate, and each such call costs a check
-//! more than the work it calls (`benches`, `keyed_paired`). Elsewhere `#[inline]` is enough.
+//! The functions of a keyed check that do work (the handle's `check_n`, the table's spend,
+//! the scan, the slot words' atomics and the window) are `#[inline(always)]`, each naming the
+//! rows that defend it: with `#[inline]` the optimiser keeps one or another of them out of line
+//! in a user's crate, and each such call costs a check more than the work it calls. The
+//! one-expression helpers they use are `#[inline]`, which is enough for them.
 //! The protocol in full, with the proofs of the invariants, is in docs/design.md.
 
 mod claim;
@@ -135,7 +136,7 @@ impl Table {
     }
 
     /// The home index of a fingerprint.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn home(&self, fp: u64) -> usize {
         self.slots.home(fp)
     }
@@ -144,7 +145,7 @@ impl Table {
     /// little later (see [`batch`](super::batch)). A line holds 4 slots, and at full load a
     /// key is often a slot or more past its home, so the second line is fetched too (see the
     /// `keyed_batch` group of `benches/keyed`).
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn prefetch_home(&self, fp: u64) {
         let (slots, home) = (self.slots.as_slice(), self.home(fp));
         prefetch::prefetch(&slots[home]);
@@ -157,7 +158,7 @@ impl Table {
     /// would put a second miss after the first, while fetched now the two overlap (see
     /// `keyed_paired`). Without a branch: which keys spill over is random, and a mispredicted
     /// test of it would cost more than the fetch.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     fn prefetch_next_line(&self, home: usize) {
         let slots = self.slots.as_slice();
         let off = (self.slots.line_phase + home) % window::LINE;
@@ -167,7 +168,7 @@ impl Table {
     }
 
     /// The insert path, for a key not found live.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     fn insert(&self) -> Insert<'_> {
         Insert {
             slots: &self.slots,
@@ -181,7 +182,7 @@ impl Table {
     /// Spends `req.cost` at `req.now` from the bucket of `req.fp`, creating the bucket if it
     /// is absent and the decision changes it. Inlined, with [`lookup`], into the check: out of
     /// line, the request, the slot found and the outcome went through the stack.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn spend(&self, req: &Request<'_>) -> Outcome {
         let home = self.home(req.fp);
         self.prefetch_next_line(home);
@@ -209,7 +210,7 @@ impl Table {
     /// [`spend`](Self::spend): out of line, the request went to it through memory and its
     /// outcome came back through memory, and a check's stores must all reach the cache before
     /// its locked compare-and-swap runs.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     fn spend_in(&self, slot: &Slot, k: KeyWord, mut w: u64, req: &Request<'_>) -> Option<Outcome> {
         let mask = self.slots.mask(k);
         loop {

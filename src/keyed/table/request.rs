@@ -112,7 +112,7 @@ pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
 /// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
 /// peek) and the answer. A TAT equal to one of the reserved markers cannot be stored: denied.
 /// Always inlined into the spend, for the reason given at [`Table::spend_in`](super::Table).
-#[inline(always)]
+#[inline(always)] // BENCHMARKS.md, "Keyed, paired"
 pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
     if req.force {
         return forced(tat, req.now, req.cost, req.quota);

@@ -75,7 +75,7 @@ pub(crate) const FROZEN: u64 = u64::MAX - 1;
 /// The tag of a fingerprint: its low 38 bits, moved off the two reserved tags. The home slot
 /// comes from the high bits, so keys in one window rarely share high bits and the tag's bits
 /// are the ones that tell them apart.
-#[inline(always)]
+#[inline]
 pub(crate) const fn tag_of(fingerprint: u64) -> u64 {
     let tag = fingerprint & ((1 << TAG_BITS) - 1);
     if tag <= TOMBSTONE_TAG {
@@ -95,25 +95,25 @@ impl KeyWord {
     pub(crate) const EMPTY: KeyWord = KeyWord(0);
 
     /// The word itself: what a booking's receipt records as the bucket's tenure.
-    #[inline(always)]
+    #[inline]
     pub(crate) const fn raw(self) -> u64 {
         self.0
     }
 
     /// The tag.
-    #[inline(always)]
+    #[inline]
     pub(crate) const fn tag(self) -> u64 {
         self.0 >> TAG_SHIFT
     }
 
     /// Whether K holds a key (PENDING or LIVE).
-    #[inline(always)]
+    #[inline]
     pub(crate) const fn holds_key(self) -> bool {
         self.tag() > TOMBSTONE_TAG
     }
 
     /// Whether K is PENDING.
-    #[inline(always)]
+    #[inline]
     pub(crate) const fn is_pending(self) -> bool {
         self.0 & PENDING != 0
     }
@@ -125,20 +125,20 @@ impl KeyWord {
     }
 
     /// The TOMBSTONE that ends this tenure (same generation).
-    #[inline(always)]
+    #[inline]
     pub(crate) const fn tombstone(self) -> KeyWord {
         KeyWord((TOMBSTONE_TAG << TAG_SHIFT) | (self.0 & GENERATION))
     }
 
     /// K of a claim for `tag` of a slot whose K is this one: the next generation, PENDING.
-    #[inline(always)]
+    #[inline]
     pub(crate) const fn claim(self, tag: u64) -> KeyWord {
         let generation = (self.0 & GENERATION).wrapping_add(2) & GENERATION;
         KeyWord((tag << TAG_SHIFT) | generation | PENDING)
     }
 
     /// The LIVE K of a claim (the same tag and generation).
-    #[inline(always)]
+    #[inline]
     pub(crate) const fn live(self) -> KeyWord {
         KeyWord(self.0 & !PENDING)
     }
@@ -147,7 +147,7 @@ impl KeyWord {
     /// (other generation or tag) have unrelated masks. The tags come from a keyed pseudorandom
     /// function under a secret random key (see [`fingerprint`](crate::FingerprintHash)), so a
     /// client cannot steer two masks together.
-    #[inline(always)]
+    #[inline]
     pub(crate) const fn mask(self) -> u64 {
         let x = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         x ^ (x >> 29)
@@ -162,7 +162,7 @@ pub(crate) struct AtomicKeyWord(SlotWord);
 
 impl AtomicKeyWord {
     /// K now.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn load(&self) -> KeyWord {
         // SeqCst: see the type.
         KeyWord(self.0.load(Ordering::SeqCst))
@@ -170,7 +170,7 @@ impl AtomicKeyWord {
 
     /// K from `current` to `new` (a claim, retraction, making LIVE or retirement); the K found
     /// if it was not `current`.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn compare_exchange(
         &self,
         current: KeyWord,
@@ -192,7 +192,7 @@ pub(crate) struct AtomicTatWord(SlotWord);
 
 impl AtomicTatWord {
     /// W now.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn load(&self) -> u64 {
         // SeqCst: at least Acquire (see the type), and in the total order of the protocol's
         // steps, with which the initialisation and freezes of W are ordered. On x86_64 it is
@@ -202,7 +202,7 @@ impl AtomicTatWord {
 
     /// A spend, publish or rewrite of the TAT: W from `current` to `new`; the W found if it was
     /// not `current`.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn spend(&self, current: u64, new: u64) -> Result<u64, u64> {
         // Release on success: a helper that reads this value and then K must see K LIVE, not
         // the claim before it, or it would take a publish for junk and overwrite it. Acquire on
@@ -214,7 +214,7 @@ impl AtomicTatWord {
 
     /// A step of the insert or removal protocol (the initialisation of a claim's W, a freeze):
     /// W from `current` to `new`; the W found if it was not `current`.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn compare_exchange(&self, current: u64, new: u64) -> Result<u64, u64> {
         // SeqCst on both arms: these steps are ordered with the operations on K of other slots
         // (docs/design.md), as every operation on K is.
@@ -236,7 +236,7 @@ impl Slot {
     /// W read in the tenure of the LIVE K `k` (frozen or not), if the slot still holds `k`
     /// after the read: K unchanged after W was read means that W was read in K's tenure.
     /// `None` for a PENDING `k`.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn read_in_tenure(&self, k: KeyWord) -> Option<u64> {
         if k.is_pending() {
             return None;

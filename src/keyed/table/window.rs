@@ -60,26 +60,26 @@ impl Slots {
     }
 
     /// All the slots, in array order.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[Slot] {
         &self.slots
     }
 
     /// The home index of a fingerprint: its high bits scaled onto the slot count
     /// (multiply-shift, so the count need not be a power of two).
-    #[inline(always)]
+    #[inline]
     pub(super) fn home(&self, fp: u64) -> usize {
         ((u128::from(fp) * self.slots.len() as u128) >> 64) as usize
     }
 
     /// The slots of the window of `home` with their window positions, in probing order.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(super) fn window(&self, home: usize) -> Window<'_> {
         window(&self.slots, home, self.window)
     }
 
     /// The slot at window position `i` from `home`, wrapping at the end of the array.
-    #[inline(always)]
+    #[inline]
     pub(super) fn at(&self, home: usize, i: usize) -> &Slot {
         let j = home + i;
         let j = if j >= self.slots.len() {
@@ -91,7 +91,7 @@ impl Slots {
     }
 
     /// The mask of W in the tenure of the LIVE K `k` (see [`slot`](super::slot)).
-    #[inline(always)]
+    #[inline]
     pub(super) fn mask(&self, k: KeyWord) -> u64 {
         if self.faults.unmasked_tat() {
             return 0;
@@ -101,7 +101,7 @@ impl Slots {
 
     /// W read in the tenure of the LIVE K `k`, if the slot still holds `k` after the read
     /// and its bucket is not being removed. `None` for a PENDING `k`.
-    #[inline(always)]
+    #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(super) fn read_live(&self, slot: &Slot, k: KeyWord) -> Option<u64> {
         slot.read_in_tenure(k)
             .filter(|&w| w ^ self.mask(k) != FROZEN)
@@ -110,7 +110,7 @@ impl Slots {
 
 /// The window of `len` slots of `slots` from `home` on, wrapping at the end (`home <
 /// slots.len()`, `len <= slots.len()`).
-#[inline(always)]
+#[inline(always)] // BENCHMARKS.md, "Keyed, paired"
 pub(super) fn window(slots: &[Slot], home: usize, len: usize) -> Window<'_> {
     let (before, from_home) = slots.split_at(home);
     let (run, wrapped) = match len.checked_sub(from_home.len()) {
