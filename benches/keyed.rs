@@ -113,7 +113,7 @@ fn u64_keys(c: &mut Criterion) {
         // The same table in 2 MiB pages (`huge_pages(true)`, off by default): only a table of
         // at least one huge page takes them, so only the 1,000,000-key row has this subject.
         let ours: KeyedLimiter<u64> = huge_page_limiter(&key_refs);
-        if ours.huge_pages() {
+        if format!("{ours:?}").contains("huge_pages: true") {
             group.bench_function(id("cellrate_huge_pages"), |b| {
                 let now = ours.clock().now();
                 walk(b, &order, |k| ours.at(now).key(k).check_n(1).is_ok())

@@ -114,7 +114,7 @@ pub fn main() {
             Row::time(name("floor: SipHash + CAS"), sip_cas(), governor()),
             Row::time(name("time passed in / floor"), at_now(), sip_cas()),
         ];
-        if big.huge_pages() {
+        if format!("{big:?}").contains("huge_pages: true") {
             rows.push(Row::time(name("huge pages"), huge(), governor()));
             if !thp_always() {
                 rows.push(Row::time(name("huge / 4 KiB pages"), huge(), at_now()));

@@ -41,10 +41,4 @@ impl<'a, L> At<'a, L> {
     pub(crate) fn new(of: &'a L, now: Nanos) -> Self {
         At { of, now }
     }
-
-    /// The time this view decides at.
-    #[inline]
-    pub fn now(&self) -> Nanos {
-        self.now
-    }
 }

@@ -12,7 +12,7 @@
 //! add up (`export.rs`). Naming a limiter again renames it: its counts go on.
 
 use crate::clock::Clock;
-use crate::engine::counting::{decisions, name_of, Named};
+use crate::engine::counting::{decisions, Named};
 use crate::limiter::Limiter;
 use crate::stats::Stats;
 use alloc::borrow::Cow;
@@ -41,11 +41,6 @@ impl<C: Clock> Limiter<C> {
         // of unnamed limiters test nothing for counting (docs/design.md, section 11).
         self.cells.move_head();
         self
-    }
-
-    /// The name given by [`named`](Self::named), if any.
-    pub fn name(&self) -> Option<&str> {
-        name_of(&self.named)
     }
 
     /// The counts of this limiter's decisions since it was named (all 0 if it is not): see

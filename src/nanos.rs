@@ -14,7 +14,7 @@ use core::time::Duration;
 ///
 /// let t = Nanos::new(1_500);
 /// assert_eq!(t.as_u64(), 1_500);
-/// assert_eq!(t.checked_add(Duration::from_nanos(500)), Some(Nanos::new(2_000)));
+/// assert_eq!(t.saturating_add(Duration::from_nanos(500)), Nanos::new(2_000));
 /// assert!(Nanos::new(1) < t);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -38,17 +38,13 @@ impl Nanos {
         self.0
     }
 
-    /// The instant `by` later, or `None` past [`Nanos::MAX`].
-    #[inline]
-    pub fn checked_add(self, by: Duration) -> Option<Nanos> {
-        let by = u64::try_from(by.as_nanos()).ok()?;
-        self.0.checked_add(by).map(Nanos)
-    }
-
     /// The instant `by` later, stopping at [`Nanos::MAX`].
     #[inline]
     pub fn saturating_add(self, by: Duration) -> Nanos {
-        self.checked_add(by).unwrap_or(Nanos::MAX)
+        u64::try_from(by.as_nanos())
+            .ok()
+            .and_then(|by| self.0.checked_add(by))
+            .map_or(Nanos::MAX, Nanos)
     }
 
     /// The time from `earlier` to `self`, or zero if `earlier` is later.

@@ -168,20 +168,14 @@ impl Quota {
     /// use cellrate::Quota;
     /// use std::time::Duration;
     ///
-    /// let share = Quota::per_second(100).with_burst(20).split(4);
+    /// let share = Quota::per_second(100).with_burst(20).split(4)?;
     /// assert_eq!(share.emission_interval(), Duration::from_millis(40)); // 25/s
     /// assert_eq!(share.burst(), 5);
+    /// # Ok::<(), cellrate::QuotaError>(())
     /// ```
     ///
-    /// # Panics
-    /// If `n` is zero or the share's interval overflows. [`Quota::try_split`] returns the error.
-    pub fn split(self, n: u32) -> Quota {
-        self.try_split(n)
-            .unwrap_or_else(|e| panic!("Quota::split({n}): {e}"))
-    }
-
-    /// Fallible [`Quota::split`].
-    pub fn try_split(self, n: u32) -> Result<Quota, QuotaError> {
+    /// An error if `n` is zero or the share's interval overflows.
+    pub fn split(self, n: u32) -> Result<Quota, QuotaError> {
         let n = NonZeroU32::new(n).ok_or(QuotaError::ZeroShares)?;
         let interval_ns = self
             .interval_ns

@@ -19,7 +19,7 @@ use core::time::Duration;
 /// Tokens booked on a [`Limiter`] or on one key of a [`KeyedLimiter`](crate::KeyedLimiter),
 /// ready at [`Reservation::ready_at`].
 ///
-/// A reservation is used once: [`commit`](Self::commit) (or dropping it) keeps the booking,
+/// A reservation is used once: dropping it keeps the booking,
 /// [`cancel`](Self::cancel) gives the tokens back and [`settle`](Self::settle) corrects the
 /// cost; each takes the reservation by value, so a booking is given back at most once.
 /// Forgetting a reservation therefore never admits more than the limit. A reservation that
@@ -180,11 +180,6 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
     /// The bucket just after the booking (or, for a reservation [attached](Limiter::attach)
     /// again, the booking's figures now): `remaining` (0 while in debt) and `reset_after`.
     pub fn allowed(&self) -> Allowed {
-        self.allowed
-    }
-
-    /// Keeps the booking; the same as dropping the reservation, but says so.
-    pub fn commit(self) -> Allowed {
         self.allowed
     }
 

@@ -49,14 +49,4 @@ pub struct KeyedStats {
     pub overflow_denials: u64,
 }
 
-impl KeyedStats {
-    /// The decisions alone.
-    pub fn decisions(&self) -> Stats {
-        Stats {
-            allowed: self.allowed,
-            denied: self.denied,
-            peeks: self.peeks,
-            ..Stats::default()
-        }
-    }
-}
+impl KeyedStats {}

@@ -81,7 +81,7 @@ impl<'a, C: Clock> Reservation<'a, C> {
             }
             std::thread::sleep(wait);
         }
-        self.commit()
+        self.allowed()
     }
 
     /// Waits asynchronously until the booked tokens are there (see the module's *When a wait
@@ -210,7 +210,7 @@ struct CancelOnDrop<'a, C: Clock>(Option<Reservation<'a, C>>);
 impl<C: Clock> CancelOnDrop<'_, C> {
     fn keep(mut self) -> Allowed {
         let reservation = self.0.take().expect("kept once");
-        reservation.commit()
+        reservation.allowed()
     }
 }
 

@@ -131,7 +131,9 @@ fn a_new_key_never_removes_a_bucket_the_tables_reading_sees_in_debt() {
 #[test]
 fn a_key_removed_at_one_reading_and_back_at_an_earlier_one_gets_no_more_than_it_had() {
     let q = Quota::per_second(100).with_burst(10); // 10 ms a token, 100 ms deep
-    let table = KeyedLimiter::<u64, _>::with_clock(q, ManualClock::new());
+    let table = KeyedLimiter::<u64, _>::builder(q)
+        .clock(ManualClock::new())
+        .build();
     assert!(table.at(ms(0)).key(&1).check_n(9).is_ok()); // full again at 90 ms
     assert_eq!(table.at(ms(100)).evict_idle(), 1);
     // Kept, the bucket would hold 6 tokens at 50 ms; new from the removal's reading, 5.
@@ -150,7 +152,9 @@ fn a_give_back_under_one_quota_never_reaches_the_keys_bucket_under_another() {
     let clock = LaggingClock::new(Duration::from_millis(1), Duration::from_millis(2));
     let deep = Quota::per_second(1_000).with_burst(1_000); // 1 s deep
     let shallow = Quota::per_second(1_000_000).with_burst(8); // 8 us deep
-    let table = KeyedLimiter::<u64, _>::with_clock(deep, clock.clone());
+    let table = KeyedLimiter::<u64, _>::builder(deep)
+        .clock(clock.clone())
+        .build();
     clock.truth.set(ms(5));
     clock.set_lag(Duration::from_millis(2)); // every operation reads 3 ms
     let booking = table.key(&7).reserve(500, NO_WAIT).unwrap();

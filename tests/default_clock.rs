@@ -28,7 +28,7 @@ fn a_wait_leaves_the_tokens_it_did_not_take() {
 fn a_reservation_leaves_the_tokens_it_did_not_book() {
     for _ in 0..RUNS {
         let limiter = Limiter::new(Quota::per_second(100).with_burst(10));
-        limiter.reserve(4, Duration::ZERO).unwrap().commit();
+        limiter.reserve(4, Duration::ZERO).unwrap().allowed();
         let mut admitted = 0;
         while limiter.check().is_ok() {
             admitted += 1;
@@ -72,7 +72,7 @@ fn a_keyed_booking_leaves_the_rest_to_the_checks() {
             .key(&key)
             .reserve(4, Duration::ZERO)
             .unwrap()
-            .commit();
+            .allowed();
         let admitted = (0..10)
             .take_while(|_| limiter.check_key(&key).is_ok())
             .count();

@@ -152,7 +152,9 @@ fn a_cancel_under_a_respent_bucket_gives_back_only_its_own_part() {
 /// under that bucket's own quota.
 #[test]
 fn keyed_settles_above_the_booking_charge_the_bookings_own_bucket() {
-    let limiter = KeyedLimiter::<u32, _>::with_clock(Quota::per_second(100), ManualClock::new());
+    let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100))
+        .clock(ManualClock::new())
+        .build();
     let now = limiter.at(ms(0));
     let booked = now.key(&1).reserve(1, NO_WAIT).unwrap(); // TAT 10 ms
     booked.settle_at(50, ms(0)).unwrap();
@@ -200,7 +202,7 @@ fn a_start_empty_keys_booking_keeps_its_bucket_through_new_keys_booking_ahead() 
         let at = limiter.at(ms(1_000));
         let booked = at.key(&1).reserve(5, NO_WAIT).unwrap();
         let id = log.booked(5, booked.ready_at().as_u64());
-        at.key(&7).reserve(1, wait).unwrap().commit();
+        at.key(&7).reserve(1, wait).unwrap().allowed();
         let refused = at.key(&8).reserve(1, wait).unwrap_err();
         assert_eq!(refused.retry_after(), Some(Duration::from_millis(500)));
         assert_eq!(limiter.stats().overflow_evictions, 0);
@@ -236,7 +238,9 @@ fn a_start_empty_keys_booking_keeps_its_bucket_through_new_keys_booking_ahead() 
 #[test]
 fn an_all_of_booking_given_back_after_a_quota_change_of_one_limit() {
     let limiter = Limiter::with_clock(Quota::per_second(10), ManualClock::new());
-    let keyed = KeyedLimiter::<u32, _>::with_clock(Quota::per_second(10), ManualClock::new());
+    let keyed = KeyedLimiter::<u32, _>::builder(Quota::per_second(10))
+        .clock(ManualClock::new())
+        .build();
     let key = keyed.key(&1);
     let booked = all_of(&[(&limiter, 4), (&key, 4)])
         .at(ms(0))
@@ -271,8 +275,9 @@ fn all_of_rollbacks_racing_quota_changes_never_admit_beyond_the_limit() {
     let small = Quota::per_second(1_000).with_burst(10);
     let large = Quota::per_second(1_000).with_burst(20);
     let limiter = Limiter::with_clock(small, ManualClock::new());
-    let keyed =
-        KeyedLimiter::<u32, _>::with_clock(Quota::per_second(1).with_burst(1), ManualClock::new());
+    let keyed = KeyedLimiter::<u32, _>::builder(Quota::per_second(1).with_burst(1))
+        .clock(ManualClock::new())
+        .build();
     let now = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     keyed.at(Nanos::ZERO).check_key(&1).unwrap(); // the key refuses from now on
@@ -333,7 +338,7 @@ fn give_backs_on_the_default_clock_leave_every_token_to_the_checks() {
         assert!(all_of(&[(&limiter, 1), (&strict, 1)]).check().is_err());
         assert!(limiter.check_n(3).is_ok(), "a rollback kept tokens");
         let keyed = KeyedLimiter::<u32>::new(quota);
-        keyed.key(&1).reserve(2, NO_WAIT).unwrap().commit();
+        keyed.key(&1).reserve(2, NO_WAIT).unwrap().allowed();
         assert!(keyed.check_key(&1).is_ok(), "the last token was lost");
         keyed.key(&2).wait(1, NO_WAIT).unwrap();
         assert!(keyed.key(&2).check_n(2).is_ok(), "a wait lost a token");

@@ -105,12 +105,11 @@ fn aes_cmac_is_the_default_where_the_processor_has_aes_ni() {
     } else {
         FingerprintHash::SipHash13
     };
-    assert_eq!(l.fingerprint_hash(), expected);
     assert!(format!("{l:?}").contains(&format!("fingerprint_hash: {expected:?}")));
     let sip = KeyedLimiter::<u64>::builder(quota(1))
         .fingerprint_hash(FingerprintHash::SipHash13)
         .build();
-    assert_eq!(sip.fingerprint_hash(), FingerprintHash::SipHash13);
+    assert!(format!("{sip:?}").contains("fingerprint_hash: SipHash13"));
 }
 
 #[test]
@@ -354,9 +353,10 @@ fn a_tier_given_to_the_handle_holds_for_every_operation() {
     let clock = ManualClock::new();
     let free = Quota::per_second(1).with_burst(5);
     let pro = Quota::per_second(10).with_burst(50);
-    let limiter = KeyedLimiter::<&str, _>::with_clock(free, clock.clone());
+    let limiter = KeyedLimiter::<&str, _>::builder(free)
+        .clock(clock.clone())
+        .build();
     let alice = limiter.key("alice").with_quota(pro);
-    assert_eq!(alice.quota(), pro);
     assert_eq!(alice.available(), 50);
     assert!(alice.check_n(35).is_ok());
     let not_carried_out = alice.reserve(5, D::ZERO).unwrap();
@@ -434,7 +434,6 @@ fn every_keyed_operation_at_a_time_passed_in_decides_as_on_the_clock() {
         let (now, cost, k) = (ms(t), [1, 2, 3, 0][i % 4], (i % 3) as u8);
         clock.set(now);
         let at = passed_in.at(now);
-        assert_eq!(at.now(), now);
         let what = format!("at {t} ms, key {k}");
         assert_eq!(on_clock.check_key(&k), at.check_key(&k), "check_key {what}");
         for (a, b) in [

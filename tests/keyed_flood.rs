@@ -46,7 +46,7 @@ fn a_flood_of_new_keys_booking_ahead_under_start_empty_cannot_empty_a_key() {
                         .at(full)
                         .key(&flood)
                         .reserve(1, Duration::from_secs(1))
-                        .map(|r| r.commit())
+                        .map(|r| r.allowed())
                 } else {
                     limiter.at(full).check_key(&flood)
                 };
@@ -173,7 +173,7 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
                 let got = if check {
                     key.check_n(cost).is_ok()
                 } else {
-                    key.reserve(cost, wait).map(|r| r.commit()).is_ok()
+                    key.reserve(cost, wait).map(|r| r.allowed()).is_ok()
                 };
                 if limiter.stats().overflow_denials > denials {
                     // Refused for room: nothing carried out, the exact bucket is not asked.
@@ -212,7 +212,7 @@ fn schedule(max_keys: usize, policy: OverflowPolicy, start_empty: bool, seed: u6
                 if rng.u64(..3) == 0 {
                     let _ = key.check_n(1);
                 } else {
-                    let _ = key.reserve(cost, wait).map(|r| r.commit());
+                    let _ = key.reserve(cost, wait).map(|r| r.allowed());
                 }
                 None
             }

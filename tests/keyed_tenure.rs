@@ -83,8 +83,9 @@ fn a_start_empty_key_removed_while_full_comes_back_full() {
 fn a_sweep_never_drops_a_bucket_not_full_at_the_checks_time() {
     let clock = LaggingClock::new(Duration::from_millis(1), Duration::from_millis(1));
     clock.set_lag(Duration::from_millis(1));
-    let limiter =
-        KeyedLimiter::<u32, _>::with_clock(Quota::per_second(1_000).with_burst(16), clock.clone());
+    let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(1_000).with_burst(16))
+        .clock(clock.clone())
+        .build();
     clock.truth.set(ms(100)); // the checks read 99 ms
     limiter.check_key(&1).unwrap(); // TAT 100 ms: full at the exact time, not at 99 ms
     assert_eq!(

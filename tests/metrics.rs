@@ -45,7 +45,9 @@ fn a_named_limiter_publishes_its_decisions() {
 #[test]
 fn an_unnamed_limiter_publishes_nothing() {
     let limiter = Limiter::with_clock(quota(), ManualClock::new());
-    let keyed = KeyedLimiter::<u64, _>::with_clock(quota(), ManualClock::new());
+    let keyed = KeyedLimiter::<u64, _>::builder(quota())
+        .clock(ManualClock::new())
+        .build();
     limiter.check().unwrap();
     keyed.check_key(&1).unwrap();
     let ((), series) = captured(|| {
@@ -161,7 +163,10 @@ fn waits_are_recorded_in_a_histogram_as_waited() {
     // 50 a second: with the bucket empty, the next token is 20 ms away.
     let q = Quota::per_second(50).with_burst(1);
     let limiter = Limiter::with_clock(q, MonotonicClock::new()).named("shaped");
-    let keyed = KeyedLimiter::<u64, _>::with_clock(q, MonotonicClock::new()).named("shaped keys");
+    let keyed = KeyedLimiter::<u64, _>::builder(q)
+        .clock(MonotonicClock::new())
+        .build()
+        .named("shaped keys");
     let ((), series) = captured(|| {
         limiter.wait(1, Duration::ZERO).unwrap(); // no wait
         limiter.wait(1, Duration::from_secs(1)).unwrap(); // 20 ms
@@ -272,7 +277,10 @@ fn a_keyed_limiter_dropped_or_renamed_moves_its_keys_out_of_the_gauge() {
         other => panic!("{other:?}"),
     };
     let make = |n: u64| {
-        let limiter = KeyedLimiter::<u64, _>::with_clock(quota(), ManualClock::new()).named("k");
+        let limiter = KeyedLimiter::<u64, _>::builder(quota())
+            .clock(ManualClock::new())
+            .build()
+            .named("k");
         for key in 0..n {
             limiter.check_key(&key).unwrap();
         }

@@ -22,40 +22,6 @@ fn nanos_order_like_their_counts() {
 }
 
 #[test]
-fn checked_add_adds_whole_nanoseconds() {
-    let t = Nanos::new(1_500);
-    assert_eq!(
-        t.checked_add(Duration::from_nanos(500)),
-        Some(Nanos::new(2_000))
-    );
-    assert_eq!(t.checked_add(Duration::ZERO), Some(t));
-    assert_eq!(
-        Nanos::ZERO.checked_add(Duration::from_secs(3)),
-        Some(Nanos::new(3_000_000_000))
-    );
-}
-
-#[test]
-fn checked_add_is_none_past_max() {
-    assert_eq!(Nanos::MAX.checked_add(Duration::ZERO), Some(Nanos::MAX));
-    assert_eq!(Nanos::MAX.checked_add(Duration::from_nanos(1)), None);
-    let near_end = Nanos::new(u64::MAX - 10);
-    assert_eq!(
-        near_end.checked_add(Duration::from_nanos(10)),
-        Some(Nanos::MAX)
-    );
-    assert_eq!(near_end.checked_add(Duration::from_nanos(11)), None);
-    // A duration longer than u64::MAX nanoseconds overflows even from the origin.
-    assert_eq!(Nanos::ZERO.checked_add(Duration::MAX), None);
-    let longest = Duration::from_nanos(u64::MAX);
-    assert_eq!(Nanos::ZERO.checked_add(longest), Some(Nanos::MAX));
-    assert_eq!(
-        Nanos::ZERO.checked_add(longest + Duration::from_nanos(1)),
-        None
-    );
-}
-
-#[test]
 fn saturating_add_stops_at_max() {
     assert_eq!(
         Nanos::new(10).saturating_add(Duration::from_nanos(5)),

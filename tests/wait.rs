@@ -238,10 +238,9 @@ mod until_ready {
         let limiter = manual(10, 2);
         block_on(limiter.until_ready(1, Duration::MAX)).unwrap();
         assert_eq!(limiter.available(), 1);
-        let keyed = cellrate::KeyedLimiter::<u8, _>::with_clock(
-            Quota::per_second(10).with_burst(2),
-            ManualClock::new(),
-        );
+        let keyed = cellrate::KeyedLimiter::<u8, _>::builder(Quota::per_second(10).with_burst(2))
+            .clock(ManualClock::new())
+            .build();
         block_on(keyed.key(&3).until_ready(1, Duration::MAX)).unwrap();
         assert_eq!(keyed.key(&3).available(), 1);
     }

@@ -71,11 +71,6 @@ impl Named {
     }
 }
 
-/// The name of a limiter whose opt-in is `named`.
-pub(crate) fn name_of(named: &Option<Box<Named>>) -> Option<&str> {
-    named.as_deref().map(|n| &*n.name)
-}
-
 /// A limiter's counts of decisions (all 0 if it is not named).
 pub(crate) fn decisions(named: &Option<Box<Named>>) -> Stats {
     let mut stats = Stats::default();

@@ -52,7 +52,7 @@ impl<const N: usize> StripedCounts<N> {
 
     /// `n` lanes, 1 to 64: the first `n` threads that count (at a time) add without a locked
     /// instruction, the others by a read-modify-write on one shared line.
-    pub fn with_lanes(n: usize) -> StripedCounts<N> {
+    pub(crate) fn with_lanes(n: usize) -> StripedCounts<N> {
         let line = || CachePadded::new(core::array::from_fn(|_| AtomicU64::new(0)));
         let lanes: Vec<_> = (0..n.clamp(1, MAX_LANES)).map(|_| line()).collect();
         StripedCounts {

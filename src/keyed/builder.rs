@@ -113,7 +113,10 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
         }
     }
 
-    /// The clock to read (default: a new [`TickClock`]).
+    /// The clock to read (default: a new [`TickClock`]). How the limiter reads it is fixed by
+    /// the quota it is built with, for every key and every quota of a call
+    /// ([`KeyedBucket::with_quota`](crate::KeyedBucket::with_quota)): a [`TickClock`]'s cached
+    /// time if that quota is at least 16 ms deep, its exact time if not.
     pub fn clock<C2: Clock>(self, clock: C2) -> KeyedLimiterBuilder<K, C2> {
         KeyedLimiterBuilder {
             quota: self.quota,
@@ -154,7 +157,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     /// table sized to keys that will come. It does nothing elsewhere than Linux, nor for tables
     /// that hold no whole aligned 2 MiB page (under 2 MiB, and up to 4 MiB depending on where
     /// the allocator puts them: `max_keys` under about 105,000 to 210,000);
-    /// [`KeyedLimiter::huge_pages`] tells whether the advice was given.
+    /// the limiter's `Debug` output (`huge_pages: ..`) tells whether the advice was given.
     pub fn huge_pages(self, on: bool) -> Self {
         KeyedLimiterBuilder {
             huge_pages: on,
@@ -164,7 +167,7 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
 
     /// The keyed hash of the fingerprints (default [`FingerprintHash::AesCmac`], which is
     /// SipHash-1-3 on processors without AES-NI). Both are pseudorandom functions under a
-    /// secret random key; [`KeyedLimiter::fingerprint_hash`] tells which one a limiter uses.
+    /// secret random key; the limiter's `Debug` output tells which one it uses.
     pub fn fingerprint_hash(self, hash: FingerprintHash) -> Self {
         KeyedLimiterBuilder { hash, ..self }
     }
@@ -283,12 +286,12 @@ mod tests {
             build(1 << 20, true),
             build(1000, true),
         );
-        if !huge.huge_pages() {
+        if !huge.table.huge_pages {
             eprintln!("skipped: the kernel refuses MADV_HUGEPAGE");
             return;
         }
-        assert!(!plain.huge_pages(), "not asked for");
-        assert!(!small.huge_pages(), "smaller than a huge page");
+        assert!(!plain.table.huge_pages, "not asked for");
+        assert!(!small.table.huge_pages, "smaller than a huge page");
         let middle = |l: &KeyedLimiter<u64>| {
             let slots = l.table.slots.as_slice();
             &slots[slots.len() / 2] as *const _ as usize

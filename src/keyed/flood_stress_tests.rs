@@ -42,7 +42,7 @@ fn use_held(limiter: &KeyedLimiter<u64, ManualClock>, key: u64, quota: Quota, se
                 .at(at)
                 .key(&key)
                 .reserve(cost, Duration::from_nanos(wait));
-            let got = booked.map(|r| r.commit()).is_ok();
+            let got = booked.map(|r| r.allowed()).is_ok();
             (got, exact.book(cost, at.as_u64(), wait))
         };
         assert_eq!(

@@ -28,7 +28,7 @@ use core::time::Duration;
 /// use cellrate::{all_of, KeyedLimiter, Limiter, ManualClock, Quota};
 ///
 /// let clock = ManualClock::new();
-/// let per_user = KeyedLimiter::<u64, _>::with_clock(Quota::per_second(5), clock.clone());
+/// let per_user = KeyedLimiter::<u64, _>::builder(Quota::per_second(5)).clock(clock.clone()).build();
 /// let global = Limiter::with_clock(Quota::per_second(100), clock.clone());
 /// let user = per_user.key(&42);
 /// assert!(all_of(&[(&user, 5), (&global, 5)]).check().is_ok());
@@ -99,14 +99,14 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// handle [`key`](KeyedLimiter::key) gives.
     ///
     /// The limiter reads its clock one way whatever the quota of the call (see
-    /// [`KeyedLimiter::with_clock`]).
+    /// [`KeyedLimiterBuilder::clock`](crate::KeyedLimiterBuilder::clock)).
     ///
     /// ```
     /// use cellrate::{KeyedLimiter, ManualClock, Quota};
     ///
     /// let free = Quota::per_second(1).with_burst(5);
     /// let pro = Quota::per_second(10).with_burst(50);
-    /// let limiter = KeyedLimiter::<&str, _>::with_clock(free, ManualClock::new());
+    /// let limiter = KeyedLimiter::<&str, _>::builder(free).clock(ManualClock::new()).build();
     /// let alice = limiter.key("alice").with_quota(pro);
     /// assert!(alice.check_n(20).is_ok());
     /// assert_eq!(alice.available(), 30);
@@ -119,11 +119,6 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
             super::fingerprint::under_quota(self.key_fp, &quota)
         };
         KeyedBucket { fp, quota, ..self }
-    }
-
-    /// The quota of this bucket.
-    pub fn quota(&self) -> Quota {
-        self.quota
     }
 
     /// Spends one token now if there is one.

@@ -183,14 +183,6 @@ impl<K, C> KeyedLimiter<K, C> {
 }
 
 impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
-    /// A limiter of [`DEFAULT_MAX_KEYS`] keys, each starting full, reading time from `clock`.
-    /// How it reads the clock is fixed by `quota` for every key and every quota of a call
-    /// ([`KeyedBucket::with_quota`]): a [`TickClock`]'s cached time if `quota` is at least
-    /// 16 ms deep, its exact time if not.
-    pub fn with_clock(quota: Quota, clock: C) -> KeyedLimiter<K, C> {
-        KeyedLimiter::builder(quota).clock(clock).build()
-    }
-
     /// Spends one token of `key`'s bucket now if there is one. A cost of more than one token,
     /// a reservation or a wait go through the key's handle: `limiter.key(&k).check_n(3)`.
     #[inline]
@@ -245,20 +237,6 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     #[inline]
     pub fn quota(&self) -> Quota {
         self.quota
-    }
-
-    /// Whether the kernel accepted the advice to back the table with huge pages
-    /// ([`KeyedLimiterBuilder::huge_pages`]). Accepted advice is no promise: the kernel uses
-    /// small pages where transparent huge pages are turned off (`never`) or it finds no free
-    /// huge page. `AnonHugePages` in /proc/self/smaps shows what it did.
-    pub fn huge_pages(&self) -> bool {
-        self.table.huge_pages
-    }
-
-    /// The keyed hash of this limiter's fingerprints: [`FingerprintHash::AesCmac`] unless
-    /// SipHash-1-3 was asked for or the processor has no AES-NI.
-    pub fn fingerprint_hash(&self) -> FingerprintHash {
-        self.fingerprinter.kind()
     }
 
     /// The clock this limiter reads.

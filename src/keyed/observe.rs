@@ -17,7 +17,7 @@ impl<K, C> KeyedLimiter<K, C> {
     /// use cellrate::{KeyedLimiter, ManualClock, Quota};
     ///
     /// let limiter =
-    ///     KeyedLimiter::<&str, _>::with_clock(Quota::per_second(1), ManualClock::new()).named("login");
+    ///     KeyedLimiter::<&str, _>::builder(Quota::per_second(1)).clock(ManualClock::new()).build().named("login");
     /// assert!(limiter.check_key("alice").is_ok());
     /// assert!(limiter.check_key("alice").is_err());
     /// assert!(limiter.key("bob").check().is_ok());
@@ -27,11 +27,6 @@ impl<K, C> KeyedLimiter<K, C> {
     pub fn named(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.named = Named::renamed(self.named.take(), name);
         self
-    }
-
-    /// The name given by [`named`](Self::named), if any.
-    pub fn name(&self) -> Option<&str> {
-        named::name_of(&self.named)
     }
 
     /// The counts since the limiter was built: keys held, idle and overflow evictions and

@@ -46,11 +46,6 @@ where
         &self.inner
     }
 
-    /// The sink being fed, mutably. Items sent to it directly are not paced.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
     /// The sink being fed, and the item held for its tokens, if any: that item was not
     /// forwarded, so the tokens it booked are given back.
     pub fn into_inner(self) -> (S, Option<Item>) {

@@ -43,11 +43,6 @@ where
         &self.inner
     }
 
-    /// The stream being paced, mutably. Items taken from it directly are not paced.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
     /// The stream being paced, and the item waiting for its tokens, if any: that item was not
     /// handed on, so the tokens it booked are given back.
     pub fn into_inner(self) -> (S, Option<S::Item>) {

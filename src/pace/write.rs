@@ -62,11 +62,6 @@ where
         &self.inner
     }
 
-    /// The writer being paced, mutably. Bytes written to it directly are not paced.
-    pub fn get_mut(&mut self) -> &mut W {
-        &mut self.inner
-    }
-
     /// The writer being paced; booked bytes it did not take are given back.
     pub fn into_inner(self) -> W {
         let PacedWrite {

@@ -47,7 +47,10 @@ pub fn manual(quota: Quota) -> (Limiter<ManualClock>, ManualClock) {
 /// and the clock.
 pub fn keyed<K: Hash + Eq>(quota: Quota) -> (KeyedLimiter<K, ManualClock>, ManualClock) {
     let clock = ManualClock::new();
-    (KeyedLimiter::with_clock(quota, clock.clone()), clock)
+    (
+        KeyedLimiter::builder(quota).clock(clock.clone()).build(),
+        clock,
+    )
 }
 
 /// Two answers of one booking, made on a limiter's clock reading `now` and at `now` passed in:

@@ -14,7 +14,7 @@
 //! - a key charged under several tiers holds a slot of the table for each until it is idle:
 //!   size `max_keys` for the buckets, not the keys;
 //! - every tier's bucket reads the clock as the limiter's own quota says
-//!   ([`KeyedLimiter::with_clock`](cellrate::KeyedLimiter::with_clock)).
+//!   ([`Limiter::with_clock`](cellrate::Limiter::with_clock) says how).
 
 use super::backend::{self, How, Pending, Verdict};
 use super::headers::PolicyInfo;

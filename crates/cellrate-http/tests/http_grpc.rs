@@ -103,10 +103,11 @@ fn check() -> HealthCheckRequest {
 async fn client_ip_reads_tonics_peer_address() {
     use cellrate::KeyedLimiter;
     use cellrate_http::{ClientIp, Keyed};
-    let ips = Arc::new(KeyedLimiter::<std::net::IpAddr, _>::with_clock(
-        Quota::per_minute(1).with_burst(1),
-        ManualClock::new(),
-    ));
+    let ips = Arc::new(
+        KeyedLimiter::<std::net::IpAddr, _>::builder(Quota::per_minute(1).with_burst(1))
+            .clock(ManualClock::new())
+            .build(),
+    );
     let layer = RateLimitLayer::builder(Keyed::new("ip", ips.clone(), ClientIp::new()))
         .wrap_body()
         .build();
@@ -123,10 +124,11 @@ async fn a_call_without_a_key_gets_a_grpc_status() {
     use cellrate_http::{HeaderKey, Keyed, MissingKey};
     use http::{HeaderName, HeaderValue};
     let keys = || {
-        Arc::new(KeyedLimiter::<HeaderValue, _>::with_clock(
-            Quota::per_minute(1),
-            ManualClock::new(),
-        ))
+        Arc::new(
+            KeyedLimiter::<HeaderValue, _>::builder(Quota::per_minute(1))
+                .clock(ManualClock::new())
+                .build(),
+        )
     };
     let api_key = || HeaderKey::new(HeaderName::from_static("x-api-key"));
     // The default (400) is INVALID_ARGUMENT; a chosen 401 is UNAUTHENTICATED.

@@ -15,10 +15,11 @@ use std::sync::Arc;
 fn keyed<K: std::hash::Hash + Eq + Send + Sync + 'static>(
     burst: u32,
 ) -> Arc<KeyedLimiter<K, ManualClock>> {
-    Arc::new(KeyedLimiter::with_clock(
-        Quota::per_minute(1).with_burst(burst),
-        ManualClock::new(),
-    ))
+    Arc::new(
+        KeyedLimiter::builder(Quota::per_minute(1).with_burst(burst))
+            .clock(ManualClock::new())
+            .build(),
+    )
 }
 
 fn api_key() -> HeaderKey {

@@ -156,10 +156,11 @@ async fn tiers_and_header_keys() {
 
 #[tokio::test]
 async fn skipping_a_missing_key_keeps_the_other_policies() {
-    let keys = Arc::new(KeyedLimiter::<HeaderValue, _>::with_clock(
-        Quota::per_minute(1),
-        ManualClock::new(),
-    ));
+    let keys = Arc::new(
+        KeyedLimiter::<HeaderValue, _>::builder(Quota::per_minute(1))
+            .clock(ManualClock::new())
+            .build(),
+    );
     let global = limiter(Quota::per_minute(1).with_burst(2));
     let api_key = HeaderKey::new(HeaderName::from_static("x-api-key"));
     let layer = RateLimitLayer::builder(
@@ -394,10 +395,11 @@ async fn a_refusal_on_a_lagging_reading_pushes_back_for_the_lag_too() {
 async fn the_policy_header_states_a_quota_changed_while_running() {
     use cellrate::QuotaChange;
     let global = limiter(Quota::per_second(10).with_burst(10));
-    let ips = Arc::new(KeyedLimiter::<IpAddr, _>::with_clock(
-        Quota::per_minute(1).with_burst(5),
-        ManualClock::new(),
-    ));
+    let ips = Arc::new(
+        KeyedLimiter::<IpAddr, _>::builder(Quota::per_minute(1).with_burst(5))
+            .clock(ManualClock::new())
+            .build(),
+    );
     let alone = RateLimitLayer::builder(Global::new("g", global.clone()))
         .legacy_headers(true)
         .build();

@@ -151,7 +151,7 @@ fn admits(bucket: &MutexBucket<ManualClock>, cost: u32, now: Nanos) -> bool {
 fn keyed<K: std::hash::Hash + Eq + Send + Sync + 'static>(
     clock: &ManualClock,
 ) -> Arc<KeyedLimiter<K, ManualClock>> {
-    Arc::new(KeyedLimiter::with_clock(quota(), clock.clone()))
+    Arc::new(KeyedLimiter::builder(quota()).clock(clock.clone()).build())
 }
 
 fn oracles(clock: &ManualClock) -> Vec<MutexBucket<ManualClock>> {

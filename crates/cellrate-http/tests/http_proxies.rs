@@ -28,10 +28,11 @@ async fn server(ip: ClientIp, burst: u32) -> (HttpClient, Seen) {
         log.lock().unwrap().push(key.clone());
         key
     });
-    let ips = Arc::new(KeyedLimiter::<IpAddr, _>::with_clock(
-        Quota::per_minute(1).with_burst(burst),
-        ManualClock::new(),
-    ));
+    let ips = Arc::new(
+        KeyedLimiter::<IpAddr, _>::builder(Quota::per_minute(1).with_burst(burst))
+            .clock(ManualClock::new())
+            .build(),
+    );
     let layer = RateLimitLayer::new(Keyed::new("ip", ips, recording));
     let app = Router::new()
         .route("/", get(|| async { "ok" }))

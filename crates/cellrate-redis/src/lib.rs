@@ -55,7 +55,7 @@
 //! microseconds is rounded up to the next one ([`RedisLimiter::quota`] tells the quota in
 //! force), so the long-run rate never exceeds the configured one. For quotas on the microsecond
 //! grid and times on it, every decision, `remaining`, `retry_after` and `reset_after` equals
-//! [`Limiter::check_n_at`](cellrate::Limiter::check_n_at)'s.
+//! those of [`Limiter::at`](cellrate::Limiter::at)`(now).check_n(cost)`.
 //!
 //! # Failures
 //! The `try_*` calls return an [`Error`]; the `check_*` calls apply the limiter's

@@ -155,7 +155,7 @@ impl Local {
     fn table(&self, quota: &Quota) -> Option<Arc<KeyedLimiter<String>>> {
         let share = match self.own {
             (own, Some(local)) if own == *quota => local,
-            _ => quota.try_split(self.servers).ok()?,
+            _ => quota.split(self.servers).ok()?,
         };
         let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, table)) = tables.iter().find(|(q, _)| *q == share) {

@@ -96,7 +96,7 @@ impl RedisLimiter {
 
     /// The decision for `cost` tokens of `key` at `now` (nanoseconds since the Unix epoch),
     /// without a failure policy: Redis's answer or why there is none. On the microsecond grid
-    /// it equals [`Limiter::check_n_at`](cellrate::Limiter::check_n_at) on the same schedule; off
+    /// it equals [`Limiter::at`](cellrate::Limiter::at)`(now).check_n(cost)` on the same schedule; off
     /// it, the decision is made at `now` rounded down and the bucket charged from `now`
     /// rounded up, so it never admits what the exact limiter would refuse.
     pub async fn try_check_key_n_at(

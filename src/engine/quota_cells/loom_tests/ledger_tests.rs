@@ -33,7 +33,7 @@ fn ledger_model(completed_first: bool) {
     let clock = ManualClock::new();
     let limiter = Arc::new(Limiter::with_clock(quota_of(T, BURST), clock.clone()));
     let x = limiter.reserve(1, Duration::ZERO).unwrap().detach();
-    limiter.reserve(1, Duration::ZERO).unwrap().commit(); // Y
+    limiter.reserve(1, Duration::ZERO).unwrap().allowed(); // Y
     let cancel = move |limiter: &Limiter<ManualClock>, booked: Reservation<'_, ManualClock>| {
         if completed_first {
             cancel_broken(limiter, booked, BrokenGiveBack::CompletedFirst, None);
