@@ -1,13 +1,6 @@
-//! Lanes: an index that each thread which counts holds alone while it lives, so that its adds
-//! to a striped count (`tally.rs`) are a load and a store, with no locked instruction.
-//!
-//! A thread takes the lowest free index at its first count and gives it back when it ends
-//! (a thread-local destructor). The registry is a mutex: its release when a lane is given
-//! back and its acquire when the lane is taken again order the last add of the old holder
-//! before the first add of the new one, which therefore starts from the count the old one
-//! left. A thread that counts after its lane went back (from another thread-local's
-//! destructor) counts in a tally's shared lane, as does a thread whose index lies past a
-//! tally's lanes. The loom model `lanes/loom_tests.rs` checks the handover.
+//! Lanes: an index that each counting thread holds alone while it lives, so that its adds to
+//! a striped count (`tally.rs`) are a load and a store. The handover through the registry's
+//! mutex: docs/design.md §11, *Lanes*; the loom model `lanes/loom_tests.rs` checks it.
 
 use crate::sync::lane::Mutex;
 use alloc::collections::BinaryHeap;

@@ -1,14 +1,5 @@
-//! Striped counters: a named limiter's decisions (what `stats()` and the metrics read) and the
-//! HTTP layer's answers.
-//!
-//! One shared atomic add per check would make every thread checking a hot limiter take turns
-//! on the counter's cache line, as they already do on the bucket's word, doubling the line's
-//! traffic. Here each thread adds to a line of its own instead: the lane it holds alone while
-//! it lives (`lanes.rs`), so that an add is a load and a store, with no locked instruction
-//! beside the check's compare-and-swap. A thread whose lane lies past a tally's lanes adds to
-//! the tally's shared line with a read-modify-write. The cost is one thread-local read per
-//! counted check, and `(lanes + 1) x 128` bytes per named limiter or layer (read: the sum of
-//! the lanes, a loop over a few lines, taken only by `stats()` and the metrics export).
+//! Striped counters: a named limiter's decisions and the HTTP layer's answers, a line per
+//! thread's lane (why: docs/design.md §11, *Lanes*).
 
 use crate::sync::lane::{AtomicU64, Ordering};
 use alloc::boxed::Box;
@@ -22,9 +13,7 @@ const MAX_LANES: usize = 64;
 const MIN_LANES: usize = 4;
 
 /// `N` counts striped over cache lines: each thread adds to the line of its own lane, and a
-/// read sums the lines. What a named limiter counts its decisions in, public for the
-/// counters of crates built on this one (the HTTP layer's answers): counting on a hot path
-/// without every thread taking turns on one cache line.
+/// read sums the lines, so that threads counting on a hot path do not take turns on one line.
 ///
 /// ```
 /// use cellrate::StripedCounts;
