@@ -15,10 +15,8 @@ use core::marker::PhantomData;
 /// space that becomes resident only as keys arrive.
 pub const DEFAULT_MAX_KEYS: usize = 1 << 20;
 
-/// How far from its home a key may be stored: the longest scan of a look-up. At the full
-/// load of 0.8 keys per slot, linear probing displaces no key among 1,000,000 by more than
-/// about 300 slots; 512 leaves room, and a scan stops at the first never-used slot
-/// long before that in most look-ups.
+/// How far from its home a key may be stored: the longest scan of a look-up. At a load of 0.8,
+/// linear probing displaces no key among 1,000,000 by more than about 300 slots.
 pub(crate) const WINDOW: usize = 512;
 
 /// Builds a [`KeyedLimiter`]; from [`KeyedLimiter::builder`].
@@ -102,10 +100,9 @@ impl<K> KeyedLimiterBuilder<K, TickClock> {
 }
 
 impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
-    /// The most keys the limiter is sized for (default [`DEFAULT_MAX_KEYS`]). The table has
-    /// `ceil(n * 5 / 4)` slots of 16 bytes, so at `n` keys it is 80% full and costs 20 bytes
-    /// per key; untouched slots cost address space only. A few more than `n` keys may fit;
-    /// past that, [`OverflowPolicy`] decides.
+    /// The most keys the limiter is sized for (default [`DEFAULT_MAX_KEYS`]): `ceil(n * 5 / 4)`
+    /// slots of 16 bytes, 20 bytes per key at `n`; untouched slots cost address space only.
+    /// Past about `n` keys, [`OverflowPolicy`] decides.
     pub fn max_keys(self, n: usize) -> Self {
         KeyedLimiterBuilder {
             max_keys: n,
@@ -131,9 +128,9 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     }
 
     /// With `on`, new keys start empty (full one bucket depth after they are first seen)
-    /// instead of full (the default, `false`). A check of a new key then records it even when it spends nothing. A bucket that
-    /// is not full is then never removed for a new key: one that finds no room is refused,
-    /// whatever the [`OverflowPolicy`] (its docs say what a flood of new keys costs).
+    /// instead of full (the default). A check of a new key then records it even when it spends
+    /// nothing, and a bucket that is not full is never removed for a new key
+    /// ([`OverflowPolicy`]).
     pub fn start_empty(self, on: bool) -> Self {
         KeyedLimiterBuilder {
             start_empty: on,
@@ -148,16 +145,14 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     }
 
     /// With `on`, back the table with 2 MiB huge pages where Linux offers them (transparent
-    /// huge pages in `madvise` or `always` mode; default `false`). A check of a random key among 1,000,000 then
-    /// misses the cache but not the TLB, and takes less time (BENCHMARKS.md, the keyed rows).
+    /// huge pages in `madvise` or `always` mode; default `false`): a check of a random key in
+    /// a large table then misses the cache but not the TLB (BENCHMARKS.md, the keyed rows).
     ///
     /// The price is resident memory: the kernel commits a whole 2 MiB page at the first touch
     /// of any slot in it, so the table is nearly all resident after a few dozen keys
-    /// (BENCHMARKS.md, "Memory", compares both page sizes). Turn it on for a
-    /// table sized to keys that will come. It does nothing elsewhere than Linux, nor for tables
-    /// that hold no whole aligned 2 MiB page (under 2 MiB, and up to 4 MiB depending on where
-    /// the allocator puts them: `max_keys` under about 105,000 to 210,000);
-    /// the limiter's `Debug` output (`huge_pages: ..`) tells whether the advice was given.
+    /// (BENCHMARKS.md, "Memory"). It does nothing elsewhere than Linux, nor for tables that
+    /// hold no whole aligned 2 MiB page (`max_keys` under about 105,000 to 210,000); the
+    /// limiter's `Debug` output (`huge_pages: ..`) tells whether the advice was given.
     pub fn huge_pages(self, on: bool) -> Self {
         KeyedLimiterBuilder {
             huge_pages: on,

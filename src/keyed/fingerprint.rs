@@ -1,7 +1,5 @@
 //! The fingerprint of a key: 64 bits of a keyed pseudorandom function of the bytes its `Hash`
-//! writes, under a secret random key per limiter (docs/design.md, fingerprints and their
-//! collision bound). The key is 128 bits from the operating system (getrandom); only where the
-//! OS has none to give does it fall back to std's `RandomState`, itself seeded from the OS.
+//! writes, under a secret random key per limiter (docs/design.md §6.6).
 
 #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
 use super::aes_cmac::AesCmacKey;
@@ -51,8 +49,7 @@ impl BuildHasher for SipKey {
 type SipKey = core::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
 /// 128 secret random bits: from the operating system, or where it has none to give, two
-/// SipHash-1-3 outputs under std's `RandomState` (seeded from the OS once per thread, and
-/// unpredictable as long as SipHash-1-3 is a pseudorandom function).
+/// SipHash-1-3 outputs under std's OS-seeded `RandomState`.
 #[cfg(not(loom))]
 fn secret_key() -> u128 {
     let mut bytes = [0u8; 16];
@@ -102,10 +99,9 @@ impl Fingerprinter {
     }
 }
 
-/// The id of a key's bucket under a quota other than the limiter's own: the key's fingerprint
-/// `fp` mixed with the quota's figures by a bijection (murmur3's finaliser), so that the key's
-/// buckets under different quotas have unrelated fingerprints, each as unpredictable as `fp`
-/// (a secret pseudorandom value), and so collide with other buckets no more often than keys do.
+/// The id of a key's bucket under a quota other than the limiter's own: `fp` mixed with the
+/// quota's figures by a bijection (murmur3's finaliser), so that it is as unpredictable as
+/// `fp` and collides no more often than keys do (docs/design.md §13).
 pub(super) fn under_quota(fp: u64, quota: &crate::quota::Quota) -> u64 {
     let figures = quota
         .emission_interval_ns()

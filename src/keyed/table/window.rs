@@ -1,6 +1,5 @@
-//! The slot array and a key's place in it: its home slot, and its window as an iterator of its
-//! slots in probing order with their window positions, as at most two straight runs of the
-//! array, with no wrap-around test per slot.
+//! The slot array and a key's place in it: its home slot, and its window as at most two
+//! straight runs of the array, with no wrap-around test per slot.
 
 use super::loom_hooks::Faults;
 use super::memory::SlotArray;
@@ -15,11 +14,9 @@ pub(super) const LINE: usize = 4;
 #[cfg(loom)]
 pub(super) const LINE: usize = 2;
 
-/// The slots of a window in order, each with its position `i` in the window (the slot
-/// [`Slots::at`]`(home, i)`): first the run from home to the end of the window or of the
-/// array, then the run wrapped to the array's start. Internal iteration (`find_map`,
-/// `try_fold`) over it compiles to one straight loop per run; a `for` loop tests which run it
-/// is in at each step, which is fine off the hot path.
+/// The slots of a window in order, each with its position `i` (the slot
+/// [`Slots::at`]`(home, i)`): the run from home on, then the run wrapped to the array's start.
+/// Internal iteration (`find_map`, `try_fold`) compiles to one straight loop per run.
 pub(super) type Window<'a> = Enumerate<Chain<slice::Iter<'a, Slot>, slice::Iter<'a, Slot>>>;
 
 /// The slot array with its window length and the placement of slot 0 in its cache line.
