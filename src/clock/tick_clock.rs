@@ -1,6 +1,4 @@
-//! `TickClock`: the default clock. One process-wide time that a lazily started thread refreshes
-//! every millisecond, read with one relaxed load by quotas coarse enough for it; an exact
-//! [`MonotonicClock`] reading for the others.
+//! `TickClock`: the default clock; its refresher protocol is docs/design.md §3.
 
 use crate::clock::{Clock, MonotonicClock};
 use crate::nanos::Nanos;
@@ -17,46 +15,21 @@ use std::thread;
 /// - **Precision.** Every operation on a bucket whose quota is at least 16
 ///   [`TICK`](Self::TICK)s deep (`burst * emission_interval` of 16 ms or more) reads a
 ///   process-wide time that one background thread refreshes every tick (1 ms): one relaxed
-///   load, no system call, no timestamp-counter read. Its decisions move in steps of a tick.
-///   Every operation under a shallower quota reads [`MonotonicClock`] and is exact to the
-///   nanosecond.
-/// - **One time per bucket.** Checks, `available`, reservations and their give-backs, waits,
-///   [`all_of`](crate::all_of), pacing and the keyed handle all read a bucket's time the same
-///   way ([`Clock::now_within`] with a tolerance of a sixteenth of the quota's depth), so the
-///   decisions on a bucket are exactly those of a token bucket at those readings: a refund, a
-///   reservation or a wait never loses a token to a reading taken another way. [`now`](Clock::now)
-///   itself is exact; only the length of a sleep is computed from it.
-/// - **In real time.** A cached reading `c(t)` at real time `t` never runs ahead
-///   (`c(t) <= t`) and lags by at most a tick plus however late the thread is scheduled. When
-///   the thread wakes late it does not jump: the cached time advances at most two ticks per
-///   refresh, twice real speed, until it has caught up. So in any real window of length `W`
-///   a bucket admits at most `burst + min(W + L, 2 W + 2 ticks) / T` tokens, `L` being the
-///   lag: a late refresher can never hand out more than twice the quota's rate at once.
-///   A refusal on the cached reading adds two ticks to its `retry_after`
-///   ([`lag_within`](Clock::lag_within)), because the retry's reading lags too: a retry made
-///   `retry_after` later passes unless the refresher runs more than a tick late.
-/// - **Why 16 ticks.** A lag of a tick holds back at most a sixteenth of a full bucket, so a
-///   coarse reading costs a quota none of its rate. A quota shallower than a tick on a cached
-///   time would admit only its burst per tick (1,000,000/s with burst 1 would pass 1,000/s).
-/// - **Monotonic, one origin.** Readings never go backwards: the thread only raises the time
-///   (`fetch_max`), and after a restart readers wait for its first reading, which is later than
-///   every earlier one. Cached and exact readings share [`MonotonicClock`]'s origin, so they mix
-///   in the `_at` forms; a cached reading can be behind an exact one taken at the same moment,
-///   and like any stale reading it can only deny.
-/// - **The thread.** It starts at the first cached read (the first check pays for starting
-///   it, tens of microseconds), wakes once a millisecond (1,000 wakeups a second, a
-///   `clock_gettime` and a store each) while any `TickClock` exists, and stops within a tick
-///   after the last one is dropped. A process whose quotas are all shallow never starts it.
-/// - **fork.** A child process has no copy of the thread: a handler registered with
-///   `pthread_atfork` clears the cached time in the child, whose next cached read starts a
-///   thread of its own. The child's time never freezes.
-/// - **Machines.** Both readings come from the operating system's monotonic clock (`Instant`),
-///   never from the processor's timestamp counter directly: on machines without an invariant
-///   counter and in virtual machines whose counter drifts, the kernel picks a sound clock
-///   source and both readings follow it.
+///   load. Its decisions move in steps of a tick, and hold back at most a sixteenth of a full
+///   bucket. Under a shallower quota every operation reads [`MonotonicClock`], exact to the
+///   nanosecond. [`now`](Clock::now) itself is always exact.
+/// - **Retries.** A refusal on the cached reading adds two ticks to its `retry_after`
+///   ([`lag_within`](Clock::lag_within)): a retry made `retry_after` later passes unless the
+///   refresher runs more than a tick late. A late refresher never makes the cached time jump:
+///   it catches up at twice real speed.
+/// - **Monotonic, one origin.** Readings never go backwards, and cached and exact readings
+///   share [`MonotonicClock`]'s origin, so they mix in `limiter.at(now)`.
+/// - **The thread** starts at the first cached read, wakes once a millisecond while any
+///   `TickClock` exists, stops within a tick after the last one is dropped, and is restarted
+///   in a child process after `fork`.
 ///
-/// For the nanosecond on every quota, name the exact clock: `Limiter::with_clock(quota,
-/// MonotonicClock::new())`.
+/// For the nanosecond on every quota: `Limiter::with_clock(quota, MonotonicClock::new())`.
+/// How the refresher is started, stopped and read: docs/design.md §3.
 ///
 /// ```
 /// use cellrate::{Clock, Limiter, MonotonicClock, Quota, TickClock};
@@ -147,7 +120,7 @@ impl fmt::Debug for TickClock {
 /// [`TickClock::TICK`] in nanoseconds.
 const TICK_NS: u64 = 1_000_000;
 
-/// The most one refresh advances the cached time: two ticks (module docs, *In real time*).
+/// The most one refresh advances the cached time: two ticks (docs/design.md §3).
 const CATCH_UP_NS: u64 = 2 * TICK_NS;
 
 #[cfg(all(test, loom))]
