@@ -1,7 +1,5 @@
-//! `Allowed` and `Denied`: what a check answers, with the figures an HTTP 429 needs.
-//!
-//! Both carry the bucket's state after the decision as two nanosecond figures and work out
-//! token counts only when asked, so that a check's hot path has no division in it.
+//! `Allowed` and `Denied`: what a check answers, with the figures an HTTP 429 needs, kept as
+//! nanoseconds so that the hot path has no division (docs/design.md §1).
 
 use core::fmt;
 use core::time::Duration;
@@ -18,10 +16,8 @@ pub(crate) struct Level {
 }
 
 impl Level {
-    /// A level that reports exactly `remaining` tokens and `reset_after_ns`: what a combination
-    /// of several buckets (with different quotas) reports. With an interval of 1 ns the token
-    /// count is `depth - reset_after`, so the depth is set to make it `remaining` (saturating
-    /// only for a `reset_after_ns` within 2^32 ns of u64::MAX, 584 years).
+    /// A level that reports exactly `remaining` tokens and `reset_after_ns` (a combination of
+    /// buckets): with an interval of 1 ns the token count is `depth - reset_after`.
     fn exact(reset_after_ns: u64, remaining: u32) -> Level {
         Level {
             reset_after_ns,
@@ -87,10 +83,9 @@ impl Allowed {
         self.level.remaining()
     }
 
-    /// The answer of a bucket `depth_ns` deep, refilled one token every `interval_ns`
-    /// (at least 1 ns is used), that admitted a request and is `reset_after_ns` from full, all
-    /// in nanoseconds: what a backend keeping its own figures reports. `remaining` is
-    /// `floor((depth - reset_after) / interval)`, 0 if overdrawn, as a check's is.
+    /// The answer of a bucket `depth_ns` deep, one token every `interval_ns` (at least 1), that
+    /// admitted a request and is `reset_after_ns` from full: what a backend keeping its own
+    /// figures reports. `remaining` is `floor((depth - reset_after) / interval)`.
     ///
     /// ```
     /// use cellrate::Allowed;
@@ -180,19 +175,14 @@ impl Denied {
         )
     }
 
-    /// How long to wait before the same request would be admitted. On an exact reading (an
-    /// `_at` form, an exact clock) it would pass at exactly `now + retry_after` (if nothing else
-    /// is spent meanwhile) and at no earlier time.
+    /// How long to wait before the same request would be admitted: on an exact reading it
+    /// passes at exactly `now + retry_after` (if nothing else is spent meanwhile), not sooner.
+    /// On a reading that may lag (the default [`TickClock`](crate::TickClock)'s cached time) it
+    /// also covers the lag ([`Clock::lag_within`](crate::Clock::lag_within)), so that a retry
+    /// `retry_after` later passes although its own reading may lag too.
     ///
-    /// On a reading that may lag the true time (the default [`TickClock`](crate::TickClock)'s
-    /// cached time), `retry_after` also covers the lag
-    /// ([`Clock::lag_within`](crate::Clock::lag_within)): the retry's reading may lag too, and a
-    /// retry made `retry_after` after the refusal is decided on a reading late enough to pass.
-    /// The request may then pass up to that lag earlier.
-    ///
-    /// `None` when the request can never pass: its cost exceeds the burst, or (at times within
-    /// one bucket depth of [`Nanos::MAX`](crate::Nanos::MAX), 584 years after the clock's
-    /// origin) the time it would need cannot be represented.
+    /// `None` when the request can never pass: its cost exceeds the burst, or (within one
+    /// bucket depth of [`Nanos::MAX`](crate::Nanos::MAX)) its time cannot be represented.
     #[inline]
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after_ns.map(Duration::from_nanos)
@@ -211,9 +201,8 @@ impl Denied {
         }
     }
 
-    /// Whole tokens in the bucket now, fewer than the request asked for. A request that can
-    /// never pass because its time cannot be represented (within one bucket depth of
-    /// [`Nanos::MAX`](crate::Nanos::MAX)) reports 0: nothing can be spent then.
+    /// Whole tokens in the bucket now, fewer than the request asked for (0 when its time cannot
+    /// be represented).
     #[inline]
     pub fn remaining(&self) -> u32 {
         self.level.remaining()
@@ -225,10 +214,9 @@ impl Denied {
         Duration::from_nanos(self.level.reset_after_ns)
     }
 
-    /// The answer for a request refused by `self`'s bucket, given what another bucket says
-    /// (another refusal, or the level of a bucket that would admit it): the longest
-    /// `retry_after` (`None`, never, is the longest), the smallest `remaining`, the longest
-    /// `reset_after`: what a request refused by one of several buckets reports.
+    /// The answer for a request refused by `self`'s bucket, given what another bucket says:
+    /// the longest `retry_after` (`None` is the longest), the smallest `remaining`, the longest
+    /// `reset_after`.
     pub fn stricter(self, other: Result<Allowed, Denied>) -> Denied {
         match other {
             Ok(allowed) => Denied::new(self.level.stricter(allowed.level), self.retry_after_ns),

@@ -14,14 +14,10 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 
 /// A rate limit: one token every `emission_interval`, at most `burst` tokens saved.
 ///
-/// The bucket depth, `burst * emission_interval`, is at most [`Quota::MAX_DEPTH`] (2^62 ns,
-/// about 146 years); deeper quotas are rejected. That keeps every TAT representable: a full
-/// bucket admits any cost up to its burst at any time before 2^63 ns (292 years) after the
-/// clock's origin. Rates that do not divide a second are rounded so that the long-run rate
-/// never exceeds the one configured: `per_second(3)` emits a token every 333,333,334 ns. The
-/// shortest interval is one nanosecond: `per_second(n)` for any `n` above 10^9 (up to
-/// `u32::MAX`, what "effectively unlimited" is often written as) emits 10^9 tokens a second,
-/// with a burst of `n`.
+/// The bucket depth, `burst * emission_interval`, is at most [`Quota::MAX_DEPTH`]; deeper
+/// quotas are rejected. Intervals are rounded up, so that the long-run rate never exceeds the
+/// one configured: `per_second(3)` emits a token every 333,333,334 ns, and the shortest
+/// interval is one nanosecond.
 ///
 /// ```
 /// use cellrate::Quota;
@@ -87,7 +83,7 @@ impl core::error::Error for QuotaError {}
 
 impl Quota {
     /// The longest bucket depth (`burst * emission_interval`) a quota may have: 2^62 ns, about
-    /// 146 years (type docs).
+    /// 146 years, so that every TAT up to 2^63 ns after the clock's origin is representable.
     pub const MAX_DEPTH: Duration = Duration::from_nanos(MAX_DEPTH_NS);
 
     /// `n` tokens per second, burst `n`. The emission interval is `1e9 / n` ns rounded up,
@@ -154,15 +150,9 @@ impl Quota {
     }
 
     /// One server's share of this quota when `n` servers enforce it together without a central
-    /// store: a rate `n` times slower (emission interval times `n`) and a burst of `burst / n`
-    /// rounded down, at least 1.
-    ///
-    /// Inaccuracy: the shares add up to at most the global rate, and to at most the global
-    /// burst when `burst >= n` (each share's burst is at least 1, so with `burst < n` the
-    /// servers together can burst `n`). Under skewed load the global limit is under-used: a
-    /// server that receives most of the traffic is held to its `1/n` share while the others'
-    /// shares go unspent. With load spread evenly (round-robin) it is close to exact. When
-    /// that matters, keep the bucket in one place (the Redis backend).
+    /// store: the emission interval times `n`, and a burst of `burst / n` rounded down, at
+    /// least 1 (so with `burst < n` the servers together can burst `n`). Under skewed load the
+    /// global limit is under-used; when that matters, keep the bucket in one place (Redis).
     ///
     /// ```
     /// use cellrate::Quota;
@@ -184,10 +174,8 @@ impl Quota {
         Quota::from_parts(interval_ns, (self.burst / n).max(1))
     }
 
-    /// `n` tokens per `period`, burst `n`, fallible, for figures read at run time (a
-    /// configuration file): the emission interval is `period / n` rounded up (at least 1 ns),
-    /// so that the rate is never above `n` per `period`. `per_second(n)` is
-    /// `try_per(n, 1 s)` unwrapped; `.try_with_burst(b)` sets another burst.
+    /// `n` tokens per `period`, burst `n`, fallible, for figures read at run time: the
+    /// emission interval is `period / n` rounded up (at least 1 ns).
     ///
     /// ```
     /// use cellrate::{Quota, QuotaError};
@@ -226,9 +214,7 @@ impl Quota {
 
     fn per_period_ns(n: u32, period_ns: u64) -> Result<Quota, QuotaError> {
         let n = NonZeroU32::new(n).ok_or(QuotaError::ZeroRate)?;
-        // Round the interval up (to at least 1 ns): the long-run rate never exceeds what was
-        // configured.
-        let interval_ns = period_ns.div_ceil(u64::from(n.get()));
+        let interval_ns = period_ns.div_ceil(u64::from(n.get())); // the rate never exceeds n
         Quota::from_parts(interval_ns, n.get())
     }
 
@@ -284,9 +270,8 @@ impl Quota {
     }
 }
 
-/// A quota kept in two atomic words, for a cell that a change rewrites while other threads may
-/// read it. A read can be torn (one word of one quota, one of another): the owner validates it
-/// with a version word around the read (a sequence lock), and a torn read is never used.
+/// A quota kept in two atomic words, read under the owner's version word (a sequence lock), so
+/// that a torn read (a word of each of two quotas) is never used.
 #[derive(Debug)]
 pub(crate) struct AtomicQuota {
     interval_ns: AtomicU64,
