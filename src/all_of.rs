@@ -59,7 +59,6 @@ impl<C: Clock> Limit for Limiter<C> {}
 #[derive(Clone, Copy)]
 pub struct AllOf<'s, 'a> {
     limits: &'s [(&'a dyn Limit, u32)],
-    /// The time of [`at`](Self::at), if given.
     at: Option<Nanos>,
 }
 

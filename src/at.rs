@@ -32,7 +32,6 @@ impl<L> Clone for At<'_, L> {
 impl<L> Copy for At<'_, L> {}
 
 impl<'a, L> At<'a, L> {
-    /// `of` at `now`.
     #[inline]
     pub(crate) fn new(of: &'a L, now: Nanos) -> Self {
         At { of, now }

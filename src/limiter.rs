@@ -45,7 +45,6 @@ pub struct Limiter<C: Clock = DefaultClock> {
     clock: C,
     /// How every operation reads `clock`: fixed when the limiter is built.
     reading: Reading,
-    /// Set by [`Limiter::named`]: the opt-in to counting decisions (src/named.rs).
     #[cfg(feature = "std")]
     pub(crate) named: Option<Box<Named>>,
 }
@@ -104,10 +103,8 @@ impl<C: Clock> Limiter<C> {
         self.check_n(1)
     }
 
-    /// Spends `cost` tokens now if all of them are there; otherwise spends nothing.
-    ///
-    /// `cost == 0` is a peek: always allowed, nothing spent. `cost > burst` can never pass: it
-    /// is denied with [`Denied::retry_after`] `None`.
+    /// Spends `cost` tokens now if all of them are there; otherwise spends nothing. `cost == 0`
+    /// is a peek; `cost > burst` is denied with [`Denied::retry_after`] `None`.
     #[inline]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         let now = self.reading.now(&self.clock);
@@ -142,7 +139,6 @@ impl<C: Clock> Limiter<C> {
         self.available_at(self.reading.now(&self.clock))
     }
 
-    /// Whole tokens available at `now`.
     #[inline]
     pub(crate) fn available_at(&self, now: Nanos) -> u32 {
         self.cells.available(|_| now.as_u64())
@@ -161,13 +157,11 @@ impl<C: Clock> Limiter<C> {
         &self.clock
     }
 
-    /// This limiter's bucket and quota, and the ones quota changes made.
     #[inline]
     pub(crate) fn cells(&self) -> &Cells {
         &self.cells
     }
 
-    /// How this limiter reads its clock.
     #[inline]
     pub(crate) fn reading(&self) -> Reading {
         self.reading

@@ -7,11 +7,10 @@ use core::time::Duration;
 /// The bucket after a decision: how far its theoretical arrival time is ahead of `now`.
 #[derive(Clone, Copy)]
 pub(crate) struct Level {
-    /// Time until the bucket is full again (`TAT - now`, at least 0).
+    /// `TAT - now`, at least 0.
     pub(crate) reset_after_ns: u64,
-    /// The bucket depth, `burst * emission_interval`.
     pub(crate) depth_ns: u64,
-    /// The emission interval (at least 1).
+    /// At least 1.
     pub(crate) interval_ns: u64,
 }
 
@@ -26,8 +25,7 @@ impl Level {
         }
     }
 
-    /// The level of a bucket of the given figures; an interval of 0 is taken as 1 ns, so that
-    /// `remaining` never divides by zero.
+    /// The level of a bucket of the given figures, an interval of 0 taken as 1 ns.
     fn figures(reset_after_ns: u64, depth_ns: u64, interval_ns: u64) -> Level {
         Level {
             reset_after_ns,
@@ -36,8 +34,7 @@ impl Level {
         }
     }
 
-    /// A level of no spendable tokens, full again in `reset_after_ns`: the bucket of a request
-    /// whose TAT could not be represented, where nothing can be spent whatever it holds.
+    /// A level of no spendable tokens, full again in `reset_after_ns` (an unrepresentable TAT).
     pub(crate) fn unusable(reset_after_ns: u64, interval_ns: u64) -> Level {
         Level {
             reset_after_ns,
@@ -128,8 +125,7 @@ pub struct Denied {
 }
 
 impl Denied {
-    /// The refusal of a spend from a moved limiter bucket, which the limiter never returns
-    /// (it decides on the bucket it moved to): no figures (`bucket.rs`).
+    /// The refusal of a spend from a moved limiter bucket, never returned: no figures.
     pub(crate) const MOVED: Denied = Denied {
         level: Level {
             reset_after_ns: 0,
@@ -160,8 +156,9 @@ impl Denied {
     /// use cellrate::Denied;
     /// use std::time::Duration;
     ///
-    /// let denied = Denied::from_figures(1_000_000_000, 1_000_000_000, 100_000_000, Some(100_000_000));
-    /// assert_eq!((denied.remaining(), denied.retry_after()), (0, Some(Duration::from_millis(100))));
+    /// let denied = Denied::from_figures(1_000_000_000, 1_000_000_000, 100_000_000, Some(1_000));
+    /// assert_eq!(denied.remaining(), 0);
+    /// assert_eq!(denied.retry_after(), Some(Duration::from_micros(1)));
     /// ```
     pub fn from_figures(
         reset_after_ns: u64,
@@ -188,8 +185,7 @@ impl Denied {
         self.retry_after_ns.map(Duration::from_nanos)
     }
 
-    /// This refusal with `lag_ns` more to wait; a `retry_after` that would pass `u64::MAX` ns
-    /// can never come.
+    /// This refusal with `lag_ns` more to wait (`None` past `u64::MAX` ns).
     #[inline]
     pub(crate) fn later_by(self, lag_ns: u64) -> Denied {
         if lag_ns == 0 {

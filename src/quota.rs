@@ -14,10 +14,10 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 
 /// A rate limit: one token every `emission_interval`, at most `burst` tokens saved.
 ///
-/// The bucket depth, `burst * emission_interval`, is at most [`Quota::MAX_DEPTH`]; deeper
-/// quotas are rejected. Intervals are rounded up, so that the long-run rate never exceeds the
-/// one configured: `per_second(3)` emits a token every 333,333,334 ns, and the shortest
-/// interval is one nanosecond.
+/// The bucket depth, `burst * emission_interval`, is at most [`Quota::MAX_DEPTH`]. Intervals
+/// are rounded up, so that the long-run rate never exceeds the one configured: `per_second(3)`
+/// emits a token every 333,333,334 ns. The constructors panic on a zero figure or a depth
+/// beyond `MAX_DEPTH`; for figures read at run time, the `try_` forms return a [`QuotaError`].
 ///
 /// ```
 /// use cellrate::Quota;
@@ -26,9 +26,6 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 /// let q = Quota::per_second(100).with_burst(10);
 /// assert_eq!(q.burst(), 10);
 /// assert_eq!(q.emission_interval(), Duration::from_millis(10));
-///
-/// // Runtime configuration: the fallible forms return a QuotaError instead of panicking.
-/// assert!(Quota::try_per(0, Duration::from_secs(1)).is_err());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Quota {
@@ -87,8 +84,7 @@ impl Quota {
     pub const MAX_DEPTH: Duration = Duration::from_nanos(MAX_DEPTH_NS);
 
     /// `n` tokens per second, burst `n`. The emission interval is `1e9 / n` ns rounded up,
-    /// at least 1 ns: above 10^9 per second the rate is 10^9 (never more than asked for) and
-    /// the burst is still `n`.
+    /// at least 1 ns: above 10^9 per second the rate is 10^9 and the burst is still `n`.
     ///
     /// ```
     /// use cellrate::Quota;
@@ -100,45 +96,32 @@ impl Quota {
     /// ```
     ///
     /// # Panics
-    /// If `n` is zero. [`Quota::try_per`] returns the error instead, for figures known only
-    /// at run time.
+    /// If `n` is zero ([`Quota::try_per`] returns the error instead).
     pub fn per_second(n: u32) -> Quota {
         Quota::per_period_ns(n, NANOS_PER_SECOND)
             .unwrap_or_else(|e| panic!("Quota::per_second({n}): {e}"))
     }
 
-    /// `n` tokens per minute, burst `n`.
-    ///
-    /// # Panics
-    /// If `n` is zero ([`Quota::try_per`] returns the error instead).
+    /// `n` tokens per minute, burst `n`. Panics if `n` is zero.
     pub fn per_minute(n: u32) -> Quota {
         Quota::per_period_ns(n, NANOS_PER_MINUTE)
             .unwrap_or_else(|e| panic!("Quota::per_minute({n}): {e}"))
     }
 
-    /// `n` tokens per hour, burst `n`.
-    ///
-    /// # Panics
-    /// If `n` is zero ([`Quota::try_per`] returns the error instead).
+    /// `n` tokens per hour, burst `n`. Panics if `n` is zero.
     pub fn per_hour(n: u32) -> Quota {
         Quota::per_period_ns(n, NANOS_PER_HOUR)
             .unwrap_or_else(|e| panic!("Quota::per_hour({n}): {e}"))
     }
 
-    /// One token every `period`, burst 1.
-    ///
-    /// # Panics
-    /// If `period` is zero or longer than [`Quota::MAX_DEPTH`]. [`Quota::try_new`] returns
-    /// the error instead.
+    /// One token every `period`, burst 1. Panics if `period` is zero or longer than
+    /// [`Quota::MAX_DEPTH`] ([`Quota::try_new`] returns the error instead).
     pub fn with_period(period: Duration) -> Quota {
         Quota::try_new(period, 1).unwrap_or_else(|e| panic!("Quota::with_period({period:?}): {e}"))
     }
 
-    /// The same rate with a capacity of `burst` tokens.
-    ///
-    /// # Panics
-    /// If `burst` is zero or `burst * emission_interval` is longer than
-    /// [`Quota::MAX_DEPTH`]. [`Quota::try_with_burst`] returns the error instead.
+    /// The same rate with a capacity of `burst` tokens. Panics if `burst` is zero or the depth
+    /// is longer than [`Quota::MAX_DEPTH`] ([`Quota::try_with_burst`] returns the error).
     pub fn with_burst(self, burst: u32) -> Quota {
         self.try_with_burst(burst)
             .unwrap_or_else(|e| panic!("Quota::with_burst({burst}): {e}"))
@@ -195,8 +178,7 @@ impl Quota {
         Quota::per_period_ns(n, period_ns)
     }
 
-    /// One token every `emission_interval`, at most `burst` saved: the general constructor,
-    /// fallible, for figures read at run time.
+    /// One token every `emission_interval`, at most `burst` saved: the general constructor.
     ///
     /// ```
     /// use cellrate::{Quota, QuotaError};
@@ -257,13 +239,11 @@ impl Quota {
         Duration::from_nanos(self.depth_ns)
     }
 
-    /// The emission interval in nanoseconds (at least 1).
     #[inline]
     pub(crate) fn emission_interval_ns(&self) -> u64 {
         self.interval_ns
     }
 
-    /// The bucket depth, `burst * emission_interval`, in nanoseconds.
     #[inline]
     pub(crate) fn depth_ns(&self) -> u64 {
         self.depth_ns
@@ -286,8 +266,7 @@ impl AtomicQuota {
         }
     }
 
-    /// The quota, possibly torn (type docs): valid only if the owner's version check after
-    /// this read passes.
+    /// The quota, possibly torn: valid only if the owner's version check after it passes.
     #[inline]
     pub(crate) fn load(&self) -> Quota {
         // Relaxed: validated by the owner's sequence lock (its Acquire fence follows).
@@ -302,8 +281,7 @@ impl AtomicQuota {
         }
     }
 
-    /// The quota, if `version` holds `expected` (even) before and after the read: a sequence
-    /// lock read, never torn.
+    /// The quota, if `version` holds `expected` (even) before and after the read.
     #[inline]
     pub(crate) fn read_at(&self, version: &AtomicU64, expected: u64) -> Option<Quota> {
         // Acquire: pairs with the Release store of the version in `write_at`, so the quota read

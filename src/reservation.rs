@@ -39,11 +39,9 @@ pub struct Reservation<'a, C: Clock + ?Sized> {
     allowed: Allowed,
 }
 
-/// A [`Reservation`] detached from the limiter it was booked on: `'static` and `Send`, to keep
-/// where a borrow cannot go (a request's extensions, another task). It does nothing by itself
-/// and cannot be copied: [`Limiter::attach`] and
-/// [`KeyedLimiter::attach`](crate::KeyedLimiter::attach) turn it back into the one reservation
-/// it was, on that limiter only.
+/// A [`Reservation`] detached from its limiter: `'static` and `Send`, for where a borrow
+/// cannot go. Not `Clone`: `attach` on that limiter turns it back into the one reservation it
+/// was.
 #[derive(Debug)]
 pub struct Ticket {
     /// The limiter it was booked on (its store's [`TatStore::origin`]).
@@ -74,8 +72,7 @@ impl<C: Clock + ?Sized> core::fmt::Debug for Reservation<'_, C> {
 }
 
 impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
-    /// Books `cost` tokens of `bucket` at `now`, ready within `max_wait`: what every
-    /// reservation does.
+    /// Books `cost` tokens of `bucket` at `now`, ready within `max_wait`.
     pub(crate) fn book(
         bucket: BucketRef<'a, C>,
         cost: u32,
@@ -121,13 +118,12 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         })
     }
 
-    /// The reserved bucket, as booked.
     #[cfg(feature = "std")] // only the waits need it
     pub(crate) fn bucket(&self) -> &BucketRef<'a, C> {
         &self.bucket
     }
 
-    /// The same booking, detached from the limiter (see [`Ticket`]): the tokens stay booked.
+    /// The same booking as a [`Ticket`]: the tokens stay booked.
     pub fn detach(self) -> Ticket {
         Ticket {
             origin: self.bucket.store.origin(),
@@ -149,8 +145,7 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         self.booked.ready_at
     }
 
-    /// How long to wait from the limiter's time now until [`ready_at`](Self::ready_at) (zero
-    /// if already there).
+    /// How long from the limiter's time now until [`ready_at`](Self::ready_at), or zero.
     pub fn ready_in(&self) -> Duration {
         self.booked
             .ready_at
@@ -168,8 +163,7 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         self.allowed
     }
 
-    /// Gives the tokens back now, as far as the booking still holds them: see
-    /// [`cancel_at`](Self::cancel_at).
+    /// Gives the tokens back now, as [`cancel_at`](Self::cancel_at) does.
     pub fn cancel(self) {
         self.give_back(self.booked.cost, None);
     }
@@ -186,8 +180,8 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         self.give_back(self.booked.cost, Some(now));
     }
 
-    /// Settles the reservation at its actual cost (two-phase use: reserve an estimate, settle
-    /// the real figure, e.g. the tokens of an LLM reply). See [`settle_at`](Self::settle_at).
+    /// Settles the reservation now at its actual cost (reserve an estimate, settle the real
+    /// figure, e.g. the tokens of an LLM reply), as [`settle_at`](Self::settle_at) does.
     pub fn settle(self, actual: u32) -> Result<(), Denied> {
         self.settle_as(actual, None)
     }
@@ -225,7 +219,6 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         }
     }
 
-    /// Gives back `tokens` of this booking at `at` (or at the bucket's time).
     fn give_back(&self, tokens: u32, at: Option<Nanos>) {
         self.bucket.give_back(&self.booked.receipt, tokens, at);
     }
@@ -233,13 +226,11 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
 
 impl<C: Clock> Limiter<C> {
     /// Books `cost` tokens now, even if they only arrive later, provided the wait is at most
-    /// `max_wait`. A longer wait is refused and books nothing; so is `cost > burst` (with
-    /// [`Denied::retry_after`] `None`), which could never be served.
+    /// `max_wait`; a longer wait, or `cost > burst`, is refused and books nothing.
     pub fn reserve(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'_, C>, Denied> {
         self.reserve_as(cost, max_wait, None)
     }
 
-    /// [`reserve`](Self::reserve) at `at`, or at the limiter's time.
     pub(crate) fn reserve_as(
         &self,
         cost: u32,
@@ -251,8 +242,8 @@ impl<C: Clock> Limiter<C> {
             .map_err(|denied| bucket.lagged(at, denied))
     }
 
-    /// The reservation of a [`Ticket`] this limiter issued ([`Reservation::detach`]), to
-    /// cancel or settle it; the ticket back if another limiter issued it.
+    /// The reservation of a [`Ticket`] this limiter issued, to cancel or settle it; the ticket
+    /// back if another limiter issued it.
     ///
     /// ```
     /// use cellrate::{Limiter, ManualClock, Quota};

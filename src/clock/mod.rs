@@ -77,7 +77,6 @@ pub(crate) struct Reading {
 }
 
 impl Reading {
-    /// The reading of a limiter built with `quota`.
     #[inline]
     pub(crate) fn for_quota(quota: &Quota) -> Reading {
         Reading {
@@ -85,7 +84,6 @@ impl Reading {
         }
     }
 
-    /// The time now, read this way.
     #[inline]
     pub(crate) fn now<C: Clock + ?Sized>(self, clock: &C) -> Nanos {
         clock.now_within(self.tolerance)

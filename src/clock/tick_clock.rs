@@ -117,7 +117,6 @@ impl fmt::Debug for TickClock {
     }
 }
 
-/// [`TickClock::TICK`] in nanoseconds.
 const TICK_NS: u64 = 1_000_000;
 
 /// The most one refresh advances the cached time: two ticks (docs/design.md §3).
@@ -138,7 +137,6 @@ struct Ticker {
 }
 
 impl Ticker {
-    /// A ticker with no refresher and no handles.
     #[cfg(not(loom))]
     const fn new() -> Ticker {
         Ticker {
@@ -148,7 +146,7 @@ impl Ticker {
         }
     }
 
-    /// A ticker with no refresher and no handles (loom's atomics are not made in a constant).
+    /// Loom's atomics are not made in a constant.
     #[cfg(loom)]
     fn new() -> Ticker {
         Ticker {
@@ -158,10 +156,8 @@ impl Ticker {
         }
     }
 
-    /// A read that found no cached time: makes sure one refresher runs (the reader that flips
-    /// `running` starts it with `start`), then waits for its first reading, so that no reader
-    /// returns a time later than a cached one that follows. If `start` fails, the reading is
-    /// `exact`'s and the next cold read tries again.
+    /// A read that found no cached time: the *Cold read* of docs/design.md §3 (`start` starts
+    /// the refresher; if it fails, the reading is `exact`'s).
     #[cold]
     #[inline(never)]
     fn read_cold(&self, exact: impl Fn() -> u64, start: impl FnOnce() -> bool) -> Nanos {
@@ -193,10 +189,8 @@ impl Ticker {
             .is_ok()
     }
 
-    /// One step of the refresher: stores `now` (ns since the origin), or at most two ticks
-    /// more than the time stored before (a refresher that woke late catches up at twice real
-    /// speed), and returns true; or, if no `TickClock` is left, clears the time and returns
-    /// false (the refresher then exits).
+    /// One step of the refresher: stores `now`, at most two ticks past the time stored before,
+    /// and returns true; or, if no `TickClock` is left, clears the time and returns false.
     fn tick(&self, now: u64) -> bool {
         // SeqCst: a handle made before this load keeps the refresher going; one made after it
         // may meet a stopped refresher, which clears `running` before `now` (see `read_cold`),
@@ -218,8 +212,7 @@ impl Ticker {
         true
     }
 
-    /// In a child process after `fork`: no refresher runs there, so the time is cleared and
-    /// the child's next cached read starts one.
+    /// In a child process after `fork`, where no refresher runs: its next cached read starts one.
     #[cfg(all(unix, not(loom)))]
     fn forget_refresher(&self) {
         // SeqCst: as in `tick`'s stop path.
@@ -240,7 +233,6 @@ impl Ticker {
     }
 }
 
-/// The process's ticker.
 #[cfg(not(loom))]
 fn ticker() -> &'static Ticker {
     static TICKER: Ticker = Ticker::new();
@@ -292,7 +284,6 @@ mod fork {
         })
     }
 
-    /// Runs in the child right after `fork`.
     extern "C" fn child() {
         super::ticker().forget_refresher();
     }

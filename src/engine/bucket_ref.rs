@@ -96,7 +96,6 @@ impl<C: Clock + ?Sized> BucketRef<'_, C> {
         self.reading.now(self.clock)
     }
 
-    /// `at`, or the bucket's time now.
     #[inline]
     pub(crate) fn time(&self, at: Option<Nanos>) -> Nanos {
         at.unwrap_or_else(|| self.now())

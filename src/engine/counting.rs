@@ -61,7 +61,6 @@ impl Named {
         self.tally.record(decision.is_ok(), cost)
     }
 
-    /// The counts of decisions, into `stats`.
     pub(crate) fn fill(&self, stats: &mut Stats) {
         let t = self.tally.totals();
         stats.allowed = t.allowed;

@@ -148,10 +148,8 @@ fn reserve_as<const MARKED: bool>(
     if cost > quota.burst() {
         return Err(refused(None));
     }
-    // cost <= burst, so cost * T <= D: no overflow. The new TAT must be representable, or
-    // the request can never pass. It is computed from `max(TAT, now)` rather than as
-    // `now + need`: the store waits on this chain alone (two steps from the load, not four),
-    // while `need`, which only the decision and the figures read, is worked out beside it.
+    // cost <= burst, so cost * T <= D: no overflow. The new TAT is `max(TAT, now) + cost_ns`,
+    // not `now + need`: the store then waits on a chain two steps from the load, not four.
     let cost_ns = u64::from(cost) * quota.emission_interval_ns();
     let Some(new_tat) = tat.max(now).checked_add(cost_ns) else {
         if MARKED && tat == u64::MAX {
@@ -159,9 +157,7 @@ fn reserve_as<const MARKED: bool>(
         }
         return Err(unrepresentable(ahead, quota));
     };
-    // How far ahead of `now` the TAT would be: `ahead + cost_ns`, no overflow (it is at most
-    // `new_tat`).
-    let need = new_tat - now;
+    let need = new_tat - now; // `ahead + cost_ns`, at most `new_tat`
     let wait = need.saturating_sub(quota.depth_ns());
     if wait > max_wait_ns {
         return Err(refused(Some(wait)));

@@ -15,7 +15,6 @@ pub struct Receipt {
     /// The TAT before the booking's spend, and the TAT it left.
     pub(crate) before: u64,
     pub(crate) after: u64,
-    /// The tokens booked.
     pub(crate) cost: u32,
     /// The bucket's [`Ledger::snapshot`] taken before the spend.
     pub(crate) given: u64,
@@ -35,7 +34,6 @@ pub(crate) struct Ledger {
 pub(crate) struct Hold<'a>(&'a AtomicU64);
 
 impl Ledger {
-    /// A ledger of nothing given back.
     pub(crate) fn new() -> Ledger {
         Ledger {
             announced: AtomicU64::new(0),

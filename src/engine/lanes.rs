@@ -70,7 +70,6 @@ impl Lanes {
     }
 }
 
-/// The registry of the process.
 #[cfg(not(loom))]
 static LANES: Lanes = Lanes::new();
 

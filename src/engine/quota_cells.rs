@@ -17,12 +17,10 @@ mod loom_tests;
 /// index 1 or 2.
 const HEAD: u64 = 0;
 
-/// The cell index of an id.
 fn index(id: u64) -> usize {
     (id & 3) as usize
 }
 
-/// The version of an id.
 fn version(id: u64) -> u64 {
     id >> 2
 }
@@ -131,7 +129,6 @@ impl View<'_> {
 /// A booking's receipt and what it booked.
 pub(crate) type Booked = (Receipt, Booking);
 
-/// The cells of one limiter.
 #[derive(Debug)]
 pub(crate) struct Cells {
     head: Head,
@@ -211,7 +208,6 @@ impl Cells {
         (moved && spare.version.load(Ordering::Relaxed) == v).then_some(next)
     }
 
-    /// The id in `live`.
     #[inline]
     fn live_id(&self) -> u64 {
         // Acquire: pairs with the Release store in `change`.
@@ -328,7 +324,6 @@ impl Cells {
         self.change_locked(quota, rebase);
     }
 
-    /// [`Cells::change`], with the change lock held.
     fn change_locked(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
         // With the lock held `live` names the live cell, which has not moved: every change
         // stores `live` before it lets go of the lock.

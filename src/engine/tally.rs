@@ -6,7 +6,6 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use crossbeam_utils::CachePadded;
 
-/// The most lanes a tally has.
 const MAX_LANES: usize = 64;
 /// The fewest lanes [`StripedCounts::new`] gives a tally: a process has a few threads beside
 /// its workers (its main thread, a runtime's blocking pool) that count too.
@@ -99,7 +98,6 @@ impl<const N: usize> StripedCounts<N> {
             })
     }
 
-    /// How many lanes there are.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn lane_count(&self) -> usize {
         self.lanes.len()
@@ -125,7 +123,6 @@ pub(crate) struct Tally {
     stripes: StripedCounts<3>,
 }
 
-/// The summed counts of a [`Tally`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Totals {
     pub(crate) allowed: u64,
@@ -160,7 +157,6 @@ impl Tally {
         });
     }
 
-    /// The sums over the stripes.
     pub(crate) fn totals(&self) -> Totals {
         let [allowed, denied, peeks] = self.stripes.sums();
         Totals {
@@ -170,7 +166,6 @@ impl Tally {
         }
     }
 
-    /// How many lanes this tally has.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn lane_count(&self) -> usize {
         self.stripes.lane_count()

@@ -71,7 +71,6 @@ impl AesCmacKey {
         cmac.finish()
     }
 
-    /// AES-128 encryption of one block.
     #[inline(always)] // BENCHMARKS.md, "Fingerprints"
     fn encrypt(&self, block: u128) -> u128 {
         let (lo, hi): (u64, u64);
@@ -227,7 +226,6 @@ impl<'k> AesCmac<'k> {
         self.chain ^ last
     }
 
-    /// The whole 128-bit CMAC.
     #[cfg(test)]
     fn mac(&self) -> u128 {
         self.key.encrypt(self.last_input())

@@ -44,7 +44,6 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         decisions
     }
 
-    /// [`check_many`](Self::check_many) at `now`.
     pub(crate) fn check_many_at<Q>(
         &self,
         requests: &[(&Q, u32)],

@@ -22,7 +22,6 @@ pub enum FingerprintHash {
 
 /// A limiter's fingerprint function and its secret key.
 pub(super) enum Fingerprinter {
-    /// AES-128-CMAC under a random key.
     #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
     AesCmac(AesCmacKey),
     /// SipHash-1-3 under a random key; under loom a fixed key, so that a model is the same in
@@ -79,7 +78,6 @@ impl Fingerprinter {
         Fingerprinter::SipHash13(sip)
     }
 
-    /// Which hash this is.
     pub(super) fn kind(&self) -> FingerprintHash {
         match self {
             #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
@@ -88,7 +86,6 @@ impl Fingerprinter {
         }
     }
 
-    /// The fingerprint of `key`.
     #[inline]
     pub(super) fn fingerprint<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
         match self {

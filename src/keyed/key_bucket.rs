@@ -37,20 +37,17 @@ use core::time::Duration;
 /// ```
 pub struct KeyedBucket<'a, C: Clock> {
     table: &'a Table,
-    /// The fingerprint of the key.
     key_fp: u64,
     /// The id of the bucket: the key's fingerprint under the limiter's quota, mixed with the
     /// quota under another one (`fingerprint::under_quota`).
     fp: u64,
     quota: Quota,
-    /// The limiter's own quota.
     default: Quota,
     clock: &'a C,
     reading: Reading,
     start_empty: bool,
     /// The time of [`KeyedLimiter::at`], if the handle came from there.
     at: Option<Nanos>,
-    /// The limiter's name and counts, if it is named.
     named: Option<&'a Named>,
 }
 
@@ -170,7 +167,6 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
         until_ready_on(&self.bucket_ref(), self.named, cost, max_wait).await
     }
 
-    /// This key's bucket, for every operation on it.
     fn bucket_ref(&self) -> BucketRef<'a, C> {
         BucketRef {
             store: self.table,

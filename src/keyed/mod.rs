@@ -118,7 +118,6 @@ impl<K: Hash + Eq> KeyedLimiter<K, TickClock> {
 }
 
 impl<K, C> KeyedLimiter<K, C> {
-    /// Assembles a limiter from a built table.
     fn from_parts(
         table: Table,
         quota: Quota,
@@ -164,7 +163,6 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         self.evict_idle_at(self.reading.now(&self.clock))
     }
 
-    /// [`evict_idle`](Self::evict_idle) at `now`.
     pub(crate) fn evict_idle_at(&self, now: Nanos) -> usize {
         let removed = self.table.evict_idle(now.as_u64());
         self.table.counters.count_idle_evictions(removed);
@@ -217,7 +215,6 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         }
     }
 
-    /// How this limiter reads its clock.
     #[inline]
     pub(crate) fn reading(&self) -> Reading {
         self.reading

@@ -13,8 +13,10 @@ impl<K, C> KeyedLimiter<K, C> {
     /// ```
     /// use cellrate::{KeyedLimiter, ManualClock, Quota};
     ///
-    /// let limiter =
-    ///     KeyedLimiter::<&str, _>::builder(Quota::per_second(1)).clock(ManualClock::new()).build().named("login");
+    /// let limiter = KeyedLimiter::<&str, _>::builder(Quota::per_second(1))
+    ///     .clock(ManualClock::new())
+    ///     .build()
+    ///     .named("login");
     /// assert!(limiter.check_key("alice").is_ok());
     /// assert!(limiter.check_key("alice").is_err());
     /// assert!(limiter.key("bob").check().is_ok());
@@ -26,9 +28,8 @@ impl<K, C> KeyedLimiter<K, C> {
         self
     }
 
-    /// The counts since the limiter was built: keys held, idle and overflow evictions and
-    /// overflow denials always; allowed, denied and peeks only since it was
-    /// [`named`](Self::named) (0 otherwise). See [`KeyedStats`].
+    /// The counts since the limiter was built; decisions only since it was
+    /// [`named`](Self::named) ([`KeyedStats`]).
     pub fn stats(&self) -> KeyedStats {
         let mut stats = KeyedStats::default();
         self.table.counters.fill(&mut stats);
@@ -38,7 +39,6 @@ impl<K, C> KeyedLimiter<K, C> {
         stats
     }
 
-    /// The limiter's name and counts, for the key handles.
     pub(crate) fn named_ref(&self) -> Option<&Named> {
         self.named.as_deref()
     }

@@ -19,7 +19,6 @@ pub(crate) enum Overflow {
     /// Remove the bucket nearest to full in the window; in a table that starts keys empty,
     /// none that is not full (see `Insert::loss`).
     EvictNearestNew,
-    /// Deny the new key.
     DenyNewKeys,
 }
 
@@ -166,10 +165,8 @@ impl Insert<'_> {
             (None, None, Some((i, k, w)), Overflow::EvictNearestNew) => (i, k, Some((w, true))),
             (None, None, _, _) => {
                 self.counters.count_denial();
-                // Room appears when the bucket nearest to full in the window is full (it is
-                // not yet: its TAT is after `now`, or it would have been free), or when one
-                // is given back to full sooner. With no such bucket, every slot is being
-                // inserted into: room appears very soon.
+                // Room appears when the bucket nearest to full in the window is full; with no
+                // such bucket, every slot is being inserted into, and room appears very soon.
                 let wait = self.nearest_full(home, req).unwrap_or(1);
                 // No tokens: the key has no bucket to hold any.
                 let empty = level(wait.max(req.quota.depth_ns()), req.quota);

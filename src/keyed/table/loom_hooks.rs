@@ -46,7 +46,6 @@ impl Faults {
         broken: Broken::Nothing,
     };
 
-    /// A table with the step `broken` broken.
     #[cfg(all(test, loom))]
     pub(crate) const fn new(broken: Broken) -> Faults {
         Faults { broken }

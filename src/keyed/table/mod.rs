@@ -94,17 +94,14 @@ impl Table {
         }
     }
 
-    /// The ledger of the bucket of `fp`.
     fn ledger(&self, fp: u64) -> &Ledger {
         &self.ledgers[(fp >> 32) as usize % LEDGERS]
     }
 
-    /// The number of slots.
     pub(crate) fn slot_count(&self) -> usize {
         self.slots.as_slice().len()
     }
 
-    /// The home index of a fingerprint.
     #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn home(&self, fp: u64) -> usize {
         self.slots.home(fp)

@@ -13,7 +13,6 @@ use alloc::boxed::Box;
 const BITS_PER_KEY: usize = 8;
 const HASHES: u64 = 5;
 
-/// The filter.
 pub(crate) struct Seen {
     generations: [Box<[AtomicU64]>; 2],
     /// Which generation takes new keys (0 or 1), and how many it has taken.
@@ -25,7 +24,6 @@ pub(crate) struct Seen {
 }
 
 impl Seen {
-    /// A filter for a table of `slots` slots.
     pub(crate) fn new(slots: usize) -> Seen {
         // At least 4,096 bits (512 bytes a generation): a small table's few keys then share
         // next to no bits, and so are next to never taken for one another.

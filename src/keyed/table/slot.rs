@@ -15,11 +15,8 @@ pub(crate) struct Slot {
     pub(crate) tat: AtomicTatWord,
 }
 
-/// The tag of a TOMBSTONE.
 const TOMBSTONE_TAG: u64 = 1;
-/// The PENDING bit of K.
 const PENDING: u64 = 1;
-/// Where the tag starts in K.
 const TAG_SHIFT: u32 = 26;
 /// Bits of the generation. The crate's own tests build with 12, so that they can drive a slot
 /// through a whole cycle of generations in a few thousand claims (docs/design.md §6.7).
@@ -65,7 +62,6 @@ impl KeyWord {
         self.0
     }
 
-    /// The tag.
     #[inline]
     pub(crate) const fn tag(self) -> u64 {
         self.0 >> TAG_SHIFT
@@ -77,13 +73,11 @@ impl KeyWord {
         self.tag() > TOMBSTONE_TAG
     }
 
-    /// Whether K is PENDING.
     #[inline]
     pub(crate) const fn is_pending(self) -> bool {
         self.0 & PENDING != 0
     }
 
-    /// Whether K is a TOMBSTONE.
     #[cfg(all(test, not(loom)))]
     const fn is_tombstone(self) -> bool {
         self.tag() == TOMBSTONE_TAG
@@ -126,7 +120,6 @@ impl KeyWord {
 pub(crate) struct AtomicKeyWord(SlotWord);
 
 impl AtomicKeyWord {
-    /// K now.
     #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn load(&self) -> KeyWord {
         // SeqCst: see the type.
@@ -156,7 +149,6 @@ impl AtomicKeyWord {
 pub(crate) struct AtomicTatWord(SlotWord);
 
 impl AtomicTatWord {
-    /// W now.
     #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn load(&self) -> u64 {
         // SeqCst: at least Acquire (see the type), and in the total order of the protocol's

@@ -56,7 +56,6 @@ impl Slots {
         self.line_phase = phase % LINE;
     }
 
-    /// All the slots, in array order.
     #[inline]
     pub(crate) fn as_slice(&self) -> &[Slot] {
         &self.slots
