@@ -28,7 +28,9 @@ use core::time::Duration;
 /// use cellrate::{all_of, KeyedLimiter, Limiter, ManualClock, Quota};
 ///
 /// let clock = ManualClock::new();
-/// let per_user = KeyedLimiter::<u64, _>::builder(Quota::per_second(5)).clock(clock.clone()).build();
+/// let per_user = KeyedLimiter::<u64, _>::builder(Quota::per_second(5))
+///     .clock(clock.clone())
+///     .build();
 /// let global = Limiter::with_clock(Quota::per_second(100), clock.clone());
 /// let user = per_user.key(&42);
 /// assert!(all_of(&[(&user, 5), (&global, 5)]).check().is_ok());

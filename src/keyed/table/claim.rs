@@ -67,8 +67,8 @@ pub(super) struct Insert<'t> {
 }
 
 impl Insert<'_> {
-    /// The slow path of [`Table::spend`](super::Table::spend): the key was not found live. Scans again,
-    /// noting room and helping a pending insert of the key, then inserts it if still absent.
+    /// The slow path of [`Table::spend`](super::Table::spend), for a key not found live: scans
+    /// again, noting room and helping a pending insert of the key, then inserts it if absent.
     #[cold]
     #[inline(never)]
     pub(super) fn find_or_insert(&self, home: usize, req: Request<'_>) -> Step {
