@@ -40,8 +40,8 @@ pub struct Reservation<'a, C: Clock + ?Sized> {
 }
 
 /// A [`Reservation`] detached from its limiter: `'static` and `Send`, for where a borrow
-/// cannot go. Not `Clone`: `attach` on that limiter turns it back into the one reservation it
-/// was.
+/// cannot go. Not `Clone`: [`attach`](Limiter::attach) on the limiter that issued it turns it
+/// back into the one reservation it was.
 #[derive(Debug)]
 pub struct Ticket {
     /// The limiter it was booked on (its store's [`TatStore::origin`]).

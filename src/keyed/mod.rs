@@ -51,8 +51,8 @@ use table::{Request, Table};
 pub enum OverflowPolicy {
     /// Remove the bucket nearest to full (smallest TAT) and give its slot to the new key,
     /// counted in [`KeyedStats::overflow_evictions`](crate::KeyedStats::overflow_evictions).
-    /// Denies for lack of room only a key whose window holds only inserts in progress (and,
-    /// under `start_empty`, as [`DenyNewKeys`](Self::DenyNewKeys)).
+    /// Under `start_empty` it acts as [`DenyNewKeys`](Self::DenyNewKeys); otherwise it denies
+    /// only a new key whose window holds nothing but inserts in progress.
     #[default]
     EvictNearestNew,
     /// Deny the new key, with a `retry_after` of the time until the bucket nearest to full in
@@ -84,7 +84,7 @@ pub enum OverflowPolicy {
 ///   touched) is allocated once when built and never grows; a check allocates nothing.
 /// - **Idle keys** (full buckets) carry no information: [`evict_idle`](Self::evict_idle)
 ///   removes them, and a new key may take an idle key's slot, with no change to what the key
-///   is later answered. Failing that, the [`OverflowPolicy`] applies.
+///   is later answered. With neither a free slot nor an idle key, [`OverflowPolicy`] applies.
 /// - **Fingerprints**: a key is stored as a 64-bit fingerprint of a pseudorandom function
 ///   under a secret key per limiter ([`FingerprintHash`]), so clients cannot choose keys that
 ///   collide; a given key shares a bucket with another with probability at most
