@@ -1,25 +1,7 @@
-//! All-or-nothing checks across several limits (per user, per org, global): spend in every
-//! bucket or in none, each limit its own cost.
-//!
-//! Lock-free: the buckets are spent one after another in the order given, and when one refuses,
-//! those already spent are rolled back.
-//!
-//! # Rollback, exactly
-//! A rollback is a give-back of the spend it undoes, by the one rule of every give-back
-//! (docs/design.md, section 5): if nothing else was booked, spent or given back on the bucket
-//! between the spend and the rollback (the common case), its TAT goes back to exactly the
-//! state it had, as if the check had never run; otherwise it returns at most what the spend
-//! still holds. A concurrent request may meanwhile find the bucket lower than it ends up, and
-//! be refused because of tokens that are then given back; it is never admitted beyond a limit.
-//!
-//! # Time
-//! Each limit is decided at its own time: its limiter's reading, the one every other operation
-//! on that bucket uses, or the time of the handle it comes from (`keyed.at(now).key(&k)`), or
-//! the one time of [`AllOf::at`] for all of them. A rollback reads its limit's time again, after loading the TAT,
-//! so that it is no earlier than any spend it undoes beneath.
-//!
-//! The loom models (`loom` in docs/design.md, section 8) check this: no bucket admits more
-//! than its burst, and a refused check leaves every bucket as the admitted checks alone would.
+//! All-or-nothing checks across several limits (per user, per org, global), each limit its own
+//! cost: spent one after another, the spent ones rolled back when one refuses (docs/design.md
+//! §5). Each limit is decided at its own time (its limiter's reading, or its handle's `at`),
+//! or all at the one time of [`AllOf::at`].
 
 use crate::clock::Clock;
 use crate::engine::bucket_ref::BucketRef;
@@ -77,12 +59,13 @@ impl<C: Clock> Limit for Limiter<C> {}
 #[derive(Clone, Copy)]
 pub struct AllOf<'s, 'a> {
     limits: &'s [(&'a dyn Limit, u32)],
-    /// The time of [`at`](Self::at), if given.
     at: Option<Nanos>,
 }
 
-/// Checks a request against every limit in `limits`, each with its own cost (tokens of that
-/// limit), spending in all of them or in none.
+/// Checks a request against every limit in `limits`, each with its own cost, spending in all
+/// of them or in none. Lock-free: a refusal rolls back the spends before it, exactly when
+/// nothing else touched those buckets meanwhile, else at most what each spend still holds; a
+/// concurrent request may be refused for tokens then given back, never admitted beyond a limit.
 ///
 /// ```
 /// use cellrate::{all_of, Limiter, ManualClock, Quota};
@@ -136,10 +119,9 @@ impl<'a> AllOf<'_, 'a> {
         }
     }
 
-    /// [`check`](Self::check), answered limit by limit, in the order of the limits: all
-    /// admitted, each with its bucket after its spend; or refused, nothing spent, each limit
-    /// with what it says now: the refusal of each limit that would refuse its cost, and for
-    /// each that would admit it, its bucket as it stands (a peek: nothing was spent there).
+    /// [`check`](Self::check), answered limit by limit: all admitted, each with its bucket
+    /// after its spend; or refused, nothing spent, each limit with what it says now (its
+    /// refusal, or a peek of its bucket if it would admit its cost).
     ///
     /// ```
     /// use cellrate::{all_of, Limiter, ManualClock, Quota};
@@ -160,9 +142,7 @@ impl<'a> AllOf<'_, 'a> {
     }
 
     /// Books each limit's cost in every limit, or in none, each ready within `max_wait`: one
-    /// [`Reservation`] per limit, in the order of the limits, to wait for (the tokens are all
-    /// there at the latest `ready_at`), cancel or settle one by one. A `max_wait` of zero makes
-    /// it an all-or-nothing check that can be taken back.
+    /// [`Reservation`] per limit, in order, to wait for, cancel or settle one by one.
     ///
     /// ```
     /// use cellrate::{all_of, Limiter, ManualClock, Quota};

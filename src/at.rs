@@ -1,16 +1,12 @@
-//! `At`: a limiter read at a time passed in, `limiter.at(now)`: one clock reading for a batch
-//! of operations, or a time from a clock of the caller's own.
+//! `At`: a limiter at a time passed in, `limiter.at(now)`.
 
 use crate::nanos::Nanos;
 
-/// A limiter (or a keyed limiter) at the time `now`, from [`Limiter::at`](crate::Limiter::at) and
-/// [`KeyedLimiter::at`](crate::KeyedLimiter::at): the same operations as on the limiter, each
-/// at `now` instead of a reading of the limiter's clock. Refusals carry no clock lag in their
-/// `retry_after`: the time is the caller's. Cheap to make and to copy.
-///
-/// Pass times from one clock for one limiter, no earlier than any time its bucket has already
-/// seen: an earlier `now` is answered as of that instant, which can deny what a later time
-/// would pass, and never grants more.
+/// A limiter (or a keyed limiter) at the time `now`, from [`Limiter::at`](crate::Limiter::at)
+/// and [`KeyedLimiter::at`](crate::KeyedLimiter::at): the same operations, each at `now`
+/// instead of a reading of the limiter's clock (one reading for a batch, or a clock of your
+/// own). Refusals carry no clock lag. Pass times from one clock; an earlier `now` than one the
+/// bucket has seen can deny what a later time would pass, and never grants more.
 ///
 /// ```
 /// use cellrate::{Clock, Limiter, ManualClock, Nanos, Quota};
@@ -36,7 +32,6 @@ impl<L> Clone for At<'_, L> {
 impl<L> Copy for At<'_, L> {}
 
 impl<'a, L> At<'a, L> {
-    /// `of` at `now`.
     #[inline]
     pub(crate) fn new(of: &'a L, now: Nanos) -> Self {
         At { of, now }

@@ -1,20 +1,5 @@
-//! Publishing a named limiter's counts to the `metrics` facade (feature `metrics`).
-//!
-//! The checks never call the facade. They add to the limiter's striped counters, and
-//! `publish_metrics` hands the facade what changed since the last publish: each counter is
-//! *incremented* by what the limiter counted since (never set to a total, which the facade's
-//! usual storage keeps as a maximum), and the gauge of keys held is moved by its change. So
-//! several limiters of one name add up in one series, a limiter made again under a name starts
-//! from where the series is, and a dropped limiter takes its keys out of the gauge. Whatever
-//! recorder is installed when `publish_metrics` is called gets them; with none installed they
-//! are dropped, and not handed over again.
-//!
-//! The one value recorded as it happens is a wait's duration, into a histogram, since a
-//! histogram cannot be rebuilt from totals and a wait is no hot path (it sleeps): it goes to
-//! the recorder installed when the wait ends.
-//!
-//! Labels are bounded: `limiter` (the name given), `reason` of an eviction. Never a key. The
-//! label is built once, when the limiter is named.
+//! Publishing a named limiter's counts to the `metrics` facade (feature `metrics`): increments
+//! of what changed since the last publish, never totals (docs/design.md §11, *Publishing*).
 
 use crate::stats::KeyedStats;
 use core::time::Duration;

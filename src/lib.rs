@@ -15,10 +15,10 @@
 //! | Job | Type |
 //! |---|---|
 //! | A rate: an interval per token and a burst | [`Quota`] (`per_second(100).with_burst(10)`) |
-//! | One limit for everything | [`Limiter`]: `check`, `check_n`, `check_at` |
+//! | One limit for everything | [`Limiter`]: `check`, `check_n`; `at(now)` for a time passed in |
 //! | A limit per key (user, IP, API key) | [`KeyedLimiter`], built by [`KeyedLimiterBuilder`]; `check_key`, or a key's handle [`KeyedBucket`] (`limiter.key(&k)`) with a limiter's verbs |
 //! | The answer of a check | [`Allowed`] (spent) or [`Denied`] (nothing spent, `retry_after`) |
-//! | Book now, go later, cancel if not needed | [`Reservation`] (`reserve_n`), its [`Ticket`] |
+//! | Book now, go later, cancel if not needed | [`Reservation`] (`reserve`), its [`Ticket`] |
 //! | Wait for tokens | `wait` (blocking) and `until_ready` (feature `async`) on a limiter, a handle or a reservation |
 //! | Several limits, all or nothing | [`all_of`] → [`AllOf`] over [`Limit`]s |
 //! | Pace a stream, sink or writer | `pace::PaceExt` (feature `async`) |
@@ -26,27 +26,20 @@
 //! | Time | [`Clock`]: [`TickClock`] (the default), [`MonotonicClock`], [`ManualClock`] (tests), `QuantaClock` (feature `quanta`); [`Nanos`] |
 //! | Counts | `named("api")` then `stats()`: [`Stats`], [`KeyedStats`] |
 //!
-//! HTTP and gRPC servers: the `cellrate-http` crate (a tower layer). Buckets shared by
-//! processes through Redis: the `cellrate-redis` crate.
-//!
 //! # The model
 //! A bucket is a token bucket of capacity `burst` that earns one token per
-//! `emission_interval`. It is stored as one number, the theoretical arrival time (TAT): the
-//! instant at which the bucket will be full again. Spending `c` tokens at `now` moves the TAT
-//! to `max(TAT, now) + c * T` and is allowed iff that is at most `burst * T` ahead of `now`.
-//! Every figure is an integer number of nanoseconds and every sum and product is checked, so:
+//! `emission_interval`, stored as one number, the theoretical arrival time (TAT): the instant
+//! at which it will be full again. Every figure is an integer number of nanoseconds and every
+//! sum and product is checked, so:
 //!
 //! - the decisions, `remaining`, `retry_after` and `reset_after` are exactly those of a token
-//!   bucket that keeps its level in nanoseconds of credit
-//!   (the tests replay what a limiter carried out through one, on random schedules);
-//! - on an exact clock ([`MonotonicClock`], [`ManualClock`], `QuantaClock`, or times passed to
-//!   the `_at` forms) a denied request would pass at exactly `now + retry_after`, and not one
-//!   nanosecond sooner. On a reading that may lag (the default [`TickClock`] for quotas at
-//!   least 16 ms deep) `retry_after` also holds the clock's declared lag
-//!   ([`Clock::lag_within`]: two ticks, 2 ms, on [`TickClock`]), so that a retry made
-//!   `retry_after` later passes although that reading may lag more than the one refused;
+//!   bucket that keeps its level in nanoseconds of credit;
+//! - on an exact clock a denied request would pass at exactly `now + retry_after`, not one
+//!   nanosecond sooner (on a reading that may lag, see [`Denied::retry_after`]);
 //! - `cost == 0` is a peek; `cost > burst` is denied with no retry time;
 //! - a stale `now` never grants tokens, and an overflow is a denial, never a wrap.
+//!
+//! The arithmetic, the protocols and their proofs are in docs/design.md.
 //!
 //! ```
 //! use cellrate::{Limiter, ManualClock, Quota};
@@ -61,22 +54,13 @@
 //! assert!(limiter.check().is_ok()); // exactly on time
 //! ```
 //!
-//! # Atomic orderings
 //! A limiter orders nothing for its users: do not use an `Allowed` as a signal that another
-//! thread's writes are visible. Which orderings each protocol uses, and why, is in
-//! docs/design.md (sections 2, 6.3 and 10).
+//! thread's writes are visible.
 //!
 //! # Counting
-//! `named("api")` (on [`Limiter`] and [`KeyedLimiter`]) opts a limiter in to counting its
-//! decisions, which `stats()` returns ([`Stats`]; [`KeyedStats`] for a keyed limiter, which
-//! also holds the table's figures, kept whether or not it is named). An unnamed limiter counts
-//! no decision (its `stats()` decisions stay 0): an unnamed [`Limiter`]'s check tests
-//! nothing for counting, and a keyed one's tests one field. A named one counts in a line per
-//! thread, so that threads checking one hot limiter do not also contend on a counter. With the `metrics` feature, `publish_metrics()` hands the counts
-//! to the `metrics` facade, labelled by the name (never by a key); the checks never call the
-//! facade. A named limiter's waits are recorded into the histogram `cellrate_wait_seconds` as
-//! each ends. (`cellrate-redis` counts every answer, named or not: a round trip dwarfs an
-//! add.)
+//! `named("api")` opts a limiter in to counting its decisions, which `stats()` returns; an
+//! unnamed limiter's check pays nothing for counts. With the `metrics` feature,
+//! `publish_metrics()` hands them to the `metrics` facade, labelled by the name (never a key).
 //!
 //! ```
 //! use cellrate::{Limiter, ManualClock, Quota};
@@ -87,22 +71,17 @@
 //! ```
 //!
 //! # Features
-//! - `std` (default): [`TickClock`] (the default clock), [`MonotonicClock`],
-//!   `Limiter::new`, the waits, [`KeyedLimiter`] and naming.
-//!   Without it the crate is `no_std` and needs `alloc`: [`Limiter::with_clock`] on a clock of
-//!   your own or [`ManualClock`], reservations, [`all_of`] and quota changes remain.
-//! - `async`: `Limiter::until_ready_n`, an executor-independent async wait (timer from the
-//!   futures-timer crate), and `pace`, which paces streams, sinks and writers.
+//! - `std` (default): [`TickClock`], [`MonotonicClock`], `Limiter::new`, the waits,
+//!   [`KeyedLimiter`] and naming. Without it the crate is `no_std` with `alloc`:
+//!   [`Limiter::with_clock`], reservations, [`all_of`] and quota changes remain.
+//! - `async`: `until_ready`, an executor-independent async wait, and `pace`.
 //! - `quanta`: `QuantaClock`, an exact clock read from the CPU's timestamp counter.
-//! - `metrics`: `publish_metrics()` on named limiters (the `cellrate_*` counters and the
-//!   gauge of keys held) and the histogram of their waits, to whatever recorder of the
-//!   metrics crate is installed.
-//! - `portable-atomic`: atomics from the portable-atomic crate, for targets without native
-//!   64-bit compare-and-swap.
+//! - `metrics`: `publish_metrics()` on named limiters, and the histogram of their waits.
+//! - `portable-atomic`: for targets without native 64-bit compare-and-swap.
 //!
 //! # Companion crates
-//! - `cellrate-http`: a tower layer for axum, hyper and tonic, keyed by client IP, API key or
-//!   an extractor of your own, with `Retry-After` and the `RateLimit` headers.
+//! - `cellrate-http`: a tower layer for axum, hyper and tonic, with `Retry-After` and the
+//!   `RateLimit` headers.
 //! - `cellrate-redis`: buckets kept in Redis and shared by many servers, with the same
 //!   decisions.
 #![cfg_attr(not(any(feature = "std", loom)), no_std)]
@@ -111,8 +90,7 @@
 
 extern crate alloc;
 
-// The crate's own tests share the integration tests' replay oracle (`tests/oracle`), which names
-// the crate as users do.
+// The replay oracle (`tests/oracle`), which the crate's own tests share, names the crate.
 #[cfg(all(test, not(loom)))]
 extern crate self as cellrate;
 

@@ -14,8 +14,7 @@ use crate::clock::tick_clock::TickClock;
 #[cfg(feature = "std")]
 use crate::engine::counting::{self as named, Named};
 
-/// The clock a `Limiter` uses when none is named: [`TickClock`] with `std`; without `std`
-/// there is no default clock to construct, so this only fills the type slot.
+/// The clock a `Limiter` uses when none is named; without `std` it only fills the type slot.
 #[cfg(feature = "std")]
 type DefaultClock = TickClock;
 #[cfg(not(feature = "std"))]
@@ -23,9 +22,8 @@ type DefaultClock = crate::clock::ManualClock;
 
 /// A lock-free rate limiter: one GCRA bucket (a single `AtomicU64`) with its quota and clock.
 ///
-/// Checks take `&self` and never lock, so one `Limiter` can be shared by reference or in an
-/// `Arc` among any number of threads. Decisions are exactly those of a token bucket with the
-/// same quota (see the crate docs).
+/// Checks take `&self` and never lock: share one `Limiter` by reference or in an `Arc`.
+/// Decisions are exactly those of a token bucket with the same quota (see the crate docs).
 ///
 /// ```
 /// use cellrate::{Limiter, ManualClock, Quota};
@@ -47,7 +45,6 @@ pub struct Limiter<C: Clock = DefaultClock> {
     clock: C,
     /// How every operation reads `clock`: fixed when the limiter is built.
     reading: Reading,
-    /// Set by [`Limiter::named`]: the opt-in to counting decisions (src/named.rs).
     #[cfg(feature = "std")]
     pub(crate) named: Option<Box<Named>>,
 }
@@ -62,10 +59,9 @@ impl Limiter<TickClock> {
 }
 
 impl<C: Clock> Limiter<C> {
-    /// A full limiter reading time from `clock`. How it reads the clock is fixed here, by
-    /// `quota`, for every later operation: a [`TickClock`](crate::TickClock)'s cached time if
-    /// `quota` is at least 16 ms deep, its exact time if not, whatever quota
-    /// [`set_quota`](Self::set_quota) brings later.
+    /// A full limiter reading time from `clock`, the way `quota` fixes for every later
+    /// operation: a [`TickClock`](crate::TickClock)'s cached time if `quota` is at least 16 ms
+    /// deep, its exact time if not, whatever [`set_quota`](Self::set_quota) brings later.
     pub fn with_clock(quota: Quota, clock: C) -> Limiter<C> {
         Limiter {
             cells: Cells::new(quota, 0),
@@ -76,11 +72,8 @@ impl<C: Clock> Limiter<C> {
         }
     }
 
-    /// With `on`, the same limiter but empty now: it admits nothing until tokens arrive, and
-    /// is full one bucket depth (`burst * emission_interval`) later. For cold starts that must
-    /// not burst, such as many instances restarting at once after a deploy. With `false`, the
-    /// limiter as it is. The keyed builder and `cellrate-redis`'s options take the same
-    /// `start_empty(bool)`.
+    /// With `on`, the same limiter but empty now, full one bucket depth later: for cold starts
+    /// that must not burst (many instances restarting after a deploy). With `false`, as it is.
     ///
     /// ```
     /// use cellrate::{Limiter, Quota};
@@ -110,10 +103,8 @@ impl<C: Clock> Limiter<C> {
         self.check_n(1)
     }
 
-    /// Spends `cost` tokens now if all of them are there; otherwise spends nothing.
-    ///
-    /// `cost == 0` is a peek: always allowed, nothing spent. `cost > burst` can never pass: it
-    /// is denied with [`Denied::retry_after`] `None`.
+    /// Spends `cost` tokens now if all of them are there; otherwise spends nothing. `cost == 0`
+    /// is a peek; `cost > burst` is denied with [`Denied::retry_after`] `None`.
     #[inline]
     pub fn check_n(&self, cost: u32) -> Result<Allowed, Denied> {
         let now = self.reading.now(&self.clock);
@@ -122,9 +113,7 @@ impl<C: Clock> Limiter<C> {
     }
 
     /// This limiter at a time passed in, so that one clock reading can serve many checks:
-    /// `limiter.at(now).check_n(3)`. A `now` earlier than one already used is answered as of
-    /// that instant: it can be denied where a later time would pass, and is never granted
-    /// more. Its refusals carry no clock lag: the time is the caller's.
+    /// `limiter.at(now).check_n(3)` (see [`At`]).
     #[inline]
     pub fn at(&self, now: Nanos) -> At<'_, Self> {
         At::new(self, now)
@@ -133,8 +122,7 @@ impl<C: Clock> Limiter<C> {
     /// Spends `cost` tokens at `now`, counted if the limiter is named.
     #[inline]
     pub(crate) fn spend(&self, cost: u32, now: Nanos) -> Result<Allowed, Denied> {
-        // The last closure runs only on the path of a moved bucket, which a named limiter's
-        // checks take (`Limiter::named`): an unnamed limiter's check tests nothing for counting.
+        // The last closure runs only on the moved path, which a named limiter's checks take.
         self.cells.spend_then(
             cost,
             move |_| now.as_u64(),
@@ -151,7 +139,6 @@ impl<C: Clock> Limiter<C> {
         self.available_at(self.reading.now(&self.clock))
     }
 
-    /// Whole tokens available at `now`.
     #[inline]
     pub(crate) fn available_at(&self, now: Nanos) -> u32 {
         self.cells.available(|_| now.as_u64())
@@ -170,13 +157,11 @@ impl<C: Clock> Limiter<C> {
         &self.clock
     }
 
-    /// This limiter's bucket and quota, and the ones quota changes made.
     #[inline]
     pub(crate) fn cells(&self) -> &Cells {
         &self.cells
     }
 
-    /// How this limiter reads its clock.
     #[inline]
     pub(crate) fn reading(&self) -> Reading {
         self.reading

@@ -1,15 +1,5 @@
 //! Naming a limiter: the opt-in to counting its decisions ([`Stats`]) and, with the `metrics`
-//! feature, to publishing them.
-//!
-//! An unnamed limiter counts nothing on its checks. A named [`Limiter`]'s bucket is moved once
-//! (same quota, same TAT), so that its checks take the path of a changed limiter, where the
-//! count is made, and an unnamed one's check tests nothing for it; a keyed limiter's check
-//! tests its `named` field (one predicted branch). A named one adds one call per check to its
-//! [`Tally`] (a thread-local read and an add, with no locked instruction, to a line of the
-//! thread's own; see `tally.rs`), and its name labels what it publishes.
-//!
-//! A name is a label, not an identity: several limiters may share one, and then their series
-//! add up (`export.rs`). Naming a limiter again renames it: its counts go on.
+//! feature, to publishing them (docs/design.md §11).
 
 use crate::clock::Clock;
 use crate::engine::counting::{decisions, Named};
@@ -36,9 +26,7 @@ impl<C: Clock> Limiter<C> {
     /// ```
     pub fn named(mut self, name: impl Into<Cow<'static, str>>) -> Limiter<C> {
         self.named = Named::renamed(self.named.take(), name);
-        // Counting rides on the path of a limiter whose quota changed: moving the bucket once
-        // (same quota, same TAT) puts every check of this limiter on it, so that the checks
-        // of unnamed limiters test nothing for counting (docs/design.md, section 11).
+        // Counting rides on the moved path, so that unnamed limiters test nothing for it.
         self.cells.move_head();
         self
     }
@@ -51,13 +39,10 @@ impl<C: Clock> Limiter<C> {
 
     /// Publishes this limiter's counts to the `metrics` facade, if it is named:
     /// `cellrate_allowed_total`, `cellrate_denied_total` and `cellrate_peeks_total`, labelled
-    /// `limiter` = its name, each incremented by what the limiter counted since it last
-    /// published, so that limiters sharing a name add up. Call it before each scrape or from a
-    /// timer, with the recorder installed; the checks themselves never call the facade.
-    /// Nothing is published for an unnamed limiter. Install the recorder before the first
-    /// publish: what a publish hands over while none is installed is gone, and is not handed
-    /// over again. The histogram `cellrate_wait_seconds` is recorded as each wait (or paced
-    /// item) ends, to the recorder installed then.
+    /// `limiter` = its name, each incremented by what was counted since the last publish. Call
+    /// it before each scrape or from a timer, with the recorder installed (what is handed over
+    /// while none is installed is gone). The histogram `cellrate_wait_seconds` is recorded as
+    /// each wait ends.
     #[cfg(feature = "metrics")]
     pub fn publish_metrics(&self) {
         if let Some(named) = &self.named {

@@ -1,7 +1,5 @@
-//! `Allowed` and `Denied`: what a check answers, with the figures an HTTP 429 needs.
-//!
-//! Both carry the bucket's state after the decision as two nanosecond figures and work out
-//! token counts only when asked, so that a check's hot path has no division in it.
+//! `Allowed` and `Denied`: what a check answers, with the figures an HTTP 429 needs, kept as
+//! nanoseconds so that the hot path has no division (docs/design.md §1).
 
 use core::fmt;
 use core::time::Duration;
@@ -9,19 +7,16 @@ use core::time::Duration;
 /// The bucket after a decision: how far its theoretical arrival time is ahead of `now`.
 #[derive(Clone, Copy)]
 pub(crate) struct Level {
-    /// Time until the bucket is full again (`TAT - now`, at least 0).
+    /// `TAT - now`, at least 0.
     pub(crate) reset_after_ns: u64,
-    /// The bucket depth, `burst * emission_interval`.
     pub(crate) depth_ns: u64,
-    /// The emission interval (at least 1).
+    /// At least 1.
     pub(crate) interval_ns: u64,
 }
 
 impl Level {
-    /// A level that reports exactly `remaining` tokens and `reset_after_ns`: what a combination
-    /// of several buckets (with different quotas) reports. With an interval of 1 ns the token
-    /// count is `depth - reset_after`, so the depth is set to make it `remaining` (saturating
-    /// only for a `reset_after_ns` within 2^32 ns of u64::MAX, 584 years).
+    /// A level that reports exactly `remaining` tokens and `reset_after_ns` (a combination of
+    /// buckets): with an interval of 1 ns the token count is `depth - reset_after`.
     fn exact(reset_after_ns: u64, remaining: u32) -> Level {
         Level {
             reset_after_ns,
@@ -30,8 +25,7 @@ impl Level {
         }
     }
 
-    /// The level of a bucket of the given figures; an interval of 0 is taken as 1 ns, so that
-    /// `remaining` never divides by zero.
+    /// The level of a bucket of the given figures, an interval of 0 taken as 1 ns.
     fn figures(reset_after_ns: u64, depth_ns: u64, interval_ns: u64) -> Level {
         Level {
             reset_after_ns,
@@ -40,8 +34,7 @@ impl Level {
         }
     }
 
-    /// A level of no spendable tokens, full again in `reset_after_ns`: the bucket of a request
-    /// whose TAT could not be represented, where nothing can be spent whatever it holds.
+    /// A level of no spendable tokens, full again in `reset_after_ns` (an unrepresentable TAT).
     pub(crate) fn unusable(reset_after_ns: u64, interval_ns: u64) -> Level {
         Level {
             reset_after_ns,
@@ -87,10 +80,9 @@ impl Allowed {
         self.level.remaining()
     }
 
-    /// The answer of a bucket `depth_ns` deep, refilled one token every `interval_ns`
-    /// (at least 1 ns is used), that admitted a request and is `reset_after_ns` from full, all
-    /// in nanoseconds: what a backend keeping its own figures reports. `remaining` is
-    /// `floor((depth - reset_after) / interval)`, 0 if overdrawn, as a check's is.
+    /// The answer of a bucket `depth_ns` deep, one token every `interval_ns` (at least 1), that
+    /// admitted a request and is `reset_after_ns` from full: what a backend keeping its own
+    /// figures reports. `remaining` is `floor((depth - reset_after) / interval)`.
     ///
     /// ```
     /// use cellrate::Allowed;
@@ -133,8 +125,7 @@ pub struct Denied {
 }
 
 impl Denied {
-    /// The refusal of a spend from a moved limiter bucket, which the limiter never returns
-    /// (it decides on the bucket it moved to): no figures (`bucket.rs`).
+    /// The refusal of a spend from a moved limiter bucket, never returned: no figures.
     pub(crate) const MOVED: Denied = Denied {
         level: Level {
             reset_after_ns: 0,
@@ -165,8 +156,9 @@ impl Denied {
     /// use cellrate::Denied;
     /// use std::time::Duration;
     ///
-    /// let denied = Denied::from_figures(1_000_000_000, 1_000_000_000, 100_000_000, Some(100_000_000));
-    /// assert_eq!((denied.remaining(), denied.retry_after()), (0, Some(Duration::from_millis(100))));
+    /// let denied = Denied::from_figures(1_000_000_000, 1_000_000_000, 100_000_000, Some(1_000));
+    /// assert_eq!(denied.remaining(), 0);
+    /// assert_eq!(denied.retry_after(), Some(Duration::from_micros(1)));
     /// ```
     pub fn from_figures(
         reset_after_ns: u64,
@@ -180,26 +172,20 @@ impl Denied {
         )
     }
 
-    /// How long to wait before the same request would be admitted. On an exact reading (an
-    /// `_at` form, an exact clock) it would pass at exactly `now + retry_after` (if nothing else
-    /// is spent meanwhile) and at no earlier time.
+    /// How long to wait before the same request would be admitted: on an exact reading it
+    /// passes at exactly `now + retry_after` (if nothing else is spent meanwhile), not sooner.
+    /// On a reading that may lag (the default [`TickClock`](crate::TickClock)'s cached time) it
+    /// also covers the lag ([`Clock::lag_within`](crate::Clock::lag_within)), so that a retry
+    /// `retry_after` later passes although its own reading may lag too.
     ///
-    /// On a reading that may lag the true time (the default [`TickClock`](crate::TickClock)'s
-    /// cached time), `retry_after` also covers the lag
-    /// ([`Clock::lag_within`](crate::Clock::lag_within)): the retry's reading may lag too, and a
-    /// retry made `retry_after` after the refusal is decided on a reading late enough to pass.
-    /// The request may then pass up to that lag earlier.
-    ///
-    /// `None` when the request can never pass: its cost exceeds the burst, or (at times within
-    /// one bucket depth of [`Nanos::MAX`](crate::Nanos::MAX), 584 years after the clock's
-    /// origin) the time it would need cannot be represented.
+    /// `None` when the request can never pass: its cost exceeds the burst, or (within one
+    /// bucket depth of [`Nanos::MAX`](crate::Nanos::MAX)) its time cannot be represented.
     #[inline]
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after_ns.map(Duration::from_nanos)
     }
 
-    /// This refusal with `lag_ns` more to wait; a `retry_after` that would pass `u64::MAX` ns
-    /// can never come.
+    /// This refusal with `lag_ns` more to wait (`None` past `u64::MAX` ns).
     #[inline]
     pub(crate) fn later_by(self, lag_ns: u64) -> Denied {
         if lag_ns == 0 {
@@ -211,9 +197,8 @@ impl Denied {
         }
     }
 
-    /// Whole tokens in the bucket now, fewer than the request asked for. A request that can
-    /// never pass because its time cannot be represented (within one bucket depth of
-    /// [`Nanos::MAX`](crate::Nanos::MAX)) reports 0: nothing can be spent then.
+    /// Whole tokens in the bucket now, fewer than the request asked for (0 when its time cannot
+    /// be represented).
     #[inline]
     pub fn remaining(&self) -> u32 {
         self.level.remaining()
@@ -225,10 +210,9 @@ impl Denied {
         Duration::from_nanos(self.level.reset_after_ns)
     }
 
-    /// The answer for a request refused by `self`'s bucket, given what another bucket says
-    /// (another refusal, or the level of a bucket that would admit it): the longest
-    /// `retry_after` (`None`, never, is the longest), the smallest `remaining`, the longest
-    /// `reset_after`: what a request refused by one of several buckets reports.
+    /// The answer for a request refused by `self`'s bucket, given what another bucket says:
+    /// the longest `retry_after` (`None` is the longest), the smallest `remaining`, the longest
+    /// `reset_after`.
     pub fn stricter(self, other: Result<Allowed, Denied>) -> Denied {
         match other {
             Ok(allowed) => Denied::new(self.level.stricter(allowed.level), self.retry_after_ns),

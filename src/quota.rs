@@ -14,14 +14,10 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 
 /// A rate limit: one token every `emission_interval`, at most `burst` tokens saved.
 ///
-/// The bucket depth, `burst * emission_interval`, is at most [`Quota::MAX_DEPTH`] (2^62 ns,
-/// about 146 years); deeper quotas are rejected. That keeps every TAT representable: a full
-/// bucket admits any cost up to its burst at any time before 2^63 ns (292 years) after the
-/// clock's origin. Rates that do not divide a second are rounded so that the long-run rate
-/// never exceeds the one configured: `per_second(3)` emits a token every 333,333,334 ns. The
-/// shortest interval is one nanosecond: `per_second(n)` for any `n` above 10^9 (up to
-/// `u32::MAX`, what "effectively unlimited" is often written as) emits 10^9 tokens a second,
-/// with a burst of `n`.
+/// The bucket depth, `burst * emission_interval`, is at most [`Quota::MAX_DEPTH`]. Intervals
+/// are rounded up, so that the long-run rate never exceeds the one configured: `per_second(3)`
+/// emits a token every 333,333,334 ns. The constructors panic on a zero figure or a depth
+/// beyond `MAX_DEPTH`; for figures read at run time, the `try_` forms return a [`QuotaError`].
 ///
 /// ```
 /// use cellrate::Quota;
@@ -30,9 +26,6 @@ const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 /// let q = Quota::per_second(100).with_burst(10);
 /// assert_eq!(q.burst(), 10);
 /// assert_eq!(q.emission_interval(), Duration::from_millis(10));
-///
-/// // Runtime configuration: the fallible forms return a QuotaError instead of panicking.
-/// assert!(Quota::try_per(0, Duration::from_secs(1)).is_err());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Quota {
@@ -87,12 +80,11 @@ impl core::error::Error for QuotaError {}
 
 impl Quota {
     /// The longest bucket depth (`burst * emission_interval`) a quota may have: 2^62 ns, about
-    /// 146 years (type docs).
+    /// 146 years, so that every TAT up to 2^63 ns after the clock's origin is representable.
     pub const MAX_DEPTH: Duration = Duration::from_nanos(MAX_DEPTH_NS);
 
     /// `n` tokens per second, burst `n`. The emission interval is `1e9 / n` ns rounded up,
-    /// at least 1 ns: above 10^9 per second the rate is 10^9 (never more than asked for) and
-    /// the burst is still `n`.
+    /// at least 1 ns: above 10^9 per second the rate is 10^9 and the burst is still `n`.
     ///
     /// ```
     /// use cellrate::Quota;
@@ -104,45 +96,32 @@ impl Quota {
     /// ```
     ///
     /// # Panics
-    /// If `n` is zero. [`Quota::try_per`] returns the error instead, for figures known only
-    /// at run time.
+    /// If `n` is zero ([`Quota::try_per`] returns the error instead).
     pub fn per_second(n: u32) -> Quota {
         Quota::per_period_ns(n, NANOS_PER_SECOND)
             .unwrap_or_else(|e| panic!("Quota::per_second({n}): {e}"))
     }
 
-    /// `n` tokens per minute, burst `n`.
-    ///
-    /// # Panics
-    /// If `n` is zero ([`Quota::try_per`] returns the error instead).
+    /// `n` tokens per minute, burst `n`. Panics if `n` is zero.
     pub fn per_minute(n: u32) -> Quota {
         Quota::per_period_ns(n, NANOS_PER_MINUTE)
             .unwrap_or_else(|e| panic!("Quota::per_minute({n}): {e}"))
     }
 
-    /// `n` tokens per hour, burst `n`.
-    ///
-    /// # Panics
-    /// If `n` is zero ([`Quota::try_per`] returns the error instead).
+    /// `n` tokens per hour, burst `n`. Panics if `n` is zero.
     pub fn per_hour(n: u32) -> Quota {
         Quota::per_period_ns(n, NANOS_PER_HOUR)
             .unwrap_or_else(|e| panic!("Quota::per_hour({n}): {e}"))
     }
 
-    /// One token every `period`, burst 1.
-    ///
-    /// # Panics
-    /// If `period` is zero or longer than [`Quota::MAX_DEPTH`]. [`Quota::try_new`] returns
-    /// the error instead.
+    /// One token every `period`, burst 1. Panics if `period` is zero or longer than
+    /// [`Quota::MAX_DEPTH`] ([`Quota::try_new`] returns the error instead).
     pub fn with_period(period: Duration) -> Quota {
         Quota::try_new(period, 1).unwrap_or_else(|e| panic!("Quota::with_period({period:?}): {e}"))
     }
 
-    /// The same rate with a capacity of `burst` tokens.
-    ///
-    /// # Panics
-    /// If `burst` is zero or `burst * emission_interval` is longer than
-    /// [`Quota::MAX_DEPTH`]. [`Quota::try_with_burst`] returns the error instead.
+    /// The same rate with a capacity of `burst` tokens. Panics if `burst` is zero or the depth
+    /// is longer than [`Quota::MAX_DEPTH`] ([`Quota::try_with_burst`] returns the error).
     pub fn with_burst(self, burst: u32) -> Quota {
         self.try_with_burst(burst)
             .unwrap_or_else(|e| panic!("Quota::with_burst({burst}): {e}"))
@@ -154,15 +133,9 @@ impl Quota {
     }
 
     /// One server's share of this quota when `n` servers enforce it together without a central
-    /// store: a rate `n` times slower (emission interval times `n`) and a burst of `burst / n`
-    /// rounded down, at least 1.
-    ///
-    /// Inaccuracy: the shares add up to at most the global rate, and to at most the global
-    /// burst when `burst >= n` (each share's burst is at least 1, so with `burst < n` the
-    /// servers together can burst `n`). Under skewed load the global limit is under-used: a
-    /// server that receives most of the traffic is held to its `1/n` share while the others'
-    /// shares go unspent. With load spread evenly (round-robin) it is close to exact. When
-    /// that matters, keep the bucket in one place (the Redis backend).
+    /// store: the emission interval times `n`, and a burst of `burst / n` rounded down, at
+    /// least 1 (so with `burst < n` the servers together can burst `n`). Under skewed load the
+    /// global limit is under-used; when that matters, keep the bucket in one place (Redis).
     ///
     /// ```
     /// use cellrate::Quota;
@@ -184,10 +157,8 @@ impl Quota {
         Quota::from_parts(interval_ns, (self.burst / n).max(1))
     }
 
-    /// `n` tokens per `period`, burst `n`, fallible, for figures read at run time (a
-    /// configuration file): the emission interval is `period / n` rounded up (at least 1 ns),
-    /// so that the rate is never above `n` per `period`. `per_second(n)` is
-    /// `try_per(n, 1 s)` unwrapped; `.try_with_burst(b)` sets another burst.
+    /// `n` tokens per `period`, burst `n`, fallible, for figures read at run time: the
+    /// emission interval is `period / n` rounded up (at least 1 ns).
     ///
     /// ```
     /// use cellrate::{Quota, QuotaError};
@@ -207,8 +178,7 @@ impl Quota {
         Quota::per_period_ns(n, period_ns)
     }
 
-    /// One token every `emission_interval`, at most `burst` saved: the general constructor,
-    /// fallible, for figures read at run time.
+    /// One token every `emission_interval`, at most `burst` saved: the general constructor.
     ///
     /// ```
     /// use cellrate::{Quota, QuotaError};
@@ -226,9 +196,7 @@ impl Quota {
 
     fn per_period_ns(n: u32, period_ns: u64) -> Result<Quota, QuotaError> {
         let n = NonZeroU32::new(n).ok_or(QuotaError::ZeroRate)?;
-        // Round the interval up (to at least 1 ns): the long-run rate never exceeds what was
-        // configured.
-        let interval_ns = period_ns.div_ceil(u64::from(n.get()));
+        let interval_ns = period_ns.div_ceil(u64::from(n.get())); // the rate never exceeds n
         Quota::from_parts(interval_ns, n.get())
     }
 
@@ -271,22 +239,19 @@ impl Quota {
         Duration::from_nanos(self.depth_ns)
     }
 
-    /// The emission interval in nanoseconds (at least 1).
     #[inline]
     pub(crate) fn emission_interval_ns(&self) -> u64 {
         self.interval_ns
     }
 
-    /// The bucket depth, `burst * emission_interval`, in nanoseconds.
     #[inline]
     pub(crate) fn depth_ns(&self) -> u64 {
         self.depth_ns
     }
 }
 
-/// A quota kept in two atomic words, for a cell that a change rewrites while other threads may
-/// read it. A read can be torn (one word of one quota, one of another): the owner validates it
-/// with a version word around the read (a sequence lock), and a torn read is never used.
+/// A quota kept in two atomic words, read under the owner's version word (a sequence lock), so
+/// that a torn read (a word of each of two quotas) is never used.
 #[derive(Debug)]
 pub(crate) struct AtomicQuota {
     interval_ns: AtomicU64,
@@ -301,8 +266,7 @@ impl AtomicQuota {
         }
     }
 
-    /// The quota, possibly torn (type docs): valid only if the owner's version check after
-    /// this read passes.
+    /// The quota, possibly torn: valid only if the owner's version check after it passes.
     #[inline]
     pub(crate) fn load(&self) -> Quota {
         // Relaxed: validated by the owner's sequence lock (its Acquire fence follows).
@@ -317,8 +281,7 @@ impl AtomicQuota {
         }
     }
 
-    /// The quota, if `version` holds `expected` (even) before and after the read: a sequence
-    /// lock read, never torn.
+    /// The quota, if `version` holds `expected` (even) before and after the read.
     #[inline]
     pub(crate) fn read_at(&self, version: &AtomicU64, expected: u64) -> Option<Quota> {
         // Acquire: pairs with the Release store of the version in `write_at`, so the quota read

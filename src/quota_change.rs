@@ -1,24 +1,6 @@
-//! `QuotaChange`: what a bucket holds after its quota changes.
-//!
-//! A TAT means "full at this instant" under any quota, so a bucket can move to another quota
-//! without a conversion ([`QuotaChange::KeepTime`]). That is rarely what a user means by
-//! "the same bucket under the new limit": a key that drained a large tier and drops to a small
-//! one would wait for the large tier's whole depth. The strategies below carry over what the
-//! user means instead (the tokens still available, the tokens spent, the fraction of the bucket
-//! used) and are the ones Bucket4j and Go's `x/time/rate` users know. Each is a pure function of
-//! the TAT, the time and the two quotas, in integer nanoseconds:
-//!
-//! - `used = max(TAT - now, 0)` under the old quota, and `spent = ceil(used / T_old)` tokens
-//!   (rounded up: a conversion never grants a fraction of a token);
-//! - a bucket that holds more than its depth (`used > D_old`) has reservations waiting for
-//!   their tokens (or a settled overrun to wait out). They keep the times they were given,
-//!   worked out under the old quota, so the change takes effect when the last of them is ready,
-//!   at `s = TAT - D_old`, and the bucket is then empty under the new quota: `TAT = s + D_new`
-//!   (for [`QuotaChange::KeepTime`], the TAT if later). Nothing decided under the new quota is
-//!   ready before `s`, so no one is given the interval the bookings were timed into, whatever
-//!   the rule, upgrades included. (A bucket left over a shallower depth by `KeepTime`, or by a
-//!   settle above its booking, is read the same way by the next change: it cannot be told
-//!   apart from one with bookings waiting.)
+//! `QuotaChange`: what a bucket holds after its quota changes. Each rule is a pure function of
+//! the TAT, the time and the two quotas (docs/design.md §10, with why bookings keep their
+//! place whatever the rule).
 
 use crate::engine::gcra;
 use crate::quota::Quota;
@@ -29,7 +11,7 @@ use crate::quota::Quota;
 /// The default, [`KeepSpent`](QuotaChange::KeepSpent), never turns a downgrade into a wait
 /// longer than the new quota's depth, and keeps a full bucket full. Whatever the rule,
 /// reservations still waiting keep their times: the change takes effect once the last of them
-/// is ready, with the bucket empty then (module docs).
+/// is ready, with the bucket empty then.
 ///
 /// ```
 /// use cellrate::{Limiter, ManualClock, QuotaChange, Quota};
@@ -54,7 +36,7 @@ pub enum QuotaChange {
     /// a third full.
     Proportional,
     /// The TAT is kept as it is: the instant the bucket is full again does not move (unless
-    /// reservations wait: module docs).
+    /// reservations wait).
     KeepTime,
     /// The bucket is full (Bucket4j's `RESET`).
     Full,
@@ -75,7 +57,7 @@ impl QuotaChange {
     fn carry(self, tat: u64, now: u64, old: &Quota, new: &Quota) -> u64 {
         let used = tat.saturating_sub(now);
         if used > old.depth_ns() {
-            // Reservations wait (module docs): the change takes effect as the last is ready.
+            // Reservations wait: the change takes effect as the last is ready.
             let ready = tat - old.depth_ns();
             let cap = now.saturating_add(gcra::MAX_AHEAD).max(tat);
             let empty_then = ready.saturating_add(new.depth_ns()).min(cap);

@@ -1,9 +1,4 @@
-//! Reservations: book tokens now, use them when they arrive.
-//!
-//! A GCRA TAT is a queue position. Reserving `cost` tokens moves it exactly as a spend would,
-//! with one CAS, even when the tokens only arrive in the future; the reservation says when. So
-//! each reserver gets its own slot in arrival order: waiters wake one at a time, spaced by the
-//! emission interval, with no retry loop and no thundering herd.
+//! Reservations: book tokens now, use them when they arrive (docs/design.md §4).
 
 use crate::at::At;
 use crate::clock::Clock;
@@ -19,21 +14,11 @@ use core::time::Duration;
 /// Tokens booked on a [`Limiter`] or on one key of a [`KeyedLimiter`](crate::KeyedLimiter),
 /// ready at [`Reservation::ready_at`].
 ///
-/// A reservation is used once: dropping it keeps the booking,
-/// [`cancel`](Self::cancel) gives the tokens back and [`settle`](Self::settle) corrects the
-/// cost; each takes the reservation by value, so a booking is given back at most once.
-/// Forgetting a reservation therefore never admits more than the limit. A reservation that
-/// does not wait (`max_wait` zero) is a check that can be taken back:
-/// `reserve(cost, Duration::ZERO)`, then `cancel()` if the request is not carried out after
-/// all.
-///
-/// A give-back never returns more than the booking still holds: its tokens that the bucket
-/// has already refilled (those due before now) do not come back, and neither does anything
-/// after the limiter's quota changed or the key's bucket was removed since the booking.
-///
-/// A reservation borrows its limiter. To settle it where the borrow cannot go (reserve in a
-/// handler, settle in `tokio::spawn` once the real cost is known), [`detach`](Self::detach) it
-/// into a [`Ticket`] and [`attach`](Limiter::attach) that to the limiter there.
+/// A reservation is used once: dropping it keeps the booking (so forgetting one never admits
+/// more than the limit), [`cancel`](Self::cancel) gives the tokens back and
+/// [`settle`](Self::settle) corrects the cost. One that does not wait (`max_wait` zero) is a
+/// check that can be taken back. To settle it where its borrow cannot go (a spawned task),
+/// [`detach`](Self::detach) it into a [`Ticket`] and [`attach`](Limiter::attach) that there.
 ///
 /// ```
 /// use cellrate::{Limiter, ManualClock, Nanos, Quota};
@@ -54,11 +39,9 @@ pub struct Reservation<'a, C: Clock + ?Sized> {
     allowed: Allowed,
 }
 
-/// A [`Reservation`] detached from the limiter it was booked on: `'static` and `Send`, to keep
-/// where a borrow cannot go (a request's extensions, another task). It does nothing by itself
-/// and cannot be copied: [`Limiter::attach`] and
-/// [`KeyedLimiter::attach`](crate::KeyedLimiter::attach) turn it back into the one reservation
-/// it was, on that limiter only.
+/// A [`Reservation`] detached from its limiter: `'static` and `Send`, for where a borrow
+/// cannot go. Not `Clone`: [`attach`](Limiter::attach) on the limiter that issued it turns it
+/// back into the one reservation it was.
 #[derive(Debug)]
 pub struct Ticket {
     /// The limiter it was booked on (its store's [`TatStore::origin`]).
@@ -89,8 +72,7 @@ impl<C: Clock + ?Sized> core::fmt::Debug for Reservation<'_, C> {
 }
 
 impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
-    /// Books `cost` tokens of `bucket` at `now`, ready within `max_wait`: what every
-    /// reservation does.
+    /// Books `cost` tokens of `bucket` at `now`, ready within `max_wait`.
     pub(crate) fn book(
         bucket: BucketRef<'a, C>,
         cost: u32,
@@ -136,13 +118,12 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         })
     }
 
-    /// The reserved bucket, as booked.
     #[cfg(feature = "std")] // only the waits need it
     pub(crate) fn bucket(&self) -> &BucketRef<'a, C> {
         &self.bucket
     }
 
-    /// The same booking, detached from the limiter (see [`Ticket`]): the tokens stay booked.
+    /// The same booking as a [`Ticket`]: the tokens stay booked.
     pub fn detach(self) -> Ticket {
         Ticket {
             origin: self.bucket.store.origin(),
@@ -164,8 +145,7 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         self.booked.ready_at
     }
 
-    /// How long to wait from the limiter's time now until [`ready_at`](Self::ready_at) (zero
-    /// if already there).
+    /// How long from the limiter's time now until [`ready_at`](Self::ready_at), or zero.
     pub fn ready_in(&self) -> Duration {
         self.booked
             .ready_at
@@ -183,56 +163,39 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         self.allowed
     }
 
-    /// Gives the tokens back now, as far as the booking still holds them: see
-    /// [`cancel_at`](Self::cancel_at).
+    /// Gives the tokens back now, as [`cancel_at`](Self::cancel_at) does.
     pub fn cancel(self) {
         self.give_back(self.booked.cost, None);
     }
 
-    /// Gives the tokens back at `now`. What comes back, exactly (docs/design.md, section 5):
-    /// - if nothing was booked, spent or given back on the bucket since, it returns to the
-    ///   state it had before the booking, as if the booking had never been made;
-    /// - otherwise at most the tokens the booking still holds: `cost` tokens, less those the
-    ///   bucket has refilled since (the part of the booking due before `now`), less how far
-    ///   give-backs of earlier bookings can have moved this one down. A give-back can leave
-    ///   the limit under-used, never exceeded;
-    /// - nothing while a later booking may still be waiting above it (the bucket holds more
-    ///   than its depth): that booking keeps the time it was given, and tokens returned beneath
-    ///   it would let a new booking overlap it;
-    /// - nothing after a quota change of the limiter, or once the key's bucket was removed.
+    /// Gives the tokens back at `now`. If nothing was booked, spent or given back on the bucket
+    /// since, it returns to the state it had before the booking; otherwise at most the tokens
+    /// the booking still holds (less those refilled before `now`, and nothing while a later
+    /// booking may be waiting above it), which can leave the limit under-used, never exceeded.
+    /// Nothing after a quota change, or once the key's bucket was removed (docs/design.md §5).
     ///
-    /// `now` must be no earlier than a time any other operation on the bucket has used (the
-    /// forms without `_at` read the clock so): a give-back at an earlier time would hand back
-    /// tokens that a later spend found refilled.
+    /// `now` must be no earlier than a time any other operation on the bucket has used: a
+    /// give-back at an earlier time would hand back tokens that a later spend found refilled.
     pub fn cancel_at(self, now: Nanos) {
         self.give_back(self.booked.cost, Some(now));
     }
 
-    /// Settles the reservation at its actual cost (two-phase use: reserve an estimate, settle
-    /// the real figure, e.g. the tokens of an LLM reply). See [`settle_at`](Self::settle_at).
+    /// Settles the reservation now at its actual cost (reserve an estimate, settle the real
+    /// figure, e.g. the tokens of an LLM reply), as [`settle_at`](Self::settle_at) does.
     pub fn settle(self, actual: u32) -> Result<(), Denied> {
         self.settle_as(actual, None)
     }
 
-    /// Settles at `now`, once the work the tokens were booked for is done: a lower actual cost
-    /// gives the difference back by the rule of [`cancel_at`](Self::cancel_at) (the tokens
-    /// booked last come back first); a higher one spends the difference unconditionally, since
-    /// the work is already done, so the bucket may go into debt that later requests wait out.
-    /// The extra tokens are charged to the bucket as it is now: under a limiter's live quota,
-    /// to a key's bucket even if it was removed and made again. `now` as for
-    /// [`cancel_at`](Self::cancel_at).
-    ///
-    /// A settle before [`ready_at`](Self::ready_at) gives nothing back: the tokens are not there
-    /// yet, so the work cannot have used them, and they may still be used at `ready_at`, which
-    /// later bookings were timed around. [`cancel`](Self::cancel) a booking that will not be
-    /// used.
+    /// Settles at `now`, once the work is done: a lower actual cost gives the difference back
+    /// as [`cancel_at`](Self::cancel_at) does; a higher one spends the difference
+    /// unconditionally, into debt if need be, in the bucket as it is now. A settle before
+    /// [`ready_at`](Self::ready_at) gives nothing back: the work cannot have used tokens not
+    /// there yet ([`cancel`](Self::cancel) a booking that will not be used).
     ///
     /// # Errors
-    /// Only when the extra tokens of a higher cost cannot be charged: the key's bucket of a
+    /// Only when the extra tokens cannot be charged: the key's bucket of a
     /// [`KeyedLimiter`](crate::KeyedLimiter) was removed since the booking and the table has no
-    /// room to make it again (the refusal of a new key: see
-    /// [`OverflowPolicy`](crate::OverflowPolicy)). Nothing is charged then, and the refusal
-    /// says when room comes; the caller decides what the uncharged work costs it. A
+    /// room to make it again. Nothing is charged then, and the refusal says when room comes. A
     /// [`Limiter`] always charges them.
     pub fn settle_at(self, actual: u32, now: Nanos) -> Result<(), Denied> {
         self.settle_as(actual, Some(now))
@@ -241,8 +204,7 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
     fn settle_as(self, actual: u32, at: Option<Nanos>) -> Result<(), Denied> {
         let cost = self.booked.cost;
         if actual < cost {
-            // Before `ready_at` the tokens are not there to have been used: a settle then gives
-            // nothing back (see `settle_at`).
+            // Before `ready_at` the tokens are not there to have been used (see `settle_at`).
             if self.bucket.time(at) >= self.booked.ready_at {
                 self.give_back(cost - actual, at);
             }
@@ -257,7 +219,6 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
         }
     }
 
-    /// Gives back `tokens` of this booking at `at` (or at the bucket's time).
     fn give_back(&self, tokens: u32, at: Option<Nanos>) {
         self.bucket.give_back(&self.booked.receipt, tokens, at);
     }
@@ -265,13 +226,11 @@ impl<'a, C: Clock + ?Sized> Reservation<'a, C> {
 
 impl<C: Clock> Limiter<C> {
     /// Books `cost` tokens now, even if they only arrive later, provided the wait is at most
-    /// `max_wait`. A longer wait is refused and books nothing; so is `cost > burst` (with
-    /// [`Denied::retry_after`] `None`), which could never be served.
+    /// `max_wait`; a longer wait, or `cost > burst`, is refused and books nothing.
     pub fn reserve(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'_, C>, Denied> {
         self.reserve_as(cost, max_wait, None)
     }
 
-    /// [`reserve`](Self::reserve) at `at`, or at the limiter's time.
     pub(crate) fn reserve_as(
         &self,
         cost: u32,
@@ -283,8 +242,8 @@ impl<C: Clock> Limiter<C> {
             .map_err(|denied| bucket.lagged(at, denied))
     }
 
-    /// The reservation of a [`Ticket`] this limiter issued ([`Reservation::detach`]), to
-    /// cancel or settle it; the ticket back if another limiter issued it.
+    /// The reservation of a [`Ticket`] this limiter issued, to cancel or settle it; the ticket
+    /// back if another limiter issued it.
     ///
     /// ```
     /// use cellrate::{Limiter, ManualClock, Quota};

@@ -1,9 +1,4 @@
-//! `Limiter::set_quota`: changing a limiter's quota while checks run.
-//!
-//! The change is one compare-and-swap of the live bucket's word (`quota_cells.rs`): every
-//! check, give-back and reservation decides either entirely before it, with the old quota on
-//! the old TAT, or entirely after it, with the new quota on the TAT the [`QuotaChange`] rule
-//! gives. No check takes a lock or waits for a change.
+//! `Limiter::set_quota`: changing a limiter's quota while checks run (docs/design.md §10).
 
 use crate::at::At;
 use crate::clock::Clock;
@@ -15,13 +10,11 @@ use crate::quota_change::QuotaChange;
 impl<C: Clock> Limiter<C> {
     /// Changes the quota now, carrying the bucket over by the rule `how` (see [`QuotaChange`]).
     ///
-    /// Atomic with respect to every check, give-back and reservation: each decides on the
-    /// bucket either before the change (old quota, old TAT) or after it (new quota, carried-over
-    /// TAT). Reservations booked before it keep their ready times, and the change gives no one
-    /// the time they were booked into ([`QuotaChange`]); cancelling or settling one lower after
-    /// the change gives nothing back, and settling one higher spends the extra tokens under the
-    /// new quota. The limiter keeps reading its clock as it was built to (see
-    /// [`with_clock`](Self::with_clock)).
+    /// Atomic with respect to every check, give-back and reservation: each decides either
+    /// before the change (old quota, old TAT) or after it (new quota, carried-over TAT); no
+    /// check waits for it, and it allocates nothing. Reservations booked before it keep their
+    /// ready times ([`QuotaChange`]); cancelling or settling one lower after the change gives
+    /// nothing back, and settling one higher spends the extra under the new quota.
     ///
     /// ```
     /// use cellrate::{Limiter, ManualClock, Quota, QuotaChange};
@@ -33,15 +26,11 @@ impl<C: Clock> Limiter<C> {
     /// limiter.set_quota(Quota::per_second(2), QuotaChange::KeepSpent);
     /// assert_eq!(limiter.available(), 0); // 4 spent, capped at the new burst of 2
     /// ```
-    ///
-    /// A change allocates nothing, however often the quota changes.
     pub fn set_quota(&self, quota: Quota, how: QuotaChange) {
         self.set_quota_as(quota, how, self.reading().now(self.clock()))
     }
 
-    /// [`set_quota`](Self::set_quota) at `now`: the instant at which the rule `how` converts
-    /// the bucket. A TAT the new quota would place past the end of the clock stops one
-    /// nanosecond short of it (a bucket that is then empty for good).
+    /// [`set_quota`](Self::set_quota) at `now`, the instant at which `how` converts the bucket.
     pub(crate) fn set_quota_as(&self, quota: Quota, how: QuotaChange, now: Nanos) {
         let now = now.as_u64();
         self.cells()

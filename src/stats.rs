@@ -1,14 +1,12 @@
 //! [`Stats`] and [`KeyedStats`]: what a limiter and a keyed limiter return from `stats()`.
 
-/// What a [`Limiter`](crate::Limiter) has decided since it was [named](crate::Limiter::named):
-/// all 0 on an unnamed limiter, so that the default check pays nothing for counts it does
-/// not keep.
+/// What a [`Limiter`](crate::Limiter) has decided since it was [named](crate::Limiter::named)
+/// (all 0 on an unnamed limiter, whose check pays nothing for counts).
 ///
-/// Counted: the checks (`check*`), the waits (`wait*`, `until_ready*`: allowed when the tokens
-/// were there, denied when refused; a wait dropped before it ended is not counted) and the
-/// items a paced stream, sink or writer hands on. Not counted: reservations booked directly,
-/// [`all_of`](crate::all_of) checks and give-backs. Counts are read with relaxed loads, so a
-/// snapshot taken during traffic may miss the calls in flight; it is exact once they return.
+/// Counted: checks, waits (allowed when the tokens were there, denied when refused; a wait
+/// dropped before it ended is not counted) and the items a paced adapter hands on. Not counted:
+/// reservations, [`all_of`](crate::all_of) checks and give-backs. A snapshot taken during
+/// traffic may miss the calls in flight.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -20,11 +18,9 @@ pub struct Stats {
     pub peeks: u64,
 }
 
-/// What a [`KeyedLimiter`](crate::KeyedLimiter) has decided and holds. The decisions
-/// (`allowed`, `denied`, `peeks`) are counted as [`Stats`]' are, only once the limiter is
-/// [named](crate::KeyedLimiter::named), by its checks and those of its key handles; the table's
-/// figures (keys held, evictions, overflow denials) are kept by every keyed limiter, named or
-/// not, since they are counted off the hot path.
+/// What a [`KeyedLimiter`](crate::KeyedLimiter) has decided and holds. The decisions are
+/// counted as [`Stats`]' are, once the limiter is [named](crate::KeyedLimiter::named); the
+/// table's figures are kept by every keyed limiter, since they are counted off the hot path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct KeyedStats {
@@ -48,5 +44,3 @@ pub struct KeyedStats {
     /// policy when every slot of the window was being inserted at that instant).
     pub overflow_denials: u64,
 }
-
-impl KeyedStats {}

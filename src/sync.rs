@@ -1,16 +1,7 @@
-//! The one place that names atomic types.
-//!
-//! Under `cfg(loom)` the atomics are loom's, so that the loom models (`src/loom_tests.rs` lists
-//! them) explore every interleaving of the real code. In those models the 64-bit atomic is
-//! loom's behind a switch with which a broken twin turns its thread's compare-and-swaps into a
-//! load, a comparison and a store (`sync/test_faults.rs`); nothing else in the crate knows of
-//! it. With the `portable-atomic` feature the 64-bit atomics come from portable-atomic (for
-//! targets without native 64-bit compare-and-swap). Otherwise they are `core`'s. No other
-//! module names an atomic type directly; statistics counters take theirs from [`counter`].
-//!
-//! The keyed table's slot words ([`SlotWord`]) are these 64-bit atomics, except under loom,
-//! where they are a sequentially consistent stand-in (below), and in the crate's other tests,
-//! where each of their operations may first yield the processor (`sync/test_pauses.rs`).
+//! The one place that names atomic types: loom's under `cfg(loom)` (behind the twins' fault
+//! switch, `sync/test_faults.rs`), portable-atomic's with that feature, else `core`'s
+//! (docs/design.md §2 and §8). The keyed table's [`SlotWord`]s are these, except under loom (a
+//! sequentially consistent stand-in) and in the stress tests (`sync/test_pauses.rs`).
 
 #[cfg(all(loom, not(test)))]
 pub(crate) use loom::sync::atomic::AtomicU64;
@@ -41,9 +32,8 @@ pub(crate) use loom::thread::yield_now;
 #[cfg(all(not(loom), feature = "std"))]
 pub(crate) use std::thread::yield_now;
 
-/// One round of a wait for another thread (a quota change waiting for the one before it):
-/// loom's yield under loom, so that a model can schedule that thread; the operating system's
-/// with `std`; a spin hint otherwise.
+/// One round of a wait for another thread: loom's yield under loom, so that a model can
+/// schedule that thread; the operating system's with `std`; a spin hint otherwise.
 #[inline]
 pub(crate) fn spin_wait() {
     #[cfg(loom)]
@@ -63,9 +53,6 @@ pub(crate) fn next_id() -> u64 {
     NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed) as u64
 }
 
-// The keyed limiter's statistics (src/keyed/stats.rs) take their atomics directly: they are
-// not part of any protocol, so the loom models do not interleave them.
-
 /// One word of a keyed-table slot (src/keyed/table/slot.rs), wrapped there by the typed words.
 #[cfg(all(not(loom), not(test), feature = "std"))]
 pub(crate) use AtomicU64 as SlotWord;
@@ -76,16 +63,9 @@ pub(crate) use test_pauses::SlotWord;
 #[cfg(all(loom, feature = "std"))]
 pub(crate) use loom_slot::SlotWord;
 
-/// A sequentially consistent stand-in for a slot word under loom: a loom `AtomicU64` on which
-/// every operation, loads included, is a `SeqCst` read-modify-write. Loom runs the threads of a
-/// model one operation at a time, and a read-modify-write always reads the latest value of its
-/// word, so every execution it explores is sequentially consistent, one step per operation.
-///
-/// The claim protocol of the keyed table rests on the single total order of `SeqCst`
-/// operations on *different* words (docs/design.md), and loom's plain `SeqCst` loads do not
-/// give that order (tokio-rs/loom#180: it lets two threads each miss the other's store). With
-/// this stand-in the models check the protocol under sequential consistency, and the orderings
-/// the real code uses are argued in its comments rather than checked by loom.
+/// A sequentially consistent stand-in for a slot word under loom: every operation, loads
+/// included, a `SeqCst` read-modify-write, since loom's plain `SeqCst` loads do not give the
+/// single total order the claim protocol rests on (tokio-rs/loom#180; docs/design.md §8).
 #[cfg(all(loom, feature = "std"))]
 mod loom_slot {
     use loom::sync::atomic::{AtomicU64, Ordering};
@@ -134,10 +114,9 @@ pub(crate) mod lane {
     pub(crate) use std::sync::Mutex;
 }
 
-/// Atomics for statistics counters (the keyed limiter's, the Redis limiter's): always the real
-/// ones, also under loom. They
-/// order nothing and take no part in any protocol, so the models need not interleave them
-/// (which would multiply their state space).
+/// Atomics for statistics counters and the seen filter: always the real ones, also under loom.
+/// They take no part in any modelled protocol, and interleaving them would multiply the
+/// models' state space.
 #[cfg(feature = "std")]
 pub(crate) mod counter {
     #[cfg(not(feature = "portable-atomic"))]

@@ -1,28 +1,5 @@
-//! Waiting for tokens instead of being refused: shaping, on top of reservations.
-//!
-//! Every form books a [`Reservation`] first (one CAS, a place in line) and then sleeps until it
-//! is ready, so waiters wake in booking order, one emission interval apart, and never poll the
-//! limiter. A cost above the burst, or a wait beyond `max_wait`, is refused at once, never a
-//! hang. A keyed limiter that has no room for a new key refuses the booking for a while
-//! ([`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys), or any policy under
-//! [`start_empty`](crate::KeyedLimiterBuilder::start_empty)); a wait books again after that
-//! while `max_wait` allows.
-//!
-//! # When a wait ends
-//! A booking whose tokens are there by the bucket's own time (the reading every operation on it
-//! uses) does not wait. Otherwise the wait ends once the bucket's time has reached the booking's
-//! `ready_at`, and once the clock's exact time has passed `ready_at` by as much as the bucket's
-//! reading lagged when the wait began, plus the lag it may grow by ([`Clock::lag_within`]): so
-//! no wait ends before the limiter says the tokens are there, nor, in real time, before they
-//! are due after the operations that came just before it. On the default clock that is up to
-//! two ticks (2 ms) more than the lag of its cached reading, for quotas at least 16 ms deep;
-//! exact clocks add nothing.
-//!
-//! # Spreading waiters
-//! Waiters of one limiter wake one emission interval apart, in booking order. Where many
-//! processes share a limit (through Redis, say) or a wake-up sets off a burst of work
-//! downstream, sleep a random extra time after the wait returns: the tokens were booked at
-//! their place in line, so using them later can never admit more than the limit.
+//! Waiting for tokens instead of being refused: a [`Reservation`] booked, then slept on
+//! (docs/design.md §4, with when a wait ends).
 
 use crate::clock::Clock;
 use crate::engine::bucket_ref::BucketRef;
@@ -38,12 +15,10 @@ use core::time::Duration;
 /// that does not move by itself (a [`ManualClock`](crate::ManualClock)) cannot hang a wait.
 pub(crate) const MORE_SLEEPS: u32 = 8;
 
-/// What is left to sleep before a booking ready at `ready_at` on `bucket` may be used. Nothing
-/// once the bucket's own time has reached `ready_at`. The first sleep (`first`) otherwise runs
-/// to the clock's exact time `ready_at + (exact - bucket time) + lag`: when the bucket's time
-/// says ready if its reading keeps lagging as it does now, and the lag its reading may grow by
-/// ([`Clock::lag_within`]). Later ones run to the bucket's own time `ready_at`, at least a
-/// millisecond each.
+/// What is left to sleep before a booking ready at `ready_at` on `bucket` may be used: nothing
+/// once the bucket's own time has reached `ready_at`; the first sleep (`first`) runs to the
+/// exact time `ready_at + (exact - bucket time) + lag` ([`Clock::lag_within`]), later ones to
+/// the bucket's `ready_at`, at least a millisecond each.
 pub(crate) fn still_to_sleep<C: Clock + ?Sized>(
     bucket: &BucketRef<'_, C>,
     ready_at: Nanos,
@@ -66,12 +41,9 @@ pub(crate) fn still_to_sleep<C: Clock + ?Sized>(
 }
 
 impl<'a, C: Clock> Reservation<'a, C> {
-    /// Blocks the thread until the booked tokens are there (see the module's *When a wait
-    /// ends*), then keeps the booking.
-    ///
-    /// The sleep is `std::thread::sleep`, so it assumes a clock that runs at real speed: on a
-    /// [`ManualClock`](crate::ManualClock) it sleeps for the wait computed from its time and
-    /// returns, whether or not the clock was advanced.
+    /// Blocks the thread until the booked tokens are there, then keeps the booking. The sleep
+    /// is `std::thread::sleep`: on a [`ManualClock`](crate::ManualClock) it sleeps for the
+    /// wait computed from its time and returns, whether or not the clock was advanced.
     pub fn wait(self) -> Allowed {
         let ready_at = self.ready_at();
         for round in 0..=MORE_SLEEPS {
@@ -84,11 +56,9 @@ impl<'a, C: Clock> Reservation<'a, C> {
         self.allowed()
     }
 
-    /// Waits asynchronously until the booked tokens are there (see the module's *When a wait
-    /// ends*), then keeps the booking. Works on any executor: the timer is
-    /// `futures_timer::Delay` (feature `async`). Dropping the future before it resolves, polled
-    /// or not, cancels the reservation, giving its tokens back as [`Reservation::cancel`]
-    /// describes.
+    /// Waits asynchronously until the booked tokens are there, then keeps the booking. Works on
+    /// any executor (the timer is `futures_timer::Delay`). Dropping the future before it
+    /// resolves, polled or not, cancels the reservation ([`Reservation::cancel`]).
     #[cfg(feature = "async")]
     pub fn until_ready(self) -> impl core::future::Future<Output = Allowed> + 'a {
         // Made before the future is first polled, so that dropping it unpolled cancels too.
@@ -187,7 +157,9 @@ pub(crate) async fn until_ready_on<C: Clock>(
 impl<C: Clock> Limiter<C> {
     /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`
     /// (`Duration::MAX`: however long); otherwise returns the refusal at once, having booked
-    /// nothing. A cost above the burst is refused at once. See [`Reservation::wait`].
+    /// nothing, as for a cost above the burst. Waiters wake in booking order, one emission
+    /// interval apart; where a wake-up sets off a burst downstream, sleep a random extra time
+    /// after it returns (using booked tokens later never admits more than the limit).
     pub fn wait(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
         wait_on(&self.bucket_ref(), self.named.as_deref(), cost, max_wait)
     }

@@ -1,9 +1,4 @@
-//! Clocks: where a limiter reads `now`.
-//!
-//! [`TickClock`](crate::TickClock) (needs `std`) is the default; [`MonotonicClock`] is the exact
-//! one it falls back to. [`ManualClock`] is for tests and simulations: time moves only when told
-//! to. Every check also has an `_at(now)` form that takes the time from the caller, which is the
-//! cheapest clock of all when one reading serves many checks.
+//! Clocks: where a limiter reads `now` (docs/design.md §3).
 
 #[cfg(feature = "quanta")]
 pub(crate) mod quanta_clock;
@@ -23,9 +18,9 @@ pub trait Clock {
     /// The current instant on this clock.
     fn now(&self) -> Nanos;
 
-    /// A reading that may lag the current instant by up to about `tolerance`, for a clock that
-    /// has a cheaper, coarser reading to offer ([`TickClock`](crate::TickClock)). A limiter asks
-    /// with a sixteenth of its quota's depth ([`Quota::replenish_all`](crate::Quota::replenish_all)). The default is [`now`](Self::now).
+    /// A reading that may lag the current instant by up to about `tolerance`, for a clock with
+    /// a cheaper, coarser reading ([`TickClock`](crate::TickClock)). A limiter asks with a
+    /// sixteenth of its quota's depth. The default is [`now`](Self::now).
     #[inline]
     fn now_within(&self, tolerance: Nanos) -> Nanos {
         let _ = tolerance;
@@ -34,9 +29,7 @@ pub trait Clock {
 
     /// How far a [`now_within(tolerance)`](Self::now_within) reading may lag the current
     /// instant while the clock runs as it should. A limiter adds it to the `retry_after` of a
-    /// refusal decided on such a reading: the retry's own reading may lag as well, and a retry
-    /// made `retry_after` after the refusal must not be refused for that. With a tolerance of
-    /// zero it is the lag of [`now`](Self::now), which reservations and `all_of` read. The
+    /// refusal decided on such a reading, since the retry's own reading may lag as well. The
     /// default, zero, is right for clocks whose readings are exact.
     #[inline]
     fn lag_within(&self, tolerance: Nanos) -> Nanos {
@@ -75,21 +68,15 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     }
 }
 
-/// How a limiter reads its clock: one way for every operation on its buckets (checks,
-/// bookings, give-backs, waits, eviction), fixed when the limiter is built, so that no
-/// decision on a bucket uses a reading of another kind than the one its TAT was written at.
-///
-/// The tolerance is a sixteenth of the depth of the quota the limiter is built with: a reading
-/// that lags by `L` judges a bucket as it was `L` earlier, so it never grants tokens and holds
-/// back at most `L / T` of the `D / T` tokens a full bucket holds; with `L` at most a sixteenth
-/// of `D` a quota keeps its rate on a coarse clock (docs/design.md, section 3).
+/// How a limiter reads its clock: one way for every operation on its buckets, fixed when the
+/// limiter is built, with a tolerance of a sixteenth of its quota's depth (docs/design.md §3,
+/// *One reading per limiter*).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Reading {
     tolerance: Nanos,
 }
 
 impl Reading {
-    /// The reading of a limiter built with `quota`.
     #[inline]
     pub(crate) fn for_quota(quota: &Quota) -> Reading {
         Reading {
@@ -97,7 +84,6 @@ impl Reading {
         }
     }
 
-    /// The time now, read this way.
     #[inline]
     pub(crate) fn now<C: Clock + ?Sized>(self, clock: &C) -> Nanos {
         clock.now_within(self.tolerance)
@@ -131,15 +117,10 @@ impl Reading {
     }
 }
 
-/// The exact clock: `std::time::Instant`, measured from one origin shared by the whole
-/// process (the first time any `MonotonicClock` or [`TickClock`](crate::TickClock) is made).
-///
-/// Monotonic: a wall clock that jumps backwards cannot hand out free tokens. Because every
-/// `MonotonicClock` shares one origin, a reading from one limiter's clock is valid for any
-/// other limiter on a `MonotonicClock` or a `TickClock`: read once, then use the `_at(now)`
-/// forms for a batch of checks. A read costs a `clock_gettime`, more than a whole uncontended
-/// check (BENCHMARKS.md), so that saving is real. For decisions to the nanosecond whatever
-/// the quota, name it: `Limiter::with_clock(quota, MonotonicClock::new())`.
+/// The exact clock: `std::time::Instant`, from one origin shared by the whole process, so that
+/// a reading is valid for every limiter on a `MonotonicClock` or a
+/// [`TickClock`](crate::TickClock) (read once, then `limiter.at(now)` for a batch). For
+/// decisions to the nanosecond whatever the quota: `Limiter::with_clock(q, MonotonicClock::new())`.
 #[cfg(feature = "std")]
 #[derive(Clone, Copy, Debug)]
 pub struct MonotonicClock {

@@ -5,14 +5,11 @@ use crate::nanos::Nanos;
 use std::sync::OnceLock;
 
 /// A monotonic clock read from the CPU's timestamp counter through the quanta crate (the clock
-/// governor uses), calibrated against the OS clock. A read is cheaper than
-/// `std::time::Instant` (BENCHMARKS.md, the clock rows). Where the counter is not reliable (not invariant), quanta
-/// falls back to the OS clock. The default [`TickClock`](crate::TickClock)'s cached time is
-/// cheaper still, at the price of a reading up to a tick old.
+/// governor uses), calibrated against the OS clock, which it falls back to where the counter
+/// is not invariant. Cheaper than `std::time::Instant` (BENCHMARKS.md, the clock rows).
 ///
-/// All `QuantaClock`s share one origin, so readings are valid across limiters on this clock
-/// (but not mixed with [`MonotonicClock`](crate::MonotonicClock) readings, whose origin
-/// differs). The first one made calibrates quanta's clock, which can take up to about 200 ms.
+/// All `QuantaClock`s share one origin, not [`MonotonicClock`](crate::MonotonicClock)'s. The
+/// first one made calibrates quanta's clock, which can take up to about 200 ms.
 #[derive(Clone, Debug)]
 pub struct QuantaClock {
     clock: quanta::Clock,

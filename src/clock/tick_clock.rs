@@ -1,6 +1,4 @@
-//! `TickClock`: the default clock. One process-wide time that a lazily started thread refreshes
-//! every millisecond, read with one relaxed load by quotas coarse enough for it; an exact
-//! [`MonotonicClock`] reading for the others.
+//! `TickClock`: the default clock; its refresher protocol is docs/design.md §3.
 
 use crate::clock::{Clock, MonotonicClock};
 use crate::nanos::Nanos;
@@ -17,46 +15,21 @@ use std::thread;
 /// - **Precision.** Every operation on a bucket whose quota is at least 16
 ///   [`TICK`](Self::TICK)s deep (`burst * emission_interval` of 16 ms or more) reads a
 ///   process-wide time that one background thread refreshes every tick (1 ms): one relaxed
-///   load, no system call, no timestamp-counter read. Its decisions move in steps of a tick.
-///   Every operation under a shallower quota reads [`MonotonicClock`] and is exact to the
-///   nanosecond.
-/// - **One time per bucket.** Checks, `available`, reservations and their give-backs, waits,
-///   [`all_of`](crate::all_of), pacing and the keyed handle all read a bucket's time the same
-///   way ([`Clock::now_within`] with a tolerance of a sixteenth of the quota's depth), so the
-///   decisions on a bucket are exactly those of a token bucket at those readings: a refund, a
-///   reservation or a wait never loses a token to a reading taken another way. [`now`](Clock::now)
-///   itself is exact; only the length of a sleep is computed from it.
-/// - **In real time.** A cached reading `c(t)` at real time `t` never runs ahead
-///   (`c(t) <= t`) and lags by at most a tick plus however late the thread is scheduled. When
-///   the thread wakes late it does not jump: the cached time advances at most two ticks per
-///   refresh, twice real speed, until it has caught up. So in any real window of length `W`
-///   a bucket admits at most `burst + min(W + L, 2 W + 2 ticks) / T` tokens, `L` being the
-///   lag: a late refresher can never hand out more than twice the quota's rate at once.
-///   A refusal on the cached reading adds two ticks to its `retry_after`
-///   ([`lag_within`](Clock::lag_within)), because the retry's reading lags too: a retry made
-///   `retry_after` later passes unless the refresher runs more than a tick late.
-/// - **Why 16 ticks.** A lag of a tick holds back at most a sixteenth of a full bucket, so a
-///   coarse reading costs a quota none of its rate. A quota shallower than a tick on a cached
-///   time would admit only its burst per tick (1,000,000/s with burst 1 would pass 1,000/s).
-/// - **Monotonic, one origin.** Readings never go backwards: the thread only raises the time
-///   (`fetch_max`), and after a restart readers wait for its first reading, which is later than
-///   every earlier one. Cached and exact readings share [`MonotonicClock`]'s origin, so they mix
-///   in the `_at` forms; a cached reading can be behind an exact one taken at the same moment,
-///   and like any stale reading it can only deny.
-/// - **The thread.** It starts at the first cached read (the first check pays for starting
-///   it, tens of microseconds), wakes once a millisecond (1,000 wakeups a second, a
-///   `clock_gettime` and a store each) while any `TickClock` exists, and stops within a tick
-///   after the last one is dropped. A process whose quotas are all shallow never starts it.
-/// - **fork.** A child process has no copy of the thread: a handler registered with
-///   `pthread_atfork` clears the cached time in the child, whose next cached read starts a
-///   thread of its own. The child's time never freezes.
-/// - **Machines.** Both readings come from the operating system's monotonic clock (`Instant`),
-///   never from the processor's timestamp counter directly: on machines without an invariant
-///   counter and in virtual machines whose counter drifts, the kernel picks a sound clock
-///   source and both readings follow it.
+///   load. Its decisions move in steps of a tick, and hold back at most a sixteenth of a full
+///   bucket. Under a shallower quota every operation reads [`MonotonicClock`], exact to the
+///   nanosecond. [`now`](Clock::now) itself is always exact.
+/// - **Retries.** A refusal on the cached reading adds two ticks to its `retry_after`
+///   ([`lag_within`](Clock::lag_within)): a retry made `retry_after` later passes unless the
+///   refresher runs more than a tick late. A late refresher never makes the cached time jump:
+///   it catches up at twice real speed.
+/// - **Monotonic, one origin.** Readings never go backwards, and cached and exact readings
+///   share [`MonotonicClock`]'s origin, so they mix in `limiter.at(now)`.
+/// - **The thread** starts at the first cached read, wakes once a millisecond while any
+///   `TickClock` exists, stops within a tick after the last one is dropped, and is restarted
+///   in a child process after `fork`.
 ///
-/// For the nanosecond on every quota, name the exact clock: `Limiter::with_clock(quota,
-/// MonotonicClock::new())`.
+/// For the nanosecond on every quota: `Limiter::with_clock(quota, MonotonicClock::new())`.
+/// How the refresher is started, stopped and read: docs/design.md §3.
 ///
 /// ```
 /// use cellrate::{Clock, Limiter, MonotonicClock, Quota, TickClock};
@@ -144,10 +117,9 @@ impl fmt::Debug for TickClock {
     }
 }
 
-/// [`TickClock::TICK`] in nanoseconds.
 const TICK_NS: u64 = 1_000_000;
 
-/// The most one refresh advances the cached time: two ticks (module docs, *In real time*).
+/// The most one refresh advances the cached time: two ticks (docs/design.md §3).
 const CATCH_UP_NS: u64 = 2 * TICK_NS;
 
 #[cfg(all(test, loom))]
@@ -165,7 +137,6 @@ struct Ticker {
 }
 
 impl Ticker {
-    /// A ticker with no refresher and no handles.
     #[cfg(not(loom))]
     const fn new() -> Ticker {
         Ticker {
@@ -175,7 +146,7 @@ impl Ticker {
         }
     }
 
-    /// A ticker with no refresher and no handles (loom's atomics are not made in a constant).
+    /// Loom's atomics are not made in a constant.
     #[cfg(loom)]
     fn new() -> Ticker {
         Ticker {
@@ -185,10 +156,8 @@ impl Ticker {
         }
     }
 
-    /// A read that found no cached time: makes sure one refresher runs (the reader that flips
-    /// `running` starts it with `start`), then waits for its first reading, so that no reader
-    /// returns a time later than a cached one that follows. If `start` fails, the reading is
-    /// `exact`'s and the next cold read tries again.
+    /// A read that found no cached time: the *Cold read* of docs/design.md §3 (`start` starts
+    /// the refresher; if it fails, the reading is `exact`'s).
     #[cold]
     #[inline(never)]
     fn read_cold(&self, exact: impl Fn() -> u64, start: impl FnOnce() -> bool) -> Nanos {
@@ -220,10 +189,8 @@ impl Ticker {
             .is_ok()
     }
 
-    /// One step of the refresher: stores `now` (ns since the origin), or at most two ticks
-    /// more than the time stored before (a refresher that woke late catches up at twice real
-    /// speed), and returns true; or, if no `TickClock` is left, clears the time and returns
-    /// false (the refresher then exits).
+    /// One step of the refresher: stores `now`, at most two ticks past the time stored before,
+    /// and returns true; or, if no `TickClock` is left, clears the time and returns false.
     fn tick(&self, now: u64) -> bool {
         // SeqCst: a handle made before this load keeps the refresher going; one made after it
         // may meet a stopped refresher, which clears `running` before `now` (see `read_cold`),
@@ -245,8 +212,7 @@ impl Ticker {
         true
     }
 
-    /// In a child process after `fork`: no refresher runs there, so the time is cleared and
-    /// the child's next cached read starts one.
+    /// In a child process after `fork`, where no refresher runs: its next cached read starts one.
     #[cfg(all(unix, not(loom)))]
     fn forget_refresher(&self) {
         // SeqCst: as in `tick`'s stop path.
@@ -267,7 +233,6 @@ impl Ticker {
     }
 }
 
-/// The process's ticker.
 #[cfg(not(loom))]
 fn ticker() -> &'static Ticker {
     static TICKER: Ticker = Ticker::new();
@@ -319,7 +284,6 @@ mod fork {
         })
     }
 
-    /// Runs in the child right after `fork`.
     extern "C" fn child() {
         super::ticker().forget_refresher();
     }

@@ -1,31 +1,5 @@
-//! `Bucket`: one theoretical arrival time in an `AtomicU64`, updated by compare-and-swap.
-//!
-//! This is the whole concurrent protocol of a bucket: load, decide, return on a denial (no
-//! write), `compare_exchange_weak`, and on failure spin briefly (crossbeam's `Backoff`) and
-//! decide again with the value it returned. Every operation (spend, book, force, give back) is
-//! that one loop around a different pure function of `gcra`.
-//!
-//! A [`Limiter`](crate::Limiter)'s word can be reused for another quota (`quota_cells.rs`):
-//! each use is a *tenure*, whose values are stored masked (`TAT ^ mask`) so that a
-//! compare-and-swap expecting a value of one tenure fails in any other, and whose validity a
-//! caller checks after every load ([`Tenure`]). A bucket can also be *moved*: a quota change
-//! carries its TAT to another word and leaves [`MOVED`] here, the last nanosecond of the
-//! clock, which no write ever stores as a TAT; every operation that loads it goes to the new
-//! word instead, and one that loaded the TAT before fails its compare-and-swap.
-//!
-//! # Atomic orderings
-//! The TAT is the only data a decision reads or writes, so the modification order of this one
-//! word, which every read-modify-write respects whatever its ordering, is all a correct count
-//! needs; a check's first load is `Relaxed`. Three things need more:
-//! - a successful compare-and-swap is `Release`, and a give-back loads with `Acquire`: a
-//!   give-back then reads a time no earlier than that of every spend it sees, and the
-//!   announcements of earlier give-backs (`give_back.rs`);
-//! - on a reused word a load is `Acquire`, so that the check of the tenure that follows it
-//!   cannot be answered before the value it validates (`quota_cells.rs`);
-//! - the write of [`MOVED`] is `Release`: it publishes the word the bucket moved to.
-//!
-//! None of this orders anything for users: an `Allowed` is not a signal that another thread's
-//! writes are visible.
+//! `Bucket`: one theoretical arrival time in an `AtomicU64`, updated by compare-and-swap. The
+//! CAS loop and its orderings: docs/design.md §2; tenures of a reused word and [`MOVED`]: §10.
 
 use crate::engine::gcra;
 use crate::engine::give_back::TenureWord;
@@ -34,9 +8,8 @@ use crate::quota::Quota;
 use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::Backoff;
 
-/// The TAT of a bucket that a quota change has moved elsewhere (module docs). No operation
-/// stores it as a TAT: a spend that would is denied as beyond the clock, and other writes stop
-/// one nanosecond short of it.
+/// The TAT of a bucket that a quota change has moved elsewhere (docs/design.md §10). No
+/// operation stores it: a spend that would is denied, other writes stop one nanosecond short.
 pub(crate) const MOVED: u64 = u64::MAX;
 
 /// The largest TAT a bucket stores.
@@ -64,7 +37,7 @@ impl Tenure<'_> {
     };
 
     /// Whether the tenure still holds. Called after each load of the word, which is `Acquire`
-    /// on a reused word (module docs).
+    /// on a reused word.
     #[inline]
     fn holds(&self) -> bool {
         match self.version {
@@ -102,11 +75,9 @@ impl Bucket {
         }
     }
 
-    /// The CAS loop: applies `decide` to the current TAT until its result is stored. `decide`
-    /// returns the TAT to store (the same value: nothing to store) and an answer, or an error
-    /// that ends the loop without a write (`Some`). A moved bucket, or one whose tenure ended,
-    /// decides nothing and is never written: `Err(None)`. A result of [`MOVED`] is stored as
-    /// [`LAST_TAT`].
+    /// The CAS loop: applies `decide` to the TAT until its result (new TAT, answer) is stored;
+    /// its error ends the loop unwritten (`Some`). A moved bucket, or one whose tenure ended,
+    /// decides nothing: `Err(None)`. A result of [`MOVED`] is stored as [`LAST_TAT`].
     #[inline]
     pub(crate) fn update<T, E>(
         &self,
@@ -139,10 +110,8 @@ impl Bucket {
         }
     }
 
-    /// Spends `cost` tokens at `now` if the bucket holds them; see [`gcra::spend`]. `None`
-    /// if the bucket has moved or its tenure ended (nothing decided). The loop of
-    /// [`Bucket::update`], written out for the hot path: a spend's new TAT is above the old
-    /// one, so an admission always writes.
+    /// Spends `cost` tokens at `now` ([`gcra::spend`]); `None` if the bucket has moved or its
+    /// tenure ended. [`Bucket::update`] written out for the hot path.
     #[inline]
     pub(crate) fn spend(
         &self,
@@ -185,10 +154,11 @@ impl Bucket {
         }
     }
 
-    /// The raw word from `current` to `new`: `Release` on success (module docs), and on
-    /// failure the value found, loaded as a first load is.
+    /// The raw word from `current` to `new`; on failure the value found.
     #[inline]
     fn swap_raw(&self, current: u64, new: u64, tenure: Tenure<'_>) -> Result<(), u64> {
+        // Release: a give-back's Acquire load then sees every spend before it (design.md §2).
+        // On failure the value found is loaded as a first load is.
         self.word
             .compare_exchange_weak(current, new, Ordering::Release, tenure.load_order())
             .map(|_| ())
@@ -208,18 +178,16 @@ impl Bucket {
         self.word.load(Ordering::Acquire)
     }
 
-    /// Leaves [`MOVED`] (masked) in the word if it still holds the raw `expected`: the last
-    /// write of a moved bucket (`quota_cells.rs`).
+    /// Leaves [`MOVED`] (masked) in the word if it still holds the raw `expected`.
     pub(crate) fn mark_moved(&self, expected: u64, mask: u64) -> bool {
-        // Release on success: publishes the word it moved to (`quota_cells.rs`); Relaxed on
+        // Release on success: publishes the word it moved to; Relaxed on
         // failure: the change reads the word again.
         self.word
             .compare_exchange(expected, MOVED ^ mask, Ordering::Release, Ordering::Relaxed)
             .is_ok()
     }
 
-    /// Sets the TAT of a word that no operation of its new tenure can reach yet (a quota
-    /// change's target, before the move that publishes it).
+    /// Sets the TAT of a quota change's target, which no operation can reach before the move.
     pub(crate) fn reset(&self, tat: u64, mask: u64) {
         // Relaxed: published by the Release write of MOVED in the word this one replaces.
         self.word.store(tat.min(LAST_TAT) ^ mask, Ordering::Relaxed);
@@ -242,14 +210,14 @@ pub(crate) struct InTenure<'a> {
 
 impl TenureWord for InTenure<'_> {
     fn load(&self) -> Option<u64> {
-        // Acquire: see the module's orderings note.
+        // Acquire: a give-back reads a time no earlier than every spend it sees (design.md §2).
         let tat = self.bucket.word.load(Ordering::Acquire) ^ self.tenure.mask;
         (tat != MOVED && self.tenure.holds()).then_some(tat)
     }
 
     fn swap(&self, current: u64, new: u64) -> Result<(), Option<u64>> {
         let mask = self.tenure.mask;
-        // Release on success, Acquire on failure: see the module's orderings note.
+        // Release on success, Acquire on failure: as `swap_raw` and `load`.
         match self.bucket.word.compare_exchange(
             current ^ mask,
             new.min(LAST_TAT) ^ mask,

@@ -1,11 +1,6 @@
-//! `BucketRef`: one bucket, wherever its TAT lives, with what reservations, waits and
-//! all-or-nothing checks do to it.
-//!
-//! A [`Limiter`](crate::Limiter) keeps its TAT in its own cells; a keyed limiter keeps one per
-//! key in its table. Both implement [`TatStore`], so that reservations and
-//! [`all_of`](crate::all_of) are written once, against a [`BucketRef`], and the core modules
-//! never name the keyed ones. These are the cold paths (a booking, a give-back): the checks
-//! themselves call their bucket directly.
+//! `BucketRef`: one bucket, in a limiter's cells or a keyed table (both [`TatStore`]s), so
+//! that reservations, waits and [`all_of`](crate::all_of) are written once. Cold paths only:
+//! the checks call their bucket directly.
 
 use crate::clock::{Clock, Reading};
 use crate::engine::gcra::{self, Booking};
@@ -34,8 +29,7 @@ pub trait TatStore: Sync {
     ) -> Result<(Receipt, Booking), Denied>;
 
     /// Gives back `tokens` of the booking `receipt` under `quota` (the booking's), at times
-    /// read by `now` (`give_back.rs`); nothing if the bucket's tenure has ended since. Returns
-    /// the credit given back, in nanoseconds.
+    /// read by `now`; nothing if the bucket's tenure has ended since. Returns the credit.
     fn give_back(
         &self,
         id: u64,
@@ -46,8 +40,7 @@ pub trait TatStore: Sync {
     ) -> u64;
 
     /// Spends `tokens` more unconditionally at `now` in the bucket as it is (creating it if
-    /// absent): the extra cost of a settled booking. Refused only where a keyed table has no
-    /// room for a bucket it has to create again; then nothing is charged.
+    /// absent); refused, charging nothing, only where a keyed table has no room to create it.
     fn force(
         &self,
         id: u64,
@@ -103,7 +96,6 @@ impl<C: Clock + ?Sized> BucketRef<'_, C> {
         self.reading.now(self.clock)
     }
 
-    /// `at`, or the bucket's time now.
     #[inline]
     pub(crate) fn time(&self, at: Option<Nanos>) -> Nanos {
         at.unwrap_or_else(|| self.now())
@@ -150,17 +142,15 @@ impl<C: Clock + ?Sized> BucketRef<'_, C> {
         gcra::available(self.tat(now), now, &self.quota)
     }
 
-    /// Gives back `tokens` of the booking `receipt` at the bucket's time, read after each load
-    /// of the TAT (`give_back.rs`); at `at` instead if given.
+    /// Gives back `tokens` of the booking `receipt` at `at`, or at the bucket's time.
     pub(crate) fn give_back(&self, receipt: &Receipt, tokens: u32, at: Option<Nanos>) -> u64 {
         let now = || self.time(at).as_u64();
         self.store
             .give_back(self.id, receipt, tokens, &self.quota, &now)
     }
 
-    /// Spends `tokens` more unconditionally at `now` (a settled booking that cost more), in
-    /// the bucket as it is now: under a limiter's live quota, in a keyed bucket created again
-    /// if it was removed.
+    /// Spends `tokens` more unconditionally at `now` in the bucket as it is now (a settled
+    /// booking that cost more; docs/design.md §4).
     pub(crate) fn force(&self, tokens: u32, now: u64) -> Result<(), Denied> {
         self.store
             .force(self.id, tokens, now, &self.quota, self.start_empty)

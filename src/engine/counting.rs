@@ -1,6 +1,5 @@
 //! What a named limiter counts: its name, its [`Tally`] of decisions and, with the `metrics`
-//! feature, what it has published. `Limiter::named` and `KeyedLimiter::named` are the opt-in;
-//! the reasons for the shape of the counting are in `crate::named`.
+//! feature, what it has published (docs/design.md §11).
 
 use super::tally::Tally;
 use crate::outcome::{Allowed, Denied};
@@ -62,7 +61,6 @@ impl Named {
         self.tally.record(decision.is_ok(), cost)
     }
 
-    /// The counts of decisions, into `stats`.
     pub(crate) fn fill(&self, stats: &mut Stats) {
         let t = self.tally.totals();
         stats.allowed = t.allowed;
@@ -88,10 +86,8 @@ pub(crate) fn count(named: &Option<Box<Named>>, cost: u32, decision: &Result<All
     }
 }
 
-/// Counts a completed wait (`wait_n`, `until_ready_n`, a paced item handed on) if the limiter is named: allowed once
-/// its tokens were there, denied if it was refused; with the `metrics` feature an allowed one
-/// records `waited`, the time it actually waited. A wait dropped before it ended (its tokens
-/// given back) is not counted.
+/// Counts a completed wait (or a paced item handed on) if the limiter is named: allowed once
+/// its tokens were there, denied if refused; with `metrics` an allowed one records `waited`.
 pub(crate) fn count_wait(
     named: Option<&Named>,
     cost: u32,

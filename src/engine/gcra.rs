@@ -1,19 +1,11 @@
-//! The decision itself: pure integer arithmetic on one theoretical arrival time (TAT).
-//!
-//! A bucket is full when `TAT <= now`. Spending `c` tokens at `now` moves the TAT to
-//! `max(TAT, now) + c * T`, and is allowed iff that lands at most one bucket depth `D = b * T`
-//! ahead of `now`. This is a token bucket whose level is `D - (TAT - now)` nanoseconds of credit;
-//! The tests' `MutexBucket` (`tests/common/mutex_bucket.rs`) keeps that credit explicitly and decides the same
-//! at every step. Every sum and product is checked: an overflow is a denial, never a wrap.
+//! The decision itself: pure integer arithmetic on one theoretical arrival time (TAT). The
+//! rules and why they are exact: docs/design.md §1.
 
 use crate::outcome::{Allowed, Denied, Level};
 use crate::quota::Quota;
 
-/// The furthest ahead of its `now` that any write places a TAT: [`Quota::MAX_DEPTH`], 2^62 ns,
-/// about 146 years. A quota's depth is at most this, a reservation waits at most this minus
-/// the depth, and a forced spend stops here. So every decision at a time below 2^63 ns (292
-/// years after the clock's origin) has a representable TAT, and a full bucket admits any cost
-/// up to its burst.
+/// The furthest ahead of its `now` that any write places a TAT: [`Quota::MAX_DEPTH`], 2^62 ns
+/// (docs/design.md §1).
 pub(crate) const MAX_AHEAD: u64 = crate::quota::MAX_DEPTH_NS;
 
 /// A TAT more than this far ahead of `now` was written by no operation at or before `now`
@@ -29,9 +21,8 @@ pub(crate) fn max_wait_ns(max_wait_ns: u64, quota: &Quota) -> u64 {
     max_wait_ns.min(MAX_AHEAD - quota.depth_ns())
 }
 
-/// The refusal of a request whose TAT cannot be represented at `now` (within a depth of the
-/// end of the clock): it can never pass, so it reports no tokens to spend, whatever the
-/// bucket holds, and the time until the bucket is full (`ahead`).
+/// The refusal of a request whose TAT cannot be represented: it can never pass, so it reports
+/// no tokens, and the time until the bucket is full (`ahead`).
 #[cold]
 fn unrepresentable(ahead: u64, quota: &Quota) -> Denied {
     Denied::new(Level::unusable(ahead, quota.emission_interval_ns()), None)
@@ -71,14 +62,8 @@ pub(crate) fn spend_marked(
         .map(|(new_tat, booking)| (new_tat, booking.allowed))
 }
 
-/// The TAT after giving back `tokens` of a booking whose tokens end at `top` (the TAT its
-/// spend left, less what give-backs since can have moved it: `give_back.rs`): at most
-/// `tokens * T`, and no part of them below `now`, which the bucket has already refilled. Never
-/// below `now`, so the level never rises above the capacity. A booking that is not on top of
-/// the bucket (`TAT != top`) gives nothing while the bucket holds more than its depth: a
-/// booking above it may still be waiting for its tokens, and it keeps the time it was given,
-/// so lowering the TAT under it would let a new booking overlap it. `None` when nothing
-/// changes.
+/// The TAT after giving back `tokens` of a booking whose tokens end at `top`, by the rule of
+/// docs/design.md §1 (*Give back*); `None` when nothing changes.
 #[inline]
 pub(crate) fn give_back(tat: u64, now: u64, top: u64, tokens: u32, quota: &Quota) -> Option<u64> {
     if tat <= now {
@@ -123,10 +108,8 @@ pub struct Booking {
     pub(crate) allowed: Allowed,
 }
 
-/// The outcome of reserving `cost` tokens at `now`, waiting at most `max_wait_ns` for them:
-/// the TAT moves to `max(TAT, now) + cost * T`, and the tokens are ready once that is at most
-/// one depth ahead. A reservation that would wait longer than `max_wait_ns` is refused with
-/// the [`Denied`] a check would give (its `retry_after` is the wait it would have needed).
+/// The outcome of reserving `cost` tokens at `now`, waiting at most `max_wait_ns` for them
+/// (docs/design.md §1, *Reserve*); refused as a check would be.
 #[inline]
 pub(crate) fn reserve(
     tat: u64,
@@ -165,10 +148,8 @@ fn reserve_as<const MARKED: bool>(
     if cost > quota.burst() {
         return Err(refused(None));
     }
-    // cost <= burst, so cost * T <= D: no overflow. The new TAT must be representable, or
-    // the request can never pass. It is computed from `max(TAT, now)` rather than as
-    // `now + need`: the store waits on this chain alone (two steps from the load, not four),
-    // while `need`, which only the decision and the figures read, is worked out beside it.
+    // cost <= burst, so cost * T <= D: no overflow. The new TAT is `max(TAT, now) + cost_ns`,
+    // not `now + need`: the store then waits on a chain two steps from the load, not four.
     let cost_ns = u64::from(cost) * quota.emission_interval_ns();
     let Some(new_tat) = tat.max(now).checked_add(cost_ns) else {
         if MARKED && tat == u64::MAX {
@@ -176,9 +157,7 @@ fn reserve_as<const MARKED: bool>(
         }
         return Err(unrepresentable(ahead, quota));
     };
-    // How far ahead of `now` the TAT would be: `ahead + cost_ns`, no overflow (it is at most
-    // `new_tat`).
-    let need = new_tat - now;
+    let need = new_tat - now; // `ahead + cost_ns`, at most `new_tat`
     let wait = need.saturating_sub(quota.depth_ns());
     if wait > max_wait_ns {
         return Err(refused(Some(wait)));
@@ -190,10 +169,8 @@ fn reserve_as<const MARKED: bool>(
     Ok((new_tat, booking))
 }
 
-/// The TAT after spending `n` more tokens unconditionally at `now` (a settled reservation that
-/// cost more than it booked): the bucket may go into debt, and later requests wait it out.
-/// The debt stops at [`MAX_AHEAD`] past `now` (a TAT already further ahead stays as it is),
-/// and the sum saturates rather than wrap.
+/// The TAT after spending `n` more tokens unconditionally at `now`, into debt if need be, up
+/// to [`MAX_AHEAD`] past `now` (docs/design.md §1, *Force*).
 #[inline]
 pub(crate) fn force(tat: u64, now: u64, n: u32, quota: &Quota) -> u64 {
     let extra = u64::from(n).saturating_mul(quota.emission_interval_ns());

@@ -1,22 +1,6 @@
-//! Giving tokens back: a cancelled or settled reservation, an `all_of` check rolled back, a
-//! paced item that was never handed on. One rule for all of them (docs/design.md, section 5):
-//! a give-back never returns more than the booking still holds.
-//!
-//! A booking knows the TAT its spend left (`after`): its tokens sat just below it. Two things
-//! can have happened since, and a value comparison of the TAT can see neither:
-//! - **refill**: the part of the booking below `now` is already back in the bucket;
-//! - **shifts**: a give-back of an earlier booking (below this one) moved everything above it
-//!   down, so this booking's tokens now end lower than `after`.
-//!
-//! So a give-back of `k` of a booking's tokens returns `min(k * T, top - now)` (at least 0),
-//! where `top = after - shift` and `shift` bounds what give-backs since the booking have moved
-//! it. Each bucket has a [`Ledger`] of the credit given back, which bounds the shift; a
-//! give-back made when the booking is still the last thing in the bucket (`TAT == top`) moves
-//! no other booking and is not entered in it.
-//!
-//! Give-backs of one ledger's buckets are made one at a time ([`Ledger::hold`]): checks and
-//! bookings never wait for them, and a give-back's compare-and-swap then also proves that the
-//! ledger it decided on is still current.
+//! Giving tokens back (a cancel, a settle below the cost, an `all_of` rollback, a paced item
+//! never handed on): never more than the booking still holds. The rule, the [`Ledger`] and the
+//! proof: docs/design.md §5, *Give-backs*.
 
 use crate::engine::gcra;
 use crate::quota::Quota;
@@ -31,18 +15,13 @@ pub struct Receipt {
     /// The TAT before the booking's spend, and the TAT it left.
     pub(crate) before: u64,
     pub(crate) after: u64,
-    /// The tokens booked.
     pub(crate) cost: u32,
     /// The bucket's [`Ledger::snapshot`] taken before the spend.
     pub(crate) given: u64,
 }
 
-/// The credit given back to one bucket (or to a stripe of a keyed table's buckets), as two
-/// running totals in nanoseconds, wrapping: `announced` is raised before a give-back's
-/// compare-and-swap (and lowered again if it fails), `completed` after it succeeds. A
-/// booking reads `completed` before its spend; a give-back reads `announced` after its load of
-/// the TAT. Their difference bounds from above the credit given back between the two, which is
-/// all a give-back needs (docs/design.md, section 5, *The ledger*).
+/// The credit given back to one bucket (or a stripe of a keyed table's buckets): two running
+/// totals in nanoseconds, wrapping (docs/design.md §5, *The ledger*).
 #[derive(Debug)]
 pub(crate) struct Ledger {
     announced: AtomicU64,
@@ -55,7 +34,6 @@ pub(crate) struct Ledger {
 pub(crate) struct Hold<'a>(&'a AtomicU64);
 
 impl Ledger {
-    /// A ledger of nothing given back.
     pub(crate) fn new() -> Ledger {
         Ledger {
             announced: AtomicU64::new(0),
@@ -65,14 +43,8 @@ impl Ledger {
     }
 
     /// Waits until no other give-back of the ledger's buckets is being made, and keeps the
-    /// others waiting until the hold is dropped. A give-back decides on the TAT and the ledger
-    /// as it read them, and its compare-and-swap checks only the TAT: without the hold, the
-    /// give-back of another booking (lowering the TAT and entered in the ledger) and then a
-    /// spend (raising it by as much) could both come between its load and its
-    /// compare-and-swap, which would find the TAT it loaded over bookings that have moved
-    /// (ABA). Held, only spends write the TAT in between, and a spend always raises it: a
-    /// compare-and-swap that finds the TAT it loaded proves that nothing was written since.
-    /// Checks and bookings never take it.
+    /// others waiting until the hold is dropped: why (ABA on the TAT), docs/design.md §5, *One
+    /// give-back at a time*. Checks and bookings never take it.
     pub(crate) fn hold(&self) -> Hold<'_> {
         // Acquire: this give-back reads the ledger and the TAT as the one before it left them.
         while self
@@ -153,9 +125,8 @@ fn exactly_without(receipt: &Receipt, tokens: u32, quota: &Quota) -> u64 {
 }
 
 /// Gives back `tokens` of the booking `receipt` to `word` under `quota` (the booking's), at a
-/// time read by `now` after each load of the TAT: a time no earlier than that of any spend the
-/// load saw, so that no refill a later spend counted on is handed out again. Returns the
-/// credit given back, in nanoseconds.
+/// time read by `now` after each load of the TAT (no earlier than any spend the load saw).
+/// Returns the credit given back, in nanoseconds.
 pub(crate) fn give_back(
     word: &impl TenureWord,
     ledger: &Ledger,

@@ -1,13 +1,6 @@
-//! Lanes: an index that each thread which counts holds alone while it lives, so that its adds
-//! to a striped count (`tally.rs`) are a load and a store, with no locked instruction.
-//!
-//! A thread takes the lowest free index at its first count and gives it back when it ends
-//! (a thread-local destructor). The registry is a mutex: its release when a lane is given
-//! back and its acquire when the lane is taken again order the last add of the old holder
-//! before the first add of the new one, which therefore starts from the count the old one
-//! left. A thread that counts after its lane went back (from another thread-local's
-//! destructor) counts in a tally's shared lane, as does a thread whose index lies past a
-//! tally's lanes. The loom model `lanes/loom_tests.rs` checks the handover.
+//! Lanes: an index that each counting thread holds alone while it lives, so that its adds to
+//! a striped count (`tally.rs`) are a load and a store. The handover through the registry's
+//! mutex: docs/design.md §11, *Lanes*; the loom model `lanes/loom_tests.rs` checks it.
 
 use crate::sync::lane::Mutex;
 use alloc::collections::BinaryHeap;
@@ -77,7 +70,6 @@ impl Lanes {
     }
 }
 
-/// The registry of the process.
 #[cfg(not(loom))]
 static LANES: Lanes = Lanes::new();
 
@@ -137,33 +129,5 @@ fn assign() -> usize {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lanes_are_distinct_lowest_first_and_reused() {
-        let lanes = Lanes::new();
-        assert_eq!((lanes.take(), lanes.take(), lanes.take()), (0, 1, 2));
-        lanes.give(1);
-        lanes.give(0);
-        assert_eq!((lanes.take(), lanes.take(), lanes.take()), (0, 1, 3));
-    }
-
-    #[test]
-    fn a_thread_keeps_its_lane_and_gives_it_back_when_it_ends() {
-        let mine = current();
-        assert_eq!(current(), mine);
-        assert!(mine < RETIRED);
-        // 400 threads, 4 alive at a time: the lanes given back are taken again, so the
-        // process gives out about as many as threads live at once (other tests' threads
-        // among them), not one per thread.
-        for _ in 0..100 {
-            let threads: Vec<_> = (0..4).map(|_| std::thread::spawn(current)).collect();
-            for thread in threads {
-                assert!(thread.join().unwrap() < RETIRED);
-            }
-        }
-        let given_out = LANES.free.lock().unwrap().next;
-        assert!(given_out < 100, "{given_out} lanes for 400 threads");
-    }
-}
+#[path = "lanes_tests.rs"]
+mod tests;

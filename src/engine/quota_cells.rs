@@ -1,33 +1,6 @@
-//! `Cells`: a [`Limiter`](crate::Limiter)'s bucket with its quota, and the two cells that quota
-//! changes move it between.
-//!
-//! A cell is one bucket word and the quota its TAT is meant for. A change never rewrites the
-//! live cell's quota: it writes the new quota and the TAT its [`QuotaChange`] rule gives into
-//! another cell, then *moves* the live cell there in one compare-and-swap of the live cell's
-//! word, from the TAT it rebased to [`MOVED`] (`bucket.rs`). So every operation decides with the
-//! quota of the cell whose TAT it read: one that read the old word before the move fails its
-//! compare-and-swap and follows the cell's `next`. Checks take no lock and never wait for a
-//! change.
-//!
-//! The first cell, the *head*, holds the quota the limiter was made with, plainly: a limiter
-//! whose quota never changed decides on it exactly as a bare bucket does. It is never reused.
-//! The two *spares* take turns: a change moves the live cell to the spare that is not live,
-//! so a limiter changed a million times holds these three cells and allocates nothing. Reusing
-//! a spare starts a new *tenure* of it, numbered by its `version` (even; odd while a change
-//! writes it): its values are masked by the version (`bucket.rs`), so a stalled operation of an
-//! earlier tenure fails its compare-and-swap, and its quota is read under the version (a
-//! sequence lock), so no operation decides with a quota of one tenure on a TAT of another.
-//! Changes are made one at a time (`changing`); a check never takes part in that.
-//!
-//! # Atomic orderings
-//! A change marks the spare odd (then a `Release` fence), writes its quota and TAT, marks it
-//! even with `Release`, names it in the live cell's `next`, writes [`MOVED`] with `Release`
-//! and stores `live` with `Release`. An operation on a spare loads its version with `Acquire`,
-//! then the quota, then (after an `Acquire` fence) the word with `Acquire`, and checks the
-//! version again after every load of the word; one that finds [`MOVED`] reads `next` and checks
-//! the version once more. Under loom every interleaving of this is explored.
-//!
-//! [`QuotaChange`]: crate::QuotaChange
+//! `Cells`: a [`Limiter`](crate::Limiter)'s bucket with its quota (the *head*), and the two
+//! *spares* that quota changes move it between. The protocol, its orderings and why each
+//! operation is linearised on one cell's word: docs/design.md §10, *The protocol: cells*.
 
 use crate::engine::bucket::{Bucket, Change, Tenure, LAST_TAT, MOVED};
 use crate::engine::bucket_ref::TatStore;
@@ -44,12 +17,10 @@ mod loom_tests;
 /// index 1 or 2.
 const HEAD: u64 = 0;
 
-/// The cell index of an id.
 fn index(id: u64) -> usize {
     (id & 3) as usize
 }
 
-/// The version of an id.
 fn version(id: u64) -> u64 {
     id >> 2
 }
@@ -158,7 +129,6 @@ impl View<'_> {
 /// A booking's receipt and what it booked.
 pub(crate) type Booked = (Receipt, Booking);
 
-/// The cells of one limiter.
 #[derive(Debug)]
 pub(crate) struct Cells {
     head: Head,
@@ -238,7 +208,6 @@ impl Cells {
         (moved && spare.version.load(Ordering::Relaxed) == v).then_some(next)
     }
 
-    /// The id in `live`.
     #[inline]
     fn live_id(&self) -> u64 {
         // Acquire: pairs with the Release store in `change`.
@@ -256,9 +225,7 @@ impl Cells {
     }
 
     /// Spends `cost` tokens from the live cell at `now(its quota)`, then calls `moved` with the
-    /// decision if the head had moved. A named limiter's head has (see [`Cells::move_head`]):
-    /// its counting rides on the path a changed limiter takes, so the checks of every other
-    /// limiter test nothing for it.
+    /// decision if the head had moved, as a named limiter's has (docs/design.md §11).
     #[inline]
     pub(crate) fn spend_then(
         &self,
@@ -290,9 +257,7 @@ impl Cells {
         }
     }
 
-    /// `op` on the live cell. Both calls of `op` are inlined here, so that a changed limiter
-    /// runs the same decision as one that never changed and the answer stays in registers;
-    /// the moved path is marked cold, so that it takes no registers from the head's.
+    /// `op` on the live cell.
     #[inline]
     fn on_live<T>(&self, op: impl FnMut(&View<'_>) -> Option<T>) -> T {
         self.on_live_then(op, |_| ())
@@ -312,9 +277,8 @@ impl Cells {
         self.on_moved(op, moved)
     }
 
-    /// The rest of [`Cells::on_live_then`] once the head has moved: a function of its own, out
-    /// of line and cold, so that the head's call of `op` is the only one in the checks' code
-    /// and is inlined there (with two calls in one body, `op` is made a function of its own).
+    /// The rest of [`Cells::on_live_then`] once the head has moved. Out of line and cold, so
+    /// that the head's call of `op` is the only one in the checks' code and is inlined there.
     #[cold]
     #[inline(never)]
     fn on_moved<T>(
@@ -360,7 +324,6 @@ impl Cells {
         self.change_locked(quota, rebase);
     }
 
-    /// [`Cells::change`], with the change lock held.
     fn change_locked(&self, quota: Quota, rebase: impl Fn(u64, &Quota) -> u64) {
         // With the lock held `live` names the live cell, which has not moved: every change
         // stores `live` before it lets go of the lock.
@@ -385,7 +348,7 @@ impl Cells {
                 break;
             }
         }
-        // Release: publishes the cell to operations that load `live` (module docs).
+        // Release: publishes the cell to operations that load `live`.
         self.live.store(to_id, Ordering::Release);
     }
 }

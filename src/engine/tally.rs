@@ -1,30 +1,18 @@
-//! Striped counters: a named limiter's decisions (what `stats()` and the metrics read) and the
-//! HTTP layer's answers.
-//!
-//! One shared atomic add per check would make every thread checking a hot limiter take turns
-//! on the counter's cache line, as they already do on the bucket's word, doubling the line's
-//! traffic. Here each thread adds to a line of its own instead: the lane it holds alone while
-//! it lives (`lanes.rs`), so that an add is a load and a store, with no locked instruction
-//! beside the check's compare-and-swap. A thread whose lane lies past a tally's lanes adds to
-//! the tally's shared line with a read-modify-write. The cost is one thread-local read per
-//! counted check, and `(lanes + 1) x 128` bytes per named limiter or layer (read: the sum of
-//! the lanes, a loop over a few lines, taken only by `stats()` and the metrics export).
+//! Striped counters: a named limiter's decisions and the HTTP layer's answers, a line per
+//! thread's lane (why: docs/design.md §11, *Lanes*).
 
 use crate::sync::lane::{AtomicU64, Ordering};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use crossbeam_utils::CachePadded;
 
-/// The most lanes a tally has.
 const MAX_LANES: usize = 64;
 /// The fewest lanes [`StripedCounts::new`] gives a tally: a process has a few threads beside
 /// its workers (its main thread, a runtime's blocking pool) that count too.
 const MIN_LANES: usize = 4;
 
 /// `N` counts striped over cache lines: each thread adds to the line of its own lane, and a
-/// read sums the lines. What a named limiter counts its decisions in, public for the
-/// counters of crates built on this one (the HTTP layer's answers): counting on a hot path
-/// without every thread taking turns on one cache line.
+/// read sums the lines, so that threads counting on a hot path do not take turns on one line.
 ///
 /// ```
 /// use cellrate::StripedCounts;
@@ -110,7 +98,6 @@ impl<const N: usize> StripedCounts<N> {
             })
     }
 
-    /// How many lanes there are.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn lane_count(&self) -> usize {
         self.lanes.len()
@@ -136,7 +123,6 @@ pub(crate) struct Tally {
     stripes: StripedCounts<3>,
 }
 
-/// The summed counts of a [`Tally`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Totals {
     pub(crate) allowed: u64,
@@ -171,7 +157,6 @@ impl Tally {
         });
     }
 
-    /// The sums over the stripes.
     pub(crate) fn totals(&self) -> Totals {
         let [allowed, denied, peeks] = self.stripes.sums();
         Totals {
@@ -181,7 +166,6 @@ impl Tally {
         }
     }
 
-    /// How many lanes this tally has.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn lane_count(&self) -> usize {
         self.stripes.lane_count()
@@ -189,53 +173,5 @@ impl Tally {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lanes_are_bounded() {
-        assert_eq!(Tally::with_lanes(0).lane_count(), 1);
-        assert_eq!(Tally::with_lanes(3).lane_count(), 3);
-        assert_eq!(Tally::with_lanes(1000).lane_count(), 64);
-    }
-
-    #[test]
-    fn totals_are_exact_while_threads_come_and_go() {
-        // Waves of threads, more at once than lanes, each ending while the next wave and the
-        // long-lived ones count: lanes change hands mid-count, and some threads share a line.
-        let counts = StripedCounts::<1>::with_lanes(3);
-        std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| (0..50_000).for_each(|_| counts.add(0)));
-            }
-            for _ in 0..20 {
-                let wave: Vec<_> = (0..4)
-                    .map(|_| s.spawn(|| (0..2_000).for_each(|_| counts.add(0))))
-                    .collect();
-                wave.into_iter().for_each(|t| t.join().unwrap());
-            }
-        });
-        assert_eq!(counts.sums(), [2 * 50_000 + 20 * 4 * 2_000]);
-    }
-
-    #[test]
-    fn totals_are_exact_under_threads() {
-        // More threads than lanes, so that some share the shared line.
-        let tally = Tally::with_lanes(2);
-        std::thread::scope(|s| {
-            for t in 0..6u32 {
-                let tally = &tally;
-                s.spawn(move || {
-                    for i in 0..10_000u32 {
-                        tally.record(i % 3 != 0, t % 2);
-                    }
-                });
-            }
-        });
-        let t = tally.totals();
-        // Each thread: 3,334 denials (i % 3 == 0) and 6,666 admissions, peeks when cost is 0.
-        assert_eq!(t.denied, 6 * 3_334);
-        assert_eq!(t.peeks, 3 * 6_666);
-        assert_eq!(t.allowed, 3 * 6_666);
-    }
-}
+#[path = "tally_tests.rs"]
+mod tests;

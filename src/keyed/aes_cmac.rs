@@ -1,22 +1,7 @@
-//! AES-128-CMAC (NIST SP 800-38B, RFC 4493) on AES-NI, as the [`Hasher`] of fingerprints.
-//!
-//! CMAC is a pseudorandom function of messages of any length under a secret key, as long as
-//! AES is a pseudorandom permutation; its first 64 bits are a fingerprint no client can steer,
-//! as SipHash's are. It is here for speed: for a u64 key it is one AES block (10 rounds, one
-//! instruction each), far fewer instructions in all than SipHash-1-3 (BENCHMARKS.md,
-//! *Fingerprints*, counts both), and a check at 1,000,000 keys is bound by how many cache misses of successive checks the
-//! processor overlaps, which falls as a check's instructions grow (BENCHMARKS.md, the keyed
-//! rows).
-//!
-//! The message is the byte stream that the key's `Hash` writes, in blocks of 16 bytes. The last
-//! block is held back until the stream ends: whole, it is XORed with subkey K1; partial, it is
-//! padded with 0x80 and zeros and XORed with K2; then it is encrypted after the CBC chain of the
-//! blocks before it.
-//!
-//! The AES rounds are inline assembly, so that they inline into the check: a function compiled
-//! for the `aes` target feature cannot be inlined into code compiled without it, and a call per
-//! hash costs a check more than the rounds themselves. [`AesCmacKey::new`] detects AES-NI at run time and returns `None` without
-//! it; every other use of the instructions goes through an `AesCmacKey`.
+//! AES-128-CMAC (NIST SP 800-38B, RFC 4493) on AES-NI, as the [`Hasher`] of fingerprints: why
+//! it is the default, and why its rounds are inline assembly, docs/design.md §6.6.
+//! [`AesCmacKey::new`] detects AES-NI at run time and returns `None` without it; every other
+//! use of the instructions goes through an `AesCmacKey`.
 
 use core::arch::asm;
 use core::hash::{Hash, Hasher};
@@ -86,7 +71,6 @@ impl AesCmacKey {
         cmac.finish()
     }
 
-    /// AES-128 encryption of one block.
     #[inline(always)] // BENCHMARKS.md, "Fingerprints"
     fn encrypt(&self, block: u128) -> u128 {
         let (lo, hi): (u64, u64);
@@ -242,7 +226,6 @@ impl<'k> AesCmac<'k> {
         self.chain ^ last
     }
 
-    /// The whole 128-bit CMAC.
     #[cfg(test)]
     fn mac(&self) -> u128 {
         self.key.encrypt(self.last_input())

@@ -1,6 +1,4 @@
-//! Checking many keys in one call: one clock reading for all of them, and each key's slot
-//! fetched from memory while the keys before it are decided, so that their cache misses
-//! overlap instead of following one another.
+//! Checking many keys in one call (docs/design.md §6.3, *Batches*).
 
 use super::KeyedLimiter;
 use crate::clock::Clock;
@@ -9,9 +7,8 @@ use crate::outcome::{Allowed, Denied};
 use core::borrow::Borrow;
 use core::hash::Hash;
 
-/// How many keys ahead of the one being decided a batch has hashed and prefetched: far enough
-/// that a slot's cache miss is over before its key is decided, and no further, since deeper
-/// queues gain little (the batch group of the keyed benchmarks shows it).
+/// How many keys ahead of the one being decided a batch has hashed and prefetched: enough for
+/// a slot's miss to end before its key is decided; deeper gains little (`keyed_batch`).
 const LOOKAHEAD: usize = 8;
 
 impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
@@ -19,12 +16,10 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
     /// at one reading of the clock, and answers one decision per request, in order (the same
     /// call and shape as `cellrate-redis`'s `RedisLimiter::check_many`).
     ///
-    /// The decisions are exactly those of `limiter.at(now).key(&k).check_n(cost)` called for
-    /// each request in turn at that reading (a key listed twice sees its first spend).
-    /// Each check is atomic on its own, as a single check is; the batch is not all-or-nothing
-    /// (see [`all_of`](crate::all_of) for that). The batch is faster when the table does not
-    /// fit in the cache: while one key is decided, the slots of the next few are already being
-    /// fetched, and the clock is read once (see BENCHMARKS.md, `keyed_batch`).
+    /// The decisions are exactly those of `limiter.at(now).key(&k).check_n(cost)` for each
+    /// request in turn (a key listed twice sees its first spend). Each check is atomic on its
+    /// own; the batch is not all-or-nothing ([`all_of`](crate::all_of) is). Faster than single
+    /// checks on a table larger than the cache: the next few slots are fetched meanwhile.
     ///
     /// ```
     /// use cellrate::{KeyedLimiter, Quota};
@@ -49,7 +44,6 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         decisions
     }
 
-    /// [`check_many`](Self::check_many) at `now`.
     pub(crate) fn check_many_at<Q>(
         &self,
         requests: &[(&Q, u32)],

@@ -15,10 +15,8 @@ use core::marker::PhantomData;
 /// space that becomes resident only as keys arrive.
 pub const DEFAULT_MAX_KEYS: usize = 1 << 20;
 
-/// How far from its home a key may be stored: the longest scan of a look-up. At the full
-/// load of 0.8 keys per slot, linear probing displaces no key among 1,000,000 by more than
-/// about 300 slots; 512 leaves room, and a scan stops at the first never-used slot
-/// long before that in most look-ups.
+/// How far from its home a key may be stored: the longest scan of a look-up. At a load of 0.8,
+/// linear probing displaces no key among 1,000,000 by more than about 300 slots.
 pub(crate) const WINDOW: usize = 512;
 
 /// Builds a [`KeyedLimiter`]; from [`KeyedLimiter::builder`].
@@ -102,10 +100,9 @@ impl<K> KeyedLimiterBuilder<K, TickClock> {
 }
 
 impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
-    /// The most keys the limiter is sized for (default [`DEFAULT_MAX_KEYS`]). The table has
-    /// `ceil(n * 5 / 4)` slots of 16 bytes, so at `n` keys it is 80% full and costs 20 bytes
-    /// per key; untouched slots cost address space only. A few more than `n` keys may fit;
-    /// past that, [`OverflowPolicy`] decides.
+    /// The most keys the limiter is sized for (default [`DEFAULT_MAX_KEYS`]): `ceil(n * 5 / 4)`
+    /// slots of 16 bytes, 20 bytes per key at `n`; untouched slots cost address space only.
+    /// Past about `n` keys, [`OverflowPolicy`] decides.
     pub fn max_keys(self, n: usize) -> Self {
         KeyedLimiterBuilder {
             max_keys: n,
@@ -131,9 +128,9 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     }
 
     /// With `on`, new keys start empty (full one bucket depth after they are first seen)
-    /// instead of full (the default, `false`). A check of a new key then records it even when it spends nothing. A bucket that
-    /// is not full is then never removed for a new key: one that finds no room is refused,
-    /// whatever the [`OverflowPolicy`] (its docs say what a flood of new keys costs).
+    /// instead of full (the default). A check of a new key then records it even when it spends
+    /// nothing, and a bucket that is not full is never removed for a new key
+    /// ([`OverflowPolicy`]).
     pub fn start_empty(self, on: bool) -> Self {
         KeyedLimiterBuilder {
             start_empty: on,
@@ -148,16 +145,14 @@ impl<K, C: Clock> KeyedLimiterBuilder<K, C> {
     }
 
     /// With `on`, back the table with 2 MiB huge pages where Linux offers them (transparent
-    /// huge pages in `madvise` or `always` mode; default `false`). A check of a random key among 1,000,000 then
-    /// misses the cache but not the TLB, and takes less time (BENCHMARKS.md, the keyed rows).
+    /// huge pages in `madvise` or `always` mode; default `false`): a check of a random key in
+    /// a large table then misses the cache but not the TLB (BENCHMARKS.md, the keyed rows).
     ///
     /// The price is resident memory: the kernel commits a whole 2 MiB page at the first touch
     /// of any slot in it, so the table is nearly all resident after a few dozen keys
-    /// (BENCHMARKS.md, "Memory", compares both page sizes). Turn it on for a
-    /// table sized to keys that will come. It does nothing elsewhere than Linux, nor for tables
-    /// that hold no whole aligned 2 MiB page (under 2 MiB, and up to 4 MiB depending on where
-    /// the allocator puts them: `max_keys` under about 105,000 to 210,000);
-    /// the limiter's `Debug` output (`huge_pages: ..`) tells whether the advice was given.
+    /// (BENCHMARKS.md, "Memory"). It does nothing elsewhere than Linux, nor for tables that
+    /// hold no whole aligned 2 MiB page (`max_keys` under about 105,000 to 210,000); the
+    /// limiter's `Debug` output (`huge_pages: ..`) tells whether the advice was given.
     pub fn huge_pages(self, on: bool) -> Self {
         KeyedLimiterBuilder {
             huge_pages: on,
@@ -239,75 +234,5 @@ impl<K, C: fmt::Debug> fmt::Debug for KeyedLimiterBuilder<K, C> {
 }
 
 #[cfg(all(test, not(loom), target_os = "linux"))]
-mod tests {
-    use crate::{KeyedLimiter, Quota};
-
-    /// Whether the mapping holding `addr` carries the huge-page advice: the `hg` flag
-    /// (VM_HUGEPAGE, set by MADV_HUGEPAGE) in its `VmFlags` line of /proc/self/smaps,
-    /// whatever the system's THP mode. `None` if smaps has no such line for it.
-    fn advised(addr: usize) -> Option<bool> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-        let mut inside = false;
-        for line in smaps.lines() {
-            let range = line
-                .split_whitespace()
-                .next()
-                .and_then(|r| r.split_once('-'));
-            let bounds = range.and_then(|(lo, hi)| {
-                let lo = usize::from_str_radix(lo, 16).ok()?;
-                Some((lo, usize::from_str_radix(hi, 16).ok()?))
-            });
-            if let Some((lo, hi)) = bounds {
-                inside = (lo..hi).contains(&addr);
-            } else if let Some(flags) = line.strip_prefix("VmFlags:").filter(|_| inside) {
-                return Some(flags.split_whitespace().any(|f| f == "hg"));
-            }
-        }
-        None
-    }
-
-    /// With `huge_pages(true)` the advice reaches the kernel for the table's own mapping, and
-    /// only then; the limiter works the same. Skipped where the kernel refuses the advice (no
-    /// transparent huge pages built in) or smaps shows no flags.
-    #[test]
-    #[cfg_attr(miri, ignore = "madvise and /proc/self/smaps are outside Miri")]
-    fn advice_reaches_the_tables_mapping() {
-        // Per hour: the sixth check of a key is denied however slowly the test runs.
-        let build = |keys, huge| {
-            let builder = KeyedLimiter::<u64>::builder(Quota::per_hour(5)).max_keys(keys);
-            if huge {
-                builder.huge_pages(true).build()
-            } else {
-                builder.build()
-            }
-        };
-        let (plain, huge, small) = (
-            build(1 << 20, false),
-            build(1 << 20, true),
-            build(1000, true),
-        );
-        if !huge.table.huge_pages {
-            eprintln!("skipped: the kernel refuses MADV_HUGEPAGE");
-            return;
-        }
-        assert!(!plain.table.huge_pages, "not asked for");
-        assert!(!small.table.huge_pages, "smaller than a huge page");
-        let middle = |l: &KeyedLimiter<u64>| {
-            let slots = l.table.slots.as_slice();
-            &slots[slots.len() / 2] as *const _ as usize
-        };
-        let Some(advised_huge) = advised(middle(&huge)) else {
-            eprintln!("skipped: /proc/self/smaps shows no VmFlags");
-            return;
-        };
-        assert!(advised_huge, "the huge table's mapping is advised");
-        assert_eq!(advised(middle(&plain)), Some(false), "the plain one is not");
-        for key in 0..1000u64 {
-            for _ in 0..5 {
-                assert!(huge.check_key(&key).is_ok());
-            }
-            assert!(huge.check_key(&key).is_err());
-        }
-        assert_eq!(huge.len(), 1000);
-    }
-}
+#[path = "builder_tests.rs"]
+mod tests;

@@ -1,7 +1,5 @@
 //! The fingerprint of a key: 64 bits of a keyed pseudorandom function of the bytes its `Hash`
-//! writes, under a secret random key per limiter (docs/design.md, fingerprints and their
-//! collision bound). The key is 128 bits from the operating system (getrandom); only where the
-//! OS has none to give does it fall back to std's `RandomState`, itself seeded from the OS.
+//! writes, under a secret random key per limiter (docs/design.md §6.6).
 
 #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
 use super::aes_cmac::AesCmacKey;
@@ -24,7 +22,6 @@ pub enum FingerprintHash {
 
 /// A limiter's fingerprint function and its secret key.
 pub(super) enum Fingerprinter {
-    /// AES-128-CMAC under a random key.
     #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
     AesCmac(AesCmacKey),
     /// SipHash-1-3 under a random key; under loom a fixed key, so that a model is the same in
@@ -51,8 +48,7 @@ impl BuildHasher for SipKey {
 type SipKey = core::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 
 /// 128 secret random bits: from the operating system, or where it has none to give, two
-/// SipHash-1-3 outputs under std's `RandomState` (seeded from the OS once per thread, and
-/// unpredictable as long as SipHash-1-3 is a pseudorandom function).
+/// SipHash-1-3 outputs under std's OS-seeded `RandomState`.
 #[cfg(not(loom))]
 fn secret_key() -> u128 {
     let mut bytes = [0u8; 16];
@@ -82,7 +78,6 @@ impl Fingerprinter {
         Fingerprinter::SipHash13(sip)
     }
 
-    /// Which hash this is.
     pub(super) fn kind(&self) -> FingerprintHash {
         match self {
             #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
@@ -91,7 +86,6 @@ impl Fingerprinter {
         }
     }
 
-    /// The fingerprint of `key`.
     #[inline]
     pub(super) fn fingerprint<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
         match self {
@@ -102,10 +96,9 @@ impl Fingerprinter {
     }
 }
 
-/// The id of a key's bucket under a quota other than the limiter's own: the key's fingerprint
-/// `fp` mixed with the quota's figures by a bijection (murmur3's finaliser), so that the key's
-/// buckets under different quotas have unrelated fingerprints, each as unpredictable as `fp`
-/// (a secret pseudorandom value), and so collide with other buckets no more often than keys do.
+/// The id of a key's bucket under a quota other than the limiter's own: `fp` mixed with the
+/// quota's figures by a bijection (murmur3's finaliser), so that it is as unpredictable as
+/// `fp` and collides no more often than keys do (docs/design.md §13).
 pub(super) fn under_quota(fp: u64, quota: &crate::quota::Quota) -> u64 {
     let figures = quota
         .emission_interval_ns()
@@ -121,33 +114,5 @@ pub(super) fn under_quota(fp: u64, quota: &crate::quota::Quota) -> u64 {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_limiter_has_its_own_key() {
-        for wanted in [FingerprintHash::AesCmac, FingerprintHash::SipHash13] {
-            let (a, b) = (Fingerprinter::new(wanted), Fingerprinter::new(wanted));
-            assert_eq!(a.kind(), b.kind());
-            let differ = (0u64..8).filter(|k| a.fingerprint(k) != b.fingerprint(k));
-            assert_eq!(differ.count(), 8, "{wanted:?}");
-            assert_eq!(a.fingerprint("key"), a.fingerprint(&String::from("key")));
-        }
-    }
-
-    #[test]
-    fn a_key_under_each_quota_has_its_own_fingerprint() {
-        use crate::quota::Quota;
-        let fp = Fingerprinter::new(FingerprintHash::SipHash13).fingerprint(&7u64);
-        let quotas = [
-            Quota::per_second(10),
-            Quota::per_second(10).with_burst(11),
-            Quota::per_second(11).with_burst(10),
-            Quota::per_minute(10),
-        ];
-        let ids: std::collections::HashSet<u64> =
-            quotas.iter().map(|q| under_quota(fp, q)).collect();
-        assert_eq!(ids.len(), quotas.len());
-        assert!(!ids.contains(&fp));
-    }
-}
+#[path = "fingerprint_tests.rs"]
+mod tests;

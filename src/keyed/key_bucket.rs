@@ -20,15 +20,17 @@ use core::borrow::Borrow;
 use core::hash::Hash;
 use core::time::Duration;
 
-/// The bucket of one key of a [`KeyedLimiter`], under one quota: the limiter's, or the one
-/// [`with_quota`](Self::with_quota) names. Cheap to make (one hash) and to copy; it holds no
-/// lock and no slot: every operation looks the key up again.
+/// The bucket of one key of a [`KeyedLimiter`], under the limiter's quota or the one
+/// [`with_quota`](Self::with_quota) names. Cheap to make (one hash) and to clone; it holds no
+/// lock and no slot. Its verbs follow [`Limiter`](crate::Limiter)'s rules.
 ///
 /// ```
 /// use cellrate::{all_of, KeyedLimiter, Limiter, ManualClock, Quota};
 ///
 /// let clock = ManualClock::new();
-/// let per_user = KeyedLimiter::<u64, _>::builder(Quota::per_second(5)).clock(clock.clone()).build();
+/// let per_user = KeyedLimiter::<u64, _>::builder(Quota::per_second(5))
+///     .clock(clock.clone())
+///     .build();
 /// let global = Limiter::with_clock(Quota::per_second(100), clock.clone());
 /// let user = per_user.key(&42);
 /// assert!(all_of(&[(&user, 5), (&global, 5)]).check().is_ok());
@@ -37,20 +39,17 @@ use core::time::Duration;
 /// ```
 pub struct KeyedBucket<'a, C: Clock> {
     table: &'a Table,
-    /// The fingerprint of the key.
     key_fp: u64,
     /// The id of the bucket: the key's fingerprint under the limiter's quota, mixed with the
     /// quota under another one (`fingerprint::under_quota`).
     fp: u64,
     quota: Quota,
-    /// The limiter's own quota.
     default: Quota,
     clock: &'a C,
     reading: Reading,
     start_empty: bool,
     /// The time of [`KeyedLimiter::at`], if the handle came from there.
     at: Option<Nanos>,
-    /// The limiter's name and counts, if it is named.
     named: Option<&'a Named>,
 }
 
@@ -91,15 +90,9 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
 
 impl<'a, C: Clock> KeyedBucket<'a, C> {
     /// The bucket of the same key under `quota` (a tier: free, paid). A quota is part of a
-    /// bucket's identity: the key has one bucket under each quota it is used with, each
-    /// decided under that quota alone, exactly, and each forgotten once idle as any bucket is.
-    /// A key that moves to another quota therefore starts there as a new key does (full, or
-    /// empty under [`start_empty`](crate::KeyedLimiterBuilder::start_empty)); its spending under
-    /// the old quota stays with the old bucket. Under the limiter's own quota this is the
-    /// handle [`key`](KeyedLimiter::key) gives.
-    ///
-    /// The limiter reads its clock one way whatever the quota of the call (see
-    /// [`KeyedLimiterBuilder::clock`](crate::KeyedLimiterBuilder::clock)).
+    /// bucket's identity: the key has one bucket under each quota it is used with, each decided
+    /// under that quota alone. A key that moves to another quota starts there as a new key
+    /// does; its spending under the old quota stays with the old bucket.
     ///
     /// ```
     /// use cellrate::{KeyedLimiter, ManualClock, Quota};
@@ -127,8 +120,7 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
         self.check_n(1)
     }
 
-    /// Spends `cost` tokens now if all are there; the rules of
-    /// [`Limiter::check_n`](crate::Limiter::check_n).
+    /// Spends `cost` tokens now if all are there.
     // Inlined into the caller (the table's insert path stays out of line): called, a check
     // returns its answer through memory, which a caller reading only `is_ok()` pays for
     // (BENCHMARKS.md, `keyed_paired`).
@@ -157,32 +149,26 @@ impl<'a, C: Clock> KeyedBucket<'a, C> {
         bucket.available(bucket.time(self.at).as_u64())
     }
 
-    /// Books `cost` tokens now, ready within `max_wait`; the rules of
-    /// [`Limiter::reserve`](crate::Limiter::reserve). With a `max_wait` of zero it is a check
-    /// that can be taken back ([`Reservation::cancel`]).
+    /// Books `cost` tokens now, ready within `max_wait` ([`Reservation`]).
     pub fn reserve(&self, cost: u32, max_wait: Duration) -> Result<Reservation<'a, C>, Denied> {
         let bucket = self.bucket_ref();
         Reservation::book(bucket.clone(), cost, max_wait, bucket.time(self.at))
             .map_err(|denied| bucket.lagged(self.at, denied))
     }
 
-    /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`; the
-    /// rules of [`Limiter::wait`](crate::Limiter::wait). A new key that finds no room in the
-    /// table (under [`OverflowPolicy::DenyNewKeys`](crate::OverflowPolicy::DenyNewKeys), or any
-    /// policy under [`start_empty`](crate::KeyedLimiterBuilder::start_empty)) waits for room
-    /// too. Reads the limiter's clock, also on a handle from [`KeyedLimiter::at`].
+    /// Blocks the thread until `cost` tokens are there, if that takes at most `max_wait`; a new
+    /// key refused for lack of room waits for room too. Reads the limiter's clock, also on a
+    /// handle from [`KeyedLimiter::at`].
     pub fn wait(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
         wait_on(&self.bucket_ref(), self.named, cost, max_wait)
     }
 
-    /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`;
-    /// the rules of [`Limiter::until_ready`](crate::Limiter::until_ready).
+    /// Waits asynchronously until `cost` tokens are there, if that takes at most `max_wait`.
     #[cfg(feature = "async")]
     pub async fn until_ready(&self, cost: u32, max_wait: Duration) -> Result<Allowed, Denied> {
         until_ready_on(&self.bucket_ref(), self.named, cost, max_wait).await
     }
 
-    /// This key's bucket, for every operation on it.
     fn bucket_ref(&self) -> BucketRef<'a, C> {
         BucketRef {
             store: self.table,
@@ -218,9 +204,8 @@ impl<C: Clock> sealed::Sealed for KeyedBucket<'_, C> {
 impl<C: Clock> Limit for KeyedBucket<'_, C> {}
 
 impl<K, C: Clock> KeyedLimiter<K, C> {
-    /// The reservation of a [`Ticket`] this limiter issued ([`Reservation::detach`]), to
-    /// cancel or settle it; the ticket back if another limiter issued it. See
-    /// [`Limiter::attach`](crate::Limiter::attach).
+    /// The reservation of a [`Ticket`] this limiter issued, to cancel or settle it; the ticket
+    /// back if another limiter issued it ([`Limiter::attach`](crate::Limiter::attach)).
     pub fn attach(&self, ticket: Ticket) -> Result<Reservation<'_, C>, Ticket> {
         Reservation::attach(ticket, &self.table, |id, quota, start_empty| BucketRef {
             store: &self.table,

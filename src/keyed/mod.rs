@@ -1,6 +1,4 @@
-//! `KeyedLimiter`: one GCRA bucket per key in a fixed, lock-free table.
-//!
-//! See [`KeyedLimiter`] for the guarantees and [`table`] for the protocol.
+//! `KeyedLimiter`: one GCRA bucket per key in a fixed, lock-free table (docs/design.md §6).
 
 #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
 mod aes_cmac;
@@ -41,49 +39,26 @@ use table::{Request, Table};
 
 /// What a new key does when no slot of its window is free and no bucket in it is idle.
 ///
-/// A key removed for a new one loses its history: when it is next seen it is a new key again.
-/// Where new keys start full, that costs it nothing: it comes back full. In a limiter built
-/// with [`start_empty`](crate::KeyedLimiterBuilder::start_empty) it would come back empty,
-/// losing the tokens it held (or, in debt, be let off what it owed), so there no bucket that
-/// is not full is ever removed for a new key, whatever the policy: a new key that finds no
-/// room is refused as under [`DenyNewKeys`](Self::DenyNewKeys). (A key removed because it was
-/// idle loses nothing: it was full, and it comes back full, also under `start_empty`.)
-///
-/// # What a flood of new keys can do
-/// A key's window is chosen by a secret pseudorandom function, so a flood cannot aim at one:
-/// to leave a new key no room it must fill about every free slot of the table, and keep them
-/// filled. A key of the flood holds its slot until its bucket is full again: one emission
-/// interval per token it spent, and under `start_empty` at least one depth (burst times
-/// interval) from when it was first seen, more if it books ahead. That takes about as many
-/// new keys per interval (under `start_empty`, per depth) as the table has free slots: under
-/// `start_empty`, at the default `max_keys` (1,310,720 slots) and 10 a second with a burst of
-/// 10 (a depth of 1 s), 1.3 million new keys a second, less the keys held. While it lasts:
-/// - under `EvictNearestNew` in a limiter whose keys start full, new keys are admitted and
-///   the keys removed for them come back full: the flood refills buckets (the attacker's own
-///   too), and empties none;
-/// - under `DenyNewKeys`, and under either policy with `start_empty`, new keys are refused,
-///   each with the time until room comes ([`Denied::retry_after`]); a new key's
-///   [`wait`](crate::KeyedBucket::wait) waits for it; no key the table holds loses a token.
-///
-/// Under `start_empty` a key removed while full is remembered through at least as many later
-/// removals of full buckets as the table has slots, and at most twice as many (docs/design.md,
-/// 6.5): a flood of 2.6 million new keys at the default `max_keys`, each stored and later
-/// removed full, makes every key absent all through it come back empty.
+/// A key removed for a new one comes back as a new key: full where new keys start full, which
+/// costs it nothing. Under [`start_empty`](crate::KeyedLimiterBuilder::start_empty) it would
+/// come back empty, so there no bucket that is not full is removed for a new key, whatever the
+/// policy: a new key that finds no room is refused as under [`DenyNewKeys`](Self::DenyNewKeys),
+/// with the time until room comes ([`Denied::retry_after`]; a new key's
+/// [`wait`](crate::KeyedBucket::wait) waits for it). What a flood of new keys costs and buys
+/// under each policy: docs/design.md §6.5.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OverflowPolicy {
-    /// Remove the bucket nearest to full (smallest TAT) and give its slot to the new key: the
-    /// key whose reset changes least. It comes back full, so a reset never costs a key tokens.
-    /// Counted in [`KeyedStats::overflow_evictions`](crate::KeyedStats::overflow_evictions).
-    /// Never denies a request for lack of room (but for one whose window holds only inserts
-    /// in progress). Under `start_empty` no bucket that is not full is removed, so this is
-    /// [`DenyNewKeys`](Self::DenyNewKeys) there.
+    /// Remove the bucket nearest to full (smallest TAT) and give its slot to the new key,
+    /// counted in [`KeyedStats::overflow_evictions`](crate::KeyedStats::overflow_evictions).
+    /// Under `start_empty` it acts as [`DenyNewKeys`](Self::DenyNewKeys); otherwise it denies
+    /// only a new key whose window holds nothing but inserts in progress.
     #[default]
     EvictNearestNew,
     /// Deny the new key, with a `retry_after` of the time until the bucket nearest to full in
-    /// the window is full (and so free): counted in
-    /// [`KeyedStats::overflow_denials`](crate::KeyedStats::overflow_denials). Never forgets a key that is
-    /// not full, so a flood of new keys cannot reset anyone's bucket.
+    /// its window is full, counted in
+    /// [`KeyedStats::overflow_denials`](crate::KeyedStats::overflow_denials). Never forgets a
+    /// key that is not full, so a flood of new keys cannot reset anyone's bucket.
     DenyNewKeys,
 }
 
@@ -101,39 +76,21 @@ pub enum OverflowPolicy {
 /// ```
 ///
 /// # Guarantees
-/// - **No lock** on any check, for a known key or a new one: a check is a hash, a scan of a few
-///   16-byte slots, and compare-and-swaps of 8-byte words (see *Design* below), lock-free on
-///   every target with 64-bit compare-and-swap.
-/// - **Per-key decisions** are exactly those of [`Limiter`](crate::Limiter): the same
-///   arithmetic on the key's TAT. A peek (`cost == 0`) or a denied check of an absent key
-///   stores nothing when new keys start full.
-/// - **Bounded memory**: the table is allocated once at [`builder`](Self::builder) time
-///   (`max_keys * 1.25` slots of 16 bytes, a mapping of its own whose pages become resident only when
-///   touched) and never grows, so there is no migration step. Nothing is allocated on a check.
-/// - **Idle keys** (full buckets, `TAT <= now`) carry no information: [`evict_idle`]
-///   removes them, and a new key may take an idle key's slot. A key removed while idle
-///   behaves afterwards (at any `now` no earlier than the removal's) exactly as if it had
-///   been kept. When a new key finds no free slot and no idle key in its window, the
-///   [`OverflowPolicy`] applies and is counted in [`stats`](Self::stats).
-/// - **Fingerprints**: a key is stored as a 64-bit fingerprint, not as itself: the first 64
-///   bits of a pseudorandom function of the bytes its `Hash` writes, under a random key chosen
-///   per limiter (AES-128-CMAC on x86_64 with AES-NI, else SipHash-1-3; see
-///   [`FingerprintHash`]). Its high bits choose the home slot and its low 38 bits (the tag)
-///   are kept. Two distinct keys share a bucket only if their tags are equal and one lies in
-///   the other's window: a given key collides with probability at most
-///   `511 x 2^-37 = 3.7e-9` at any load (docs/design.md, *Fingerprints and collisions*), and since
-///   the key of the function is secret, clients cannot choose colliding keys.
+/// - **No lock** on any check, for a known key or a new one: a hash, a scan of a few 16-byte
+///   slots and compare-and-swaps of 8-byte words; a preempted insert delays no one.
+/// - **Per-key decisions** are exactly those of [`Limiter`](crate::Limiter). A peek or a
+///   denied check of an absent key stores nothing when new keys start full.
+/// - **Bounded memory**: the table (`max_keys * 1.25` slots of 16 bytes, resident only where
+///   touched) is allocated once when built and never grows; a check allocates nothing.
+/// - **Idle keys** (full buckets) carry no information: [`evict_idle`](Self::evict_idle)
+///   removes them, and a new key may take an idle key's slot, with no change to what the key
+///   is later answered. With neither a free slot nor an idle key, [`OverflowPolicy`] applies.
+/// - **Fingerprints**: a key is stored as a 64-bit fingerprint of a pseudorandom function
+///   under a secret key per limiter ([`FingerprintHash`]), so clients cannot choose keys that
+///   collide; a given key shares a bucket with another with probability at most
+///   `511 x 2^-37 = 3.7e-9` (stricter for both, never looser).
 ///
-/// # Design
-/// The table is a fixed array of slots, each two 64-bit words: K (the key's tag, a generation
-/// and a PENDING bit) and W (the TAT masked by K). A spend reads K, W and K again, then moves
-/// the TAT with one 8-byte compare-and-swap of W; a key lives within 512 slots of its home
-/// (linear probing). A new key is claimed, checked against other claims of it, made LIVE and
-/// published in steps that any check meeting them completes itself, so a preempted inserter
-/// delays no one. The protocol and its proofs are in docs/design.md; it is model-checked with
-/// loom (`src/keyed/table/loom_tests.rs`).
-///
-/// [`evict_idle`]: Self::evict_idle
+/// The table's protocol and its proofs: docs/design.md §6, model-checked with loom.
 pub struct KeyedLimiter<K, C = TickClock> {
     table: Table,
     quota: Quota,
@@ -161,7 +118,6 @@ impl<K: Hash + Eq> KeyedLimiter<K, TickClock> {
 }
 
 impl<K, C> KeyedLimiter<K, C> {
-    /// Assembles a limiter from a built table.
     fn from_parts(
         table: Table,
         quota: Quota,
@@ -201,23 +157,19 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         At::new(self, now)
     }
 
-    /// Removes every key whose bucket is full now; returns how many. One pass over the table
-    /// with compare-and-swaps: it blocks no check, and a check racing it loses no spend. "Now"
-    /// is the limiter's own reading, the one its checks use; a check on a reading earlier than
-    /// a removal's finds a removed key as in debt until that reading (docs/design.md, 6.5).
+    /// Removes every key whose bucket is full now (by the reading its checks use); returns how
+    /// many. One lock-free pass: it blocks no check, and a check racing it loses no spend.
     pub fn evict_idle(&self) -> usize {
         self.evict_idle_at(self.reading.now(&self.clock))
     }
 
-    /// [`evict_idle`](Self::evict_idle) at `now`.
     pub(crate) fn evict_idle_at(&self, now: Nanos) -> usize {
         let removed = self.table.evict_idle(now.as_u64());
         self.table.counters.count_idle_evictions(removed);
         removed
     }
 
-    /// Keys held. A relaxed counter: exact when no insert or removal is in progress, and off
-    /// by at most the number in progress otherwise.
+    /// Keys held: exact when no insert or removal is in progress.
     pub fn len(&self) -> usize {
         self.table.counters.live()
     }
@@ -263,7 +215,6 @@ impl<K: Hash + Eq, C: Clock> KeyedLimiter<K, C> {
         }
     }
 
-    /// How this limiter reads its clock.
     #[inline]
     pub(crate) fn reading(&self) -> Reading {
         self.reading

@@ -6,8 +6,8 @@ use crate::stats::KeyedStats;
 // Always the real atomics, also under loom: see `sync::counter`.
 use crate::sync::counter::{AtomicU64, AtomicUsize, Ordering};
 
-/// The live counters behind `len` and the table's fields of [`KeyedStats`]. All `Relaxed`: they are statistics,
-/// read alone, and order nothing.
+/// The live counters behind `len` and the table's fields of [`KeyedStats`]. All `Relaxed`:
+/// statistics, read alone, that order nothing.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     live: AtomicUsize,
@@ -23,9 +23,7 @@ impl Counters {
     }
 
     pub(crate) fn key_removed(&self) {
-        // Relaxed: see the struct docs. A removal is counted by the CAS that did it, after
-        // the publish that counted the addition, so the count never goes below zero for long;
-        // `live` saturates at zero when read in case a removal is counted first.
+        // Relaxed: see the struct docs. A removal counted before its addition is read as 0.
         self.live.fetch_sub(1, Ordering::Relaxed);
     }
 
@@ -44,7 +42,6 @@ impl Counters {
         self.denials.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Keys held, as far as the counter knows.
     pub(crate) fn live(&self) -> usize {
         // Relaxed: see the struct docs. A transient wrap below zero reads as zero.
         let n = self.live.load(Ordering::Relaxed);
@@ -55,7 +52,6 @@ impl Counters {
         }
     }
 
-    /// The table's figures, into `stats`.
     pub(crate) fn fill(&self, stats: &mut KeyedStats) {
         stats.keys = self.live() as u64;
         // Relaxed: see the struct docs.

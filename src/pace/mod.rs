@@ -1,10 +1,6 @@
-//! Pacing streams, sinks and writers through a limiter (feature `async`).
-//!
-//! A paced stream hands on each item of the stream it wraps once the item's tokens are there;
-//! a paced sink forwards each item once its tokens are there; a paced writer passes bytes on
-//! as fast as the limiter's quota allows, one token per byte. They work on any executor (the
-//! timer is futures-timer's) and with any [`Limit`]: a [`Limiter`],
-//! or one key of a keyed limiter, borrowed or in an `Arc`.
+//! Pacing streams, sinks and writers through a limiter (feature `async`): each item is handed
+//! on once its tokens are there (a writer's bytes at one token a byte), on any executor and
+//! with any [`Limit`], borrowed or in an `Arc`.
 //!
 //! ```
 //! use cellrate::pace::PaceExt;
@@ -19,34 +15,13 @@
 //! assert_eq!(sizes, [4, 6, 25]);
 //! ```
 //!
-//! # What is exact
-//! Every item books its tokens with one compare-and-swap, as a [`Reservation`] does, and waits
-//! for the time the booking says, so a paced stream never goes faster than the quota and keeps
-//! pace with other users of the same limiter: a late wake-up is made up for, not added up.
-//! An item that costs more than the burst is booked a burst at a time, each part once the one
-//! before it is there; it is handed on when its last part is. A zero-cost item passes at once. A writer hands on
-//! the bytes of one booking over as many inner writes as its inner writer needs, all within
-//! [`WRITE_HOLD`] of the first.
-//!
-//! # Dropping
-//! Dropping a paced stream, sink or writer, or turning it back into what it wraps
-//! (`into_inner`), gives back what it booked and did not hand on, under the rule of
-//! [`Reservation::cancel`]: the tokens of an item it waits for, of an item whose tokens are
-//! there but whose inner sink or writer was not ready, and the bytes of a writer's booking
-//! that its inner writer did not take. `into_inner` returns the item held, if any.
-//!
-//! # Refusals
-//! A booking refused (a keyed limiter with no room for a new key) is made again once the
-//! refusal's `retry_after` has passed, on a timer that wakes the adapter's task.
-//!
-//! # Counting
-//! With a named limiter ([`Limiter::named`]) every item handed on counts as one allowed
-//! decision of its cost (a writer: of the bytes its inner writer took), with the time it
-//! waited from being taken up to being handed on; an item given back counts nothing.
+//! Items are booked as [`Reservation`]s are, so a paced stream never goes faster than the quota
+//! and a late wake-up is made up for, not added up; an item above the burst is booked a burst
+//! at a time. Dropping an adapter, or `into_inner`, gives back what it booked and did not hand
+//! on ([`Reservation::cancel`]'s rule). With a named limiter each item handed on counts as an
+//! allowed decision. The details: docs/design.md §4, *Pacing*.
 //!
 //! [`Limit`]: crate::Limit
-//! [`Limiter`]: crate::Limiter
-//! [`Limiter::named`]: crate::Limiter::named
 //! [`Reservation`]: crate::Reservation
 //! [`Reservation::cancel`]: crate::Reservation::cancel
 

@@ -82,7 +82,6 @@ where
         self.unbooked > 0 || !self.booked.is_empty()
     }
 
-    /// Starts pacing an item of `cost` tokens.
     pub(super) fn start(&mut self, cost: u32) {
         debug_assert!(!self.is_busy());
         self.unbooked = cost;
@@ -218,7 +217,6 @@ where
         count_wait(Some(named), cost, true, waited);
     }
 
-    /// Ready for the next item.
     fn reset(&mut self) {
         self.unbooked = 0;
         self.taken = 0;
@@ -237,7 +235,6 @@ where
         }
     }
 
-    /// The bucket's time now.
     pub(super) fn now(&self) -> Nanos {
         self.limit.bucket_ref().now()
     }

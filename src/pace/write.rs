@@ -9,27 +9,20 @@ use core::time::Duration;
 use futures_io::AsyncWrite;
 use std::io;
 
-/// How long after its bytes were first offered to the inner writer a booking may still be
-/// offered: the rest of a booking that the inner writer did not take at once is offered to
-/// the next writes for this long, then given back. It bounds how late a booked byte can be
-/// handed on, so that bytes held back never add to a fresh burst.
+/// How long after its bytes were first offered to the inner writer the rest of a booking is
+/// offered to the next writes before it is given back, so that bytes held back never add to a
+/// fresh burst.
 pub const WRITE_HOLD: Duration = Duration::from_millis(5);
 
 pin_project_lite::pin_project! {
     /// A writer that passes bytes on to `W` at most as fast as the limit's quota, one token a
     /// byte.
     ///
-    /// A write books the bytes it is offered, at most half the burst, waits until they are
-    /// there, then offers them to the inner writer. Half: the next booking is then made while
-    /// the bucket still owes the time of the other half, so that a wake-up up to that late is
-    /// made up for; a booking of the whole burst would find the bucket full after any late
-    /// wake-up and lose the lateness (a token bucket holds no more than its burst). Booked bytes the inner writer did not take are
-    /// offered to the next writes (a `write_all` loop's) without waiting again, for up to
-    /// [`WRITE_HOLD`] after they were first offered; after that, or when the writer is closed, turned
-    /// back into its inner writer or dropped, they are given back under
-    /// [`Reservation::cancel`](crate::Reservation::cancel)'s rule. So a writer whose inner
-    /// writer takes little at a time pays for what it writes, no more, and gets the same share
-    /// of a shared limit as one whose inner writer takes everything.
+    /// A write books the bytes it is offered, at most half the burst (docs/design.md §4,
+    /// *Pacing*), waits until they are there, then offers them to the inner writer. Bytes it
+    /// did not take are offered to the next writes for up to [`WRITE_HOLD`], then given back,
+    /// as they are when the writer is closed, turned back into its inner writer or dropped: it
+    /// pays for what it writes, no more.
     ///
     /// Made by [`PaceExt::paced_write`](super::PaceExt::paced_write); see the
     /// [module docs](super).

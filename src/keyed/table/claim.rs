@@ -1,23 +1,6 @@
-//! Inserting a new key: the lock-free protocol that gives each key at most one bucket.
-//!
-//! # Inserting a new key X
-//! 1. **Claim** a free slot (EMPTY, TOMBSTONE or a frozen bucket; failing that, an idle bucket
-//!    of another key, `TAT <= now`, whose removal loses nothing; failing that, the overflow
-//!    policy) by a CAS of K to `PENDING(X)`, one generation on. A bucket is frozen first (see
-//!    [`upkeep`](super::upkeep)), so that no spend of its key is lost.
-//! 2. **Resolve**: rescan the window for another slot of X. A LIVE X: retract mine, use it. A
-//!    PENDING X earlier in the window: retract mine and restart. A PENDING X later in the
-//!    window: retract it by CAS; if it went LIVE meanwhile, retract mine and use it.
-//! 3. **Initialise W** to the masked UNPUBLISHED, checking K after reading W.
-//! 4. **Make it LIVE** by a CAS of K from `PENDING(X)` to `LIVE(X)`, with W read once more just
-//!    before and still UNPUBLISHED.
-//! 5. **Publish**: CAS W from UNPUBLISHED to the new bucket's TAT after the publisher's own
-//!    request (an ordinary spend that finds UNPUBLISHED does this).
-//!
-//! A look-up that meets `PENDING(X)` resolves it and makes it LIVE on the owner's behalf, and
-//! one that meets UNPUBLISHED publishes it, instead of waiting: a preempted inserter blocks no
-//! one. The reasons for each step, and the proof that X never has two live buckets (which is
-//! why every operation on K is `SeqCst`), are in docs/design.md.
+//! Inserting a new key: the lock-free protocol that gives each key at most one bucket. Its
+//! five steps (numbered as the code cites them), and the proof that a key never has two live
+//! buckets: docs/design.md §6.4; the choice of a victim: §6.5.
 
 use super::super::stats::Counters;
 use super::request::{decide, initial_of, Outcome, Request};
@@ -36,7 +19,6 @@ pub(crate) enum Overflow {
     /// Remove the bucket nearest to full in the window; in a table that starts keys empty,
     /// none that is not full (see `Insert::loss`).
     EvictNearestNew,
-    /// Deny the new key.
     DenyNewKeys,
 }
 
@@ -85,8 +67,8 @@ pub(super) struct Insert<'t> {
 }
 
 impl Insert<'_> {
-    /// The slow path of [`Table::spend`](super::Table::spend): the key was not found live. Scans again,
-    /// noting room and helping a pending insert of the key, then inserts it if still absent.
+    /// The slow path of [`Table::spend`](super::Table::spend), for a key not found live: scans
+    /// again, noting room and helping a pending insert of the key, then inserts it if absent.
     #[cold]
     #[inline(never)]
     pub(super) fn find_or_insert(&self, home: usize, req: Request<'_>) -> Step {
@@ -160,13 +142,8 @@ impl Insert<'_> {
     }
 
     /// What removing a bucket at `tat` (not idle) to make room loses, to rank victims; `None`
-    /// for one that may not be removed. A key removed comes back as a new key. Full, in a
-    /// table that starts keys full: that costs it nothing (it gains the tokens it spent), so
-    /// any bucket may go, and the victim is the one nearest to full, whose reset grants least.
-    /// Empty, in a table that starts keys empty: that costs a bucket that is not full the
-    /// tokens it holds and those it would refill by its return, and forgives one in debt what
-    /// it owes, so none may go (docs/design.md, 6.5): only an idle bucket, which comes back
-    /// full (`seen.rs`), makes room there, and without one the new key is refused.
+    /// for one that may not be removed: under `start_empty`, no bucket that is not full
+    /// (docs/design.md §6.5, *The rule for victims*).
     fn loss(&self, tat: u64, req: &Request<'_>) -> Option<u64> {
         let starts_full = self.seen.is_none();
         (starts_full || self.slots.faults.evicts_not_full_under_start_empty())
@@ -188,10 +165,8 @@ impl Insert<'_> {
             (None, None, Some((i, k, w)), Overflow::EvictNearestNew) => (i, k, Some((w, true))),
             (None, None, _, _) => {
                 self.counters.count_denial();
-                // Room appears when the bucket nearest to full in the window is full (it is
-                // not yet: its TAT is after `now`, or it would have been free), or when one
-                // is given back to full sooner. With no such bucket, every slot is being
-                // inserted into: room appears very soon.
+                // Room appears when the bucket nearest to full in the window is full; with no
+                // such bucket, every slot is being inserted into, and room appears very soon.
                 let wait = self.nearest_full(home, req).unwrap_or(1);
                 // No tokens: the key has no bucket to hold any.
                 let empty = level(wait.max(req.quota.depth_ns()), req.quota);
@@ -221,7 +196,7 @@ impl Insert<'_> {
         }
         let claim = k.claim(tag_of(req.fp));
         if k.holds_key() && !upkeep::still_frozen(self.slots, slot, k) {
-            return Ok(Step::Restart); // K moved on (see `upkeep`, *A stalled thread*)
+            return Ok(Step::Restart); // K moved on (docs/design.md §6.7)
         }
         if slot.key.compare_exchange(k, claim).is_err() {
             return Ok(Step::Restart);
@@ -250,7 +225,7 @@ impl Insert<'_> {
         nearest
     }
 
-    /// Steps 2 to 4 of an insert (module docs) for the claim `claim` at window position `p`,
+    /// Steps 2 to 4 of an insert for the claim `claim` at window position `p`,
     /// by its owner or by a helper. Step 5 is the spend from the bucket returned.
     pub(super) fn resolve(&self, home: usize, p: usize, claim: KeyWord) -> Step {
         if !self.slots.faults.skips_rescan() {
@@ -268,7 +243,7 @@ impl Insert<'_> {
         let live = claim.live();
         let unpublished = UNPUBLISHED ^ self.slots.mask(live);
         // While K is the claim, W stays UNPUBLISHED once initialised; anything else means K
-        // moved (see `upkeep`, *A stalled thread*).
+        // moved (docs/design.md §6.7).
         if slot.tat.load() != unpublished && !self.slots.faults.skips_init_recheck() {
             return Step::Restart;
         }

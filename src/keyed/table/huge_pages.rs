@@ -1,13 +1,6 @@
 //! Huge pages for the slot array, on Linux: the advice (`madvise(MADV_HUGEPAGE)`) that lets the
-//! kernel back the table with 2 MiB pages, for [`huge_pages`].
-//!
-//! A table for 1,000,000 keys is 20 MB: 4,883 pages of 4 KiB, more than the second-level TLB
-//! holds, so a check of a random key nearly always walks the page tables as well as missing
-//! the cache. In 2 MiB pages the table is 10 pages. The price is resident memory: the kernel
-//! commits a whole huge page on the first touch of any slot in it, so a table becomes resident
-//! after a few dozen keys instead of growing 4 KiB per key.
-//!
-//! [`huge_pages`]: crate::KeyedLimiterBuilder::huge_pages
+//! kernel back the table with 2 MiB pages, for
+//! [`huge_pages`](crate::KeyedLimiterBuilder::huge_pages) (docs/design.md §6.2).
 
 use super::slot::Slot;
 
@@ -26,15 +19,9 @@ fn huge_page_span(addr: usize, bytes: usize) -> Option<(usize, usize)> {
 }
 
 /// Advises the kernel to back the whole huge pages of `slots` with huge pages. `true` if it
-/// accepted the advice: Linux with transparent huge pages built in, and a table holding at
-/// least one whole aligned huge page (always from 4 MiB, about 210,000 keys; between 2 and
-/// 4 MiB it depends on where the allocator put it). Accepted advice is no promise: the kernel
-/// uses small pages where transparent huge pages are turned off (`never`), where it finds no
-/// free huge page, and for pages already touched before the advice.
-///
-/// The advice changes how the pages are backed, never what they hold. If the allocator later
-/// reuses the memory (after the table is dropped), its allocations there may be backed by huge
-/// pages too: more resident memory, nothing else.
+/// accepted the advice (transparent huge pages built in, and at least one whole aligned huge
+/// page in the table), which is no promise: the kernel still uses small pages where THP is
+/// `never`, where it finds no free huge page, and for pages touched before the advice.
 #[cfg(all(target_os = "linux", not(loom)))]
 pub(crate) fn advise(slots: &[Slot]) -> bool {
     let Some((start, len)) = huge_page_span(slots.as_ptr() as usize, core::mem::size_of_val(slots))
@@ -57,25 +44,5 @@ pub(crate) fn advise(_slots: &[Slot]) -> bool {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::{huge_page_span, HUGE_PAGE};
-
-    #[test]
-    fn span_is_the_whole_huge_pages_inside() {
-        let h = HUGE_PAGE;
-        assert_eq!(huge_page_span(4 * h, 3 * h), Some((4 * h, 3 * h)));
-        assert_eq!(huge_page_span(4 * h + 16, 3 * h), Some((5 * h, 2 * h)));
-        assert_eq!(huge_page_span(4 * h - 16, 2 * h + 32), Some((4 * h, 2 * h)));
-        assert_eq!(
-            huge_page_span(4 * h + 16, h),
-            None,
-            "straddles one boundary"
-        );
-        assert_eq!(huge_page_span(16, h - 32), None, "smaller than a huge page");
-        assert_eq!(
-            huge_page_span(usize::MAX - 15, 16),
-            None,
-            "no overflow at the top"
-        );
-    }
-}
+#[path = "huge_pages_tests.rs"]
+mod tests;

@@ -1,6 +1,5 @@
 //! The look-up of a key's bucket: home's slot alone first, then home's cache line and the next
-//! matched together, then the rest of the window slot by slot (see [`table`](super) for the
-//! invariants it relies on).
+//! matched together, then the rest of the window slot by slot (docs/design.md §6.3).
 
 use super::slot::{KeyWord, Slot, FROZEN};
 use super::window::{Slots, LINE};
@@ -75,12 +74,9 @@ pub(super) fn lookup_settled(
 #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
 fn scan(slots: &Slots, home: usize, tag: u64) -> Scan<'_> {
     let mut start = 0;
-    // Home first, alone: at full load most keys are there. A check at 1,000,000 keys is
-    // bound by how many cache misses of successive checks the processor overlaps, and that
-    // falls as the instructions and loads a check issues grow: one load and one compare, with
-    // a branch mispredicted for the keys that are not at home, is faster there than matching
-    // all 8 slots every time (BENCHMARKS.md, "Keyed, paired"; "Where cellrate loses or
-    // misses" has the share of keys past home).
+    // Home first, alone: at full load most keys are there, and a check of a large table is
+    // bound by how many misses the processor overlaps, which falls as a check's instructions
+    // grow: one load and compare beats matching 8 slots (BENCHMARKS.md, "Keyed, paired").
     {
         let slot = &slots.slots[home];
         let k = slot.key.load();
@@ -93,13 +89,9 @@ fn scan(slots: &Slots, home: usize, tag: u64) -> Scan<'_> {
             }
         }
     }
-    // The slots of home's cache line and the next, from home on, are read together and
-    // matched without a branch per slot: at full load most keys are within a slot or two of
-    // home, and the exit of a loop whose length varies from key to key is a branch the
-    // processor often mispredicts. At full load a key past home's line is most often within
-    // the next one, so the second line is read too; at 1,000,000 keys its cache miss overlaps
-    // the first's, and the adjacent-line prefetcher often brings it anyway (the
-    // `keyed_check_*_keys` groups of `benches/keyed`).
+    // Home's cache line and the next, from home on, are read together and matched without a
+    // branch per slot: a loop whose length varies from key to key ends in a branch the
+    // processor often mispredicts, and a key past home's line is most often in the next.
     let off = (slots.line_phase + home) % LINE;
     let line = home
         .checked_sub(off)
@@ -112,13 +104,10 @@ fn scan(slots: &Slots, home: usize, tag: u64) -> Scan<'_> {
         // lines. (A concurrent insert can fill an EMPTY slot between two of these reads,
         // but then the slot of the tag read after it is a slot the key really holds.) A
         // different key with the same tag and a later home may now be met past an EMPTY
-        // slot of the group, where the slow path stops; that is a collision within the
-        // window, inside the bound of docs/design.md, *Fingerprints and collisions*. The
-        // words read are kept only as a bit mask, not as an array that the compiler would
-        // keep in memory (eight stores before the check's compare-and-swap, which waits for
-        // them): the slot of the first match is read again, and so are the slots searched for
-        // an EMPTY one when none matched (a slot never becomes EMPTY again, so one read EMPTY
-        // now was EMPTY at the first read too).
+        // slot of the group, where the slow path stops: a collision within the window,
+        // inside the bound of docs/design.md §6.6. Only a bit mask of the words is kept
+        // (an array would be stored to memory before the compare-and-swap): the matching
+        // slot is read again, and so is the group when none matched (§6.3).
         let tags = line.iter().enumerate().fold(0u32, |mask, (i, s)| {
             mask | u32::from(s.key.load().tag() == tag) << i
         }) >> off;

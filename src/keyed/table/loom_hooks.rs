@@ -1,8 +1,5 @@
 //! The fault-injection switch of the loom models (`loom_tests.rs`): which step of the protocol a
-//! model's table deliberately breaks, so that the model can show that it catches the fault.
-//!
-//! A leaf module: the table asks the switch and the switch knows nothing of the table. Outside
-//! the loom models the switch is empty and every question is a constant `false`.
+//! model's table deliberately breaks. Outside the models every question is a constant `false`.
 
 /// Deliberately broken steps, one per loom model, which the models must catch.
 #[cfg(all(test, loom))]
@@ -49,19 +46,18 @@ impl Faults {
         broken: Broken::Nothing,
     };
 
-    /// A table with the step `broken` broken.
     #[cfg(all(test, loom))]
     pub(crate) const fn new(broken: Broken) -> Faults {
         Faults { broken }
     }
 }
 
-/// One question per broken step: `true` only in the loom twin that breaks it.
+/// One question per broken step (`Broken` says what each breaks): `true` only in the loom
+/// twin that breaks it.
 macro_rules! questions {
-    ($($(#[$doc:meta])* $name:ident => $step:ident,)*) => {
+    ($($name:ident => $step:ident,)*) => {
         impl Faults {
             $(
-                $(#[$doc])*
                 #[inline]
                 pub(crate) fn $name(self) -> bool {
                     #[cfg(all(test, loom))]
@@ -75,22 +71,13 @@ macro_rules! questions {
 }
 
 questions! {
-    /// Whether a claim goes LIVE without step 2 of an insert (the rescan).
     skips_rescan => SkipRescan,
-    /// Whether step 3 of an insert writes W without reading K again after W.
     skips_init_recheck => InitWithoutRecheck,
-    /// Whether a removal retires K without freezing W first.
     evicts_without_freeze => EvictWithoutFreeze,
-    /// Whether W holds the TAT unmasked.
     unmasked_tat => UnmaskedTat,
-    /// Whether a look-up decodes W without reading K again after it.
     skips_lookup_recheck => LookupWithoutRecheck,
-    /// Whether a look-up takes a claim of the key for the key's absence.
     claim_hides_bucket => ClaimHidesBucket,
-    /// Whether a give-back skips the comparison of the key's tenure with its receipt's.
     skips_tenure_check => GiveBackToAnyTenure,
-    /// Whether a table that starts keys empty ranks buckets that are not full as victims.
     evicts_not_full_under_start_empty => EvictNotFullUnderStartEmpty,
-    /// Whether a removal leaves the floor where it was.
     ignores_floor => IgnoreFloor,
 }

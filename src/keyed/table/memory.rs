@@ -1,14 +1,6 @@
 //! `SlotArray`: the memory of a table's slots, all EMPTY (zero) and resident only where
-//! touched.
-//!
-//! A table is sized for the keys that may come, not the keys that have (20 MB by default), so
-//! untouched slots must cost address space only. Where the system has `mmap` the array is an
-//! anonymous mapping of its own: the kernel hands out fresh zero pages as they are first
-//! touched, whatever the allocator did before. (A zeroed allocation from the allocator does
-//! not promise that: after a large free, glibc raises its threshold for mappings and serves a
-//! table of that size from memory it already holds, writing zeros into every page, so the
-//! whole table is resident before a key arrives.) Elsewhere it comes zeroed from the global
-//! allocator.
+//! touched: an anonymous mapping of its own where the system has `mmap` (why not a zeroed
+//! allocation: docs/design.md §6.2), else a zeroed allocation.
 
 use super::slot::Slot;
 #[cfg(any(miri, all(not(unix), not(loom))))]

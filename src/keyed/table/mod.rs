@@ -1,41 +1,11 @@
-//! The keyed table: a fixed array of two-word slots (see [`slot`]), linear probing within a
-//! bounded window (see [`window`]), and the look-up, spend, rewrite and eviction on it.
-//! Inserting a new key is in [`claim`]; the steps of removing a bucket are in [`upkeep`].
+//! The keyed table: a fixed array of two-word slots ([`slot`]), linear probing within a
+//! bounded [`window`], and the look-up, spend, rewrite and eviction on it; inserts are in
+//! [`claim`], removal steps in [`upkeep`]. Layout, the invariants the code cites by number,
+//! and the spend: docs/design.md §6.2 and §6.3.
 //!
-//! # Layout
-//! A key's *home* is its fingerprint scaled onto the slot count. Its *window* is the `window`
-//! slots from home on, wrapping at the end. The table never grows, so there is no migration
-//! step that could lose an update.
-//!
-//! # Invariants
-//! 1. A slot is never EMPTY again once used: removal writes TOMBSTONE.
-//! 2. A key is claimed only in a scan that saw every earlier slot of its window non-EMPTY, so
-//!    a key (pending or live) at window position `p` has no EMPTY slot before `p` in its
-//!    window. A scan may therefore stop at the first EMPTY slot.
-//! 3. At most one LIVE, unfrozen slot holds a tag at any time (the claim protocol).
-//! 4. Every write of W is a compare-and-swap whose expected value was read in the tenure it
-//!    writes for (with K read again after it and unchanged), and writes that tenure's masked
-//!    values. A tenure ends only by freezing W (a LIVE bucket) or retracting K (a claim).
-//!
-//! # A spend
-//! Load K; if it is the key's and LIVE, load W, then load K again: unchanged, so W is of this
-//! tenure, and `W ^ mask(K)` is the TAT. Decide, then CAS W from the value read to the new TAT
-//! masked. The CAS fails if anything moved W: another spend (retry with the TAT it found, after
-//! checking K again), a freeze (look the key up again), or a later tenure (its values are
-//! masked differently, so they never equal the value expected). This is one 8-byte
-//! compare-and-swap: a single 16-byte word of key and TAT would need `cmpxchg16b`, which stops
-//! the processor from overlapping the cache misses of consecutive checks (see the
-//! `keyed_floor` group of `benches/keyed`).
-//!
-//! The memory orderings are those of the slot words' methods ([`slot`]), each with its reason.
-//!
-//! # Inlining
-//! The functions of a keyed check that do work (the handle's `check_n`, the table's spend,
-//! the scan, the slot words' atomics and the window) are `#[inline(always)]`, each naming the
-//! rows that defend it: with `#[inline]` the optimiser keeps one or another of them out of line
-//! in a user's crate, and each such call costs a check more than the work it calls. The
-//! one-expression helpers they use are `#[inline]`, which is enough for them.
-//! The protocol in full, with the proofs of the invariants, is in docs/design.md.
+//! The functions of a keyed check that do work are `#[inline(always)]`, each naming its row:
+//! with `#[inline]` the optimiser keeps one or another out of line in a user's crate, and the
+//! call costs a check more than the work it calls.
 
 mod claim;
 pub(crate) mod huge_pages;
@@ -76,9 +46,8 @@ use seen::Seen;
 use slot::{tag_of, KeyWord, Slot, FROZEN, UNPUBLISHED};
 use window::Slots;
 
-/// How many ledgers of give-backs a table keeps: each bucket's give-backs go to one, chosen
-/// by its fingerprint, so that a bucket's is shared with a 64th of the others (a give-back to
-/// one of them makes the bounds of the rest less tight, never wrong).
+/// How many ledgers of give-backs a table keeps, chosen by fingerprint: a give-back to one
+/// bucket makes the bounds of the others on its ledger less tight, never wrong.
 const LEDGERS: usize = 64;
 
 /// A fixed-capacity table of buckets keyed by 64-bit fingerprints.
@@ -125,26 +94,21 @@ impl Table {
         }
     }
 
-    /// The ledger of the bucket of `fp`.
     fn ledger(&self, fp: u64) -> &Ledger {
         &self.ledgers[(fp >> 32) as usize % LEDGERS]
     }
 
-    /// The number of slots.
     pub(crate) fn slot_count(&self) -> usize {
         self.slots.as_slice().len()
     }
 
-    /// The home index of a fingerprint.
     #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn home(&self, fp: u64) -> usize {
         self.slots.home(fp)
     }
 
     /// Starts fetching the first two cache lines of the window of `fp`, for a check of it a
-    /// little later (see [`batch`](super::batch)). A line holds 4 slots, and at full load a
-    /// key is often a slot or more past its home, so the second line is fetched too (see the
-    /// `keyed_batch` group of `benches/keyed`).
+    /// little later ([`batch`](super::batch)); at full load a key is often past home's line.
     #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     pub(crate) fn prefetch_home(&self, fp: u64) {
         let (slots, home) = (self.slots.as_slice(), self.home(fp));
@@ -152,12 +116,9 @@ impl Table {
         prefetch::prefetch(&slots[(home + 4).min(slots.len() - 1)]);
     }
 
-    /// Starts fetching the cache line after home's, for a single check. At full load a
-    /// fifth of keys lie past home's line, and the look-up learns that only once home's
-    /// line has arrived: in a table larger than the caches, fetching the next line then
-    /// would put a second miss after the first, while fetched now the two overlap (see
-    /// `keyed_paired`). Without a branch: which keys spill over is random, and a mispredicted
-    /// test of it would cost more than the fetch.
+    /// Starts fetching the cache line after home's, for a single check, so that its miss
+    /// overlaps home's (docs/design.md §6.3). Without a branch: which keys spill over is
+    /// random, and a mispredicted test of it would cost more than the fetch.
     #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     fn prefetch_next_line(&self, home: usize) {
         let slots = self.slots.as_slice();
@@ -204,12 +165,10 @@ impl Table {
         }
     }
 
-    /// The CAS loop of one bucket, as in [`Bucket::spend`](crate::engine::bucket), on W masked by K.
-    /// An UNPUBLISHED bucket is published with this request applied to a new bucket's TAT.
-    /// `None` if the slot no longer holds the key's bucket: look it up again. Inlined into
-    /// [`spend`](Self::spend): out of line, the request went to it through memory and its
-    /// outcome came back through memory, and a check's stores must all reach the cache before
-    /// its locked compare-and-swap runs.
+    /// The CAS loop of one bucket on W masked by K; an UNPUBLISHED bucket is published with
+    /// this request applied to a new bucket's TAT. `None` if the slot no longer holds the
+    /// key's bucket. Inlined: out of line, the request and outcome went through memory, and a
+    /// check's stores must all reach the cache before its locked compare-and-swap runs.
     #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
     fn spend_in(&self, slot: &Slot, k: KeyWord, mut w: u64, req: &Request<'_>) -> Option<Outcome> {
         let mask = self.slots.mask(k);
@@ -263,9 +222,8 @@ impl Table {
         Ok((receipt, booking))
     }
 
-    /// Gives back `tokens` of the booking `receipt` of the key `fp` under `quota`, at times
-    /// read by `now`: nothing once the bucket it was made in is gone (removed, or its slot
-    /// reused), even if the key has a bucket again (docs/design.md, section 6.5).
+    /// Gives back `tokens` of the booking `receipt` of the key `fp` under `quota`: nothing once
+    /// the bucket it was made in is gone, even if the key has one again (docs/design.md §6.5).
     pub(crate) fn give_back(
         &self,
         fp: u64,
@@ -295,12 +253,9 @@ impl Table {
         (tat != UNPUBLISHED).then_some(tat)
     }
 
-    /// Removes every bucket that is full at `now` (`TAT <= now`); returns how many. A removal
-    /// freezes W, then retires K (see [`upkeep`]). A bucket not yet published holds nothing to
-    /// remove, whatever `now`. A bucket whose TAT no operation could have written by `now`
-    /// (more than [`IMPOSSIBLE_AHEAD`] ahead) is the junk of a tenure made LIVE by a thread
-    /// stalled through a whole cycle of generations (see [`upkeep`], *A stalled thread*): it
-    /// is removed too, uncounted, as it was never published.
+    /// Removes every published bucket that is full at `now`; returns how many. A bucket more
+    /// than [`IMPOSSIBLE_AHEAD`] ahead, which no operation wrote, is removed too, uncounted
+    /// (docs/design.md §6.7).
     pub(crate) fn evict_idle(&self, now: u64) -> usize {
         // Before any freeze: see `request::initial_of`. Relaxed, for the reason given there.
         if !self.slots.faults.ignores_floor() {
@@ -339,10 +294,8 @@ impl Table {
         removed
     }
 
-    /// Spends `tokens` more unconditionally for the key `fp` at `now` under `quota`, in its
-    /// bucket as it is now, creating it (full, or empty under `start_empty`) if it is absent.
-    /// Refused only when the bucket is absent and there is no room to make it (the refusal of
-    /// a new key); then nothing is charged.
+    /// Spends `tokens` more unconditionally for the key `fp` at `now` under `quota`, creating
+    /// its bucket if absent; refused, charging nothing, only when there is no room for it.
     pub(crate) fn force(
         &self,
         fp: u64,

@@ -66,20 +66,16 @@ impl<'q> Request<'q> {
     }
 }
 
-/// The TAT a new bucket of the key of `req` starts from: empty at `req.now` in a table that
-/// starts keys empty, unless `seen` holds the key (removed while full: it comes back full),
-/// else full; and never before `floor`, the latest time at which the table removed a bucket
-/// as idle (docs/design.md, 6.5, *Removed at one reading, back at an earlier one*). Only an
-/// insert needs it, so it is out of line, so that the compiler does not hoist it into every
-/// check.
+/// The TAT a new bucket of the key of `req` starts from: empty at `req.now` under
+/// `start_empty` unless `seen` holds the key, else full; never before `floor`, the latest time
+/// at which the table removed a bucket as idle (docs/design.md §6.5, *Removed at one reading*).
 #[inline]
 pub(super) fn initial_of(seen: Option<&Seen>, floor: &AtomicU64, req: &Request<'_>) -> u64 {
     initial_of_fields(seen, floor, req.fp, req.start_empty, req.now, req.quota)
 }
 
-/// [`initial_of`] on the fields it reads, passed in registers: a request passed by reference
-/// (or by value, which is a reference to a copy) would have to be written to memory, field by
-/// field, on every check that might insert.
+/// [`initial_of`] on the fields it reads, out of line and in registers: a request passed by
+/// reference (or by value) would be written to memory on every check that might insert.
 #[cold]
 #[inline(never)]
 fn initial_of_fields(
@@ -91,9 +87,8 @@ fn initial_of_fields(
     quota: &Quota,
 ) -> u64 {
     let returning = seen.is_some_and(|seen| seen.holds(tag_of(fp)));
-    // Relaxed: a removal raises the floor before it freezes the bucket, and an insert reads it
-    // after it has seen that bucket's slot retired (a SeqCst operation on K): happens-before
-    // carries the raise here (docs/design.md, 6.5).
+    // Relaxed: an insert reads the floor after it has seen the removed slot retired (a SeqCst
+    // operation on K, after the raise): happens-before carries the raise (docs/design.md §6.5).
     let floor = floor.load(Ordering::Relaxed);
     initial_tat(start_empty && !returning, now, quota).max(floor)
 }
@@ -110,8 +105,7 @@ pub(crate) fn initial_tat(start_empty: bool, now: u64, quota: &Quota) -> u64 {
 }
 
 /// The decision of `req` on a bucket at `tat`: the TAT to store (unchanged on a denial or a
-/// peek) and the answer. A TAT equal to one of the reserved markers cannot be stored: denied.
-/// Always inlined into the spend, for the reason given at [`Table::spend_in`](super::Table).
+/// peek) and the answer; a TAT equal to a reserved marker is denied.
 #[inline(always)] // BENCHMARKS.md, "Keyed, paired"
 pub(super) fn decide(tat: u64, req: &Request<'_>) -> (u64, Outcome) {
     if req.force {

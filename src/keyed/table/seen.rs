@@ -1,25 +1,10 @@
-//! `Seen`: which keys a table that starts new keys empty has held and removed while full, so
-//! that they come back full.
-//!
-//! Under `start_empty` a new key starts empty, but a key removed because it was idle (full) is
-//! not new: kept, it would be full, so it must come back full. The table stores only a key's
-//! tag, and nothing of a key once removed, so the tags of keys removed while full go into a
-//! Bloom filter of two generations: a key is *seen* if every one of its bits is set in either
-//! generation. When the current generation has taken as many keys as the table has slots, the
-//! older one is cleared and becomes current, so the filter stays at its error rate and
-//! forgets a key after two generations of removals.
-//!
-//! What it costs and what it risks (docs/design.md, section 6.5):
-//! - two bytes per slot (1 KiB at least), only for tables that start keys empty;
-//! - a new key whose bits happen to be set is taken for a returning one and starts full: at
-//!   most about 2% of new keys (8 bits per key, 5 bits each, at a full generation);
-//! - a key that returns after more than two generations of removals (about twice the table's
-//!   slots of removals since its own) is taken for new and starts empty.
+//! `Seen`: the tags of keys a `start_empty` table removed while full, in a Bloom filter of two
+//! generations, so that they come back full (docs/design.md §6.5, with its costs).
 //!
 //! The bits are set and read with relaxed atomics: a removal sets them before its first step
 //! (the freeze of W, `SeqCst`), and an insert that takes the slot, or scans past it, reads them
 //! after it has seen that step, so it sees them; a bit lost to a concurrent clear of the older
-//! generation is the forgetting above.
+//! generation is part of the filter's forgetting.
 
 use crate::sync::counter::{AtomicU64, Ordering};
 use alloc::boxed::Box;
@@ -28,7 +13,6 @@ use alloc::boxed::Box;
 const BITS_PER_KEY: usize = 8;
 const HASHES: u64 = 5;
 
-/// The filter.
 pub(crate) struct Seen {
     generations: [Box<[AtomicU64]>; 2],
     /// Which generation takes new keys (0 or 1), and how many it has taken.
@@ -40,7 +24,6 @@ pub(crate) struct Seen {
 }
 
 impl Seen {
-    /// A filter for a table of `slots` slots.
     pub(crate) fn new(slots: usize) -> Seen {
         // At least 4,096 bits (512 bytes a generation): a small table's few keys then share
         // next to no bits, and so are next to never taken for one another.
@@ -103,34 +86,5 @@ impl Seen {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_marked_key_is_held_and_few_others_are() {
-        let seen = Seen::new(10_000);
-        for tag in 0..10_000u64 {
-            seen.mark(tag * 7_919 + 3);
-        }
-        assert!((0..10_000u64).all(|tag| seen.holds(tag * 7_919 + 3)));
-        let false_positives = (1_000_000..1_100_000u64).filter(|&t| seen.holds(t)).count();
-        assert!(
-            false_positives < 3_000,
-            "{false_positives} of 100,000 unmarked keys held"
-        );
-    }
-
-    #[test]
-    fn a_key_is_forgotten_after_two_generations() {
-        let seen = Seen::new(100);
-        seen.mark(1);
-        for tag in 2..102 {
-            seen.mark(tag); // fills the first generation: the second becomes current
-        }
-        assert!(seen.holds(1), "forgotten after one generation");
-        for tag in 102..202 {
-            seen.mark(tag);
-        }
-        assert!(!seen.holds(1), "still held after two generations");
-    }
-}
+#[path = "seen_tests.rs"]
+mod tests;

@@ -1,6 +1,5 @@
-//! The slot array and a key's place in it: its home slot, and its window as an iterator of its
-//! slots in probing order with their window positions, as at most two straight runs of the
-//! array, with no wrap-around test per slot.
+//! The slot array and a key's place in it: its home slot, and its window as at most two
+//! straight runs of the array, with no wrap-around test per slot.
 
 use super::loom_hooks::Faults;
 use super::memory::SlotArray;
@@ -15,11 +14,9 @@ pub(super) const LINE: usize = 4;
 #[cfg(loom)]
 pub(super) const LINE: usize = 2;
 
-/// The slots of a window in order, each with its position `i` in the window (the slot
-/// [`Slots::at`]`(home, i)`): first the run from home to the end of the window or of the
-/// array, then the run wrapped to the array's start. Internal iteration (`find_map`,
-/// `try_fold`) over it compiles to one straight loop per run; a `for` loop tests which run it
-/// is in at each step, which is fine off the hot path.
+/// The slots of a window in order, each with its position `i` (the slot
+/// [`Slots::at`]`(home, i)`): the run from home on, then the run wrapped to the array's start.
+/// Internal iteration (`find_map`, `try_fold`) compiles to one straight loop per run.
 pub(super) type Window<'a> = Enumerate<Chain<slice::Iter<'a, Slot>, slice::Iter<'a, Slot>>>;
 
 /// The slot array with its window length and the placement of slot 0 in its cache line.
@@ -59,7 +56,6 @@ impl Slots {
         self.line_phase = phase % LINE;
     }
 
-    /// All the slots, in array order.
     #[inline]
     pub(crate) fn as_slice(&self) -> &[Slot] {
         &self.slots
@@ -121,27 +117,5 @@ pub(super) fn window(slots: &[Slot], home: usize, len: usize) -> Window<'_> {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::super::memory::zeroed_slots;
-    use super::super::slot::Slot;
-    use super::window;
-
-    /// Every window of every small table visits slot `(home + i) % n` at position `i`.
-    #[test]
-    fn visits_the_window_in_probing_order() {
-        for n in 1..=6 {
-            let slots = zeroed_slots(n).unwrap();
-            for home in 0..n {
-                for len in 0..=n {
-                    let seen: Vec<(usize, *const Slot)> = window(&slots, home, len)
-                        .map(|(i, slot)| (i, slot as *const _))
-                        .collect();
-                    let expected: Vec<(usize, *const Slot)> = (0..len)
-                        .map(|i| (i, &slots[(home + i) % n] as *const _))
-                        .collect();
-                    assert_eq!(seen, expected, "n {n}, home {home}, len {len}");
-                }
-            }
-        }
-    }
-}
+#[path = "window_tests.rs"]
+mod tests;
