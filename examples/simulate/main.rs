@@ -63,7 +63,15 @@ fn quota_from_flags(options: &Options) -> Result<Quota, QuotaError> {
 fn report(options: &Options, quota: &Quota) -> String {
     let mut out = format!(
         "quota: {} tokens/s (one every {}), capacity {} tokens, empty to full in {} s\n\
-         the bucket starts full at t = 0; every request costs one token\n",
+         the bucket starts full at t = 0; every request costs one token\n\
+         time is simulated: the limiter reads a ManualClock set to each request's time, so the\n\
+         run takes no real time and prints the same every time\n\
+         \n\
+         columns: remaining    whole tokens left after the request\n\
+         \x20        level        tokens in the bucket after an allowed request, or that a\n\
+         \x20                     denied one found there (it spends nothing)\n\
+         \x20        retry-after  for a denial: how long until the same request would pass\n\
+         \x20        reset-after  how long until the bucket is full again\n",
         options.rate,
         millis(quota.emission_interval_ns()),
         quota.burst(),
