@@ -4,9 +4,9 @@
 //! sweeps never drop a bucket that is not full at the checks' own time, a handle decides under
 //! the live default quota, and a new key's wait waits for room.
 
-use crate::common::LaggingClock;
+use crate::common::{returns_at_once, until_judged, LaggingClock};
 use cellrate::{Clock, KeyedLimiter, ManualClock, MonotonicClock, Nanos, OverflowPolicy, Quota};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn ms(n: u64) -> Nanos {
     Nanos::new(n * 1_000_000)
@@ -136,42 +136,46 @@ fn a_handle_decides_under_the_live_default_quota() {
 
 #[test]
 fn a_new_keys_wait_waits_for_room() {
-    // Two slots held by keys full again 30 ms and 60 ms from now: a third key's wait must wait
-    // for the first to be full (room), then for its own token, not fail at once.
-    let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
-        .max_keys(1)
-        .clock(MonotonicClock::new())
-        .overflow(OverflowPolicy::DenyNewKeys)
-        .build();
-    let now = limiter.clock().now();
+    // Two slots held by keys full again 30 ms and 10 s from now: a third key's wait must wait
+    // for the first to be full (room), then for its own token, not fail at once. A run in which
+    // this thread is kept off the cores for those 30 ms before the wait begins is not judged.
     let quota = |ms| Quota::try_new(Duration::from_millis(ms), 1).unwrap();
-    limiter
-        .key(&1)
-        .with_quota(&quota(30))
-        .check_n_at(1, now)
-        .unwrap();
-    limiter
-        .key(&2)
-        .with_quota(&quota(60))
-        .check_n_at(1, now)
-        .unwrap();
-    let start = Instant::now();
-    assert!(
-        limiter.key(&3).reserve_n(1, Duration::ZERO).is_err(),
-        "no room"
-    );
-    limiter.key(&3).wait().unwrap();
-    assert!(
-        start.elapsed() >= Duration::from_millis(25),
-        "{:?}",
-        start.elapsed()
-    );
-    // And a wait bounded by less than the time until room is refused at once.
-    limiter
-        .key(&3)
-        .with_quota(&quota(60))
-        .check_n(1)
-        .unwrap_err();
-    let refused = limiter.key(&4).wait_n(1, Duration::from_millis(5));
-    assert!(refused.is_err());
+    until_judged("a_new_keys_wait_waits_for_room", || {
+        let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
+            .max_keys(1)
+            .clock(MonotonicClock::new())
+            .overflow(OverflowPolicy::DenyNewKeys)
+            .build();
+        let now = limiter.clock().now();
+        let room = now.saturating_add(Duration::from_millis(30));
+        limiter
+            .key(&1)
+            .with_quota(&quota(30))
+            .check_n_at(1, now)
+            .unwrap();
+        limiter
+            .key(&2)
+            .with_quota(&quota(10_000))
+            .check_n_at(1, now)
+            .unwrap();
+        if limiter.key(&3).reserve_n(1, Duration::ZERO).is_ok() {
+            assert!(limiter.clock().now() >= room, "room before there was any");
+            return false;
+        }
+        // Its token taken under a quota that holds the slot for 10 s.
+        limiter.key(&3).with_quota(&quota(10_000)).wait().unwrap();
+        let ended = limiter.clock().now();
+        assert!(
+            ended >= room,
+            "ended {:?} early",
+            room.saturating_duration_since(ended)
+        );
+        // Both slots held for 10 s: a wait bounded by less than the time until room is refused
+        // at once.
+        let refused = returns_at_once("a wait for no room", || {
+            limiter.key(&4).wait_n(1, Duration::from_millis(5))
+        });
+        assert!(refused.is_err());
+        true
+    });
 }
