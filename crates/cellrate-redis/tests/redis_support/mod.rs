@@ -230,14 +230,31 @@ pub fn connected(
 )> {
     let server = RedisServer::start(test)?;
     let rt = runtime();
-    let limiter = rt
-        .block_on(cellrate_redis::RedisLimiter::connect_with(
-            &server.url(),
-            quota,
-            options,
-        ))
-        .expect("connect to the test's redis-server");
+    let limiter = connect_for_setup(&rt, &server.url(), quota, options);
     Some((server, rt, limiter))
+}
+
+/// A limiter connected to `url` with `options`, for a test's setup. The setup is not what the
+/// test checks, and the short connection timeouts of the fault tests can be missed on a loaded
+/// machine, so a failed attempt is made again, for up to 10 s.
+pub fn connect_for_setup(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    quota: cellrate::Quota,
+    options: cellrate_redis::RedisOptions,
+) -> cellrate_redis::RedisLimiter {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match rt.block_on(cellrate_redis::RedisLimiter::connect_with(
+            url,
+            quota,
+            options.clone(),
+        )) {
+            Ok(limiter) => return limiter,
+            Err(e) if Instant::now() < deadline => eprintln!("setup: {e}; connecting again"),
+            Err(e) => panic!("connect to the test's redis-server: {e}"),
+        }
+    }
 }
 
 impl RedisServer {
