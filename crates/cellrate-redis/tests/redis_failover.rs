@@ -16,7 +16,14 @@ use sentinel::Sentinel;
 use stand_in::StandIn;
 use std::time::{Duration, Instant};
 
-use redis_support::fast_options as options;
+/// The fault tests' options with deadlines of a second: these tests are about which server
+/// decides, told by replies (`READONLY`, Sentinel's answer), and a call that misses its
+/// deadline on a loaded machine would be answered by the policy instead.
+fn options() -> cellrate_redis::RedisOptions {
+    redis_support::fast_options()
+        .deadline(Duration::from_secs(1))
+        .connection_timeout(Duration::from_secs(1))
+}
 
 /// Spends the whole quota (3) of key `k`, then waits until the replica has it: the replication
 /// lag then allows no over-admission.

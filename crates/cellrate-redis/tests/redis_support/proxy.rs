@@ -37,6 +37,8 @@ struct Shared {
     upstream: AtomicU16,
     /// Connections accepted so far.
     accepted: AtomicU64,
+    /// Chunks of reply bytes forwarded to clients so far.
+    replies: AtomicU64,
 }
 
 /// One proxied connection. The pumps hold clones of the two streams and drop them within a
@@ -106,6 +108,11 @@ impl FaultProxy {
     /// New connections go to `127.0.0.1:upstream`; open ones stay where they are.
     pub fn retarget(&self, upstream: u16) {
         self.shared.upstream.store(upstream, Ordering::SeqCst);
+    }
+
+    /// How many chunks of reply bytes the proxy has forwarded so far.
+    pub fn replies_forwarded(&self) -> u64 {
+        self.shared.replies.load(Ordering::SeqCst)
     }
 
     /// How many connections the proxy has accepted so far.
@@ -269,6 +276,9 @@ fn pump(link: &Link, mut from: TcpStream, mut to: TcpStream, to_client: bool, sh
         }
         if to.write_all(&buf[..n]).is_err() {
             return link.close(true);
+        }
+        if to_client {
+            shared.replies.fetch_add(1, Ordering::SeqCst);
         }
     }
 }
