@@ -23,7 +23,7 @@ fn per_ip_and_global_in_redis_all_or_nothing() {
         return;
     };
     runtime().block_on(async {
-        let options = RedisOptions::default().key_prefix("t:");
+        let options = redis_support::patient().key_prefix("t:");
         let url = server.url();
         let connect = |quota| RedisLimiter::connect_with(&url, quota, options.clone());
         let per_ip = connect(Quota::per_minute(1).with_burst(3)).await.unwrap();
@@ -124,7 +124,7 @@ fn joint_redis_refusals_tell_each_policys_own_figures() {
         return;
     };
     runtime().block_on(async {
-        let options = RedisOptions::default().key_prefix("t:");
+        let options = redis_support::patient().key_prefix("t:");
         let url = server.url();
         let connect = |quota| RedisLimiter::connect_with(&url, quota, options.clone());
         let per_ip = connect(Quota::per_minute(1).with_burst(3)).await.unwrap();
@@ -360,7 +360,7 @@ fn a_redis_policy_never_skips_a_hop_a_trusted_proxy_wrote_unreadably() {
         return;
     };
     runtime().block_on(async {
-        let options = RedisOptions::default().key_prefix("skip:");
+        let options = redis_support::patient().key_prefix("skip:");
         let limiter = RedisLimiter::connect_with(&server.url(), Quota::per_minute(1), options)
             .await
             .unwrap();
@@ -392,7 +392,7 @@ fn redis_admissions_without_headers_come_after_the_decision() {
         return;
     };
     runtime().block_on(async {
-        let options = RedisOptions::default().key_prefix("plain:");
+        let options = redis_support::patient().key_prefix("plain:");
         let limiter =
             RedisLimiter::connect_with(&server.url(), Quota::per_minute(1).with_burst(3), options)
                 .await

@@ -14,12 +14,9 @@ use metrics_support::{captured, counters, Value};
 use proxy::FaultProxy;
 use redis_support::{connected, free_port, runtime, RedisServer};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 fn options() -> RedisOptions {
-    RedisOptions::default()
-        .deadline(Duration::from_millis(40))
-        .connection_timeout(Duration::from_millis(100))
+    redis_support::patient()
 }
 
 /// Every series a Redis limiter named `name` publishes, with these values (in the order of

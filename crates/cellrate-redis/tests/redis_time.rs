@@ -19,7 +19,7 @@ fn redis_off_grid_times_never_admit_what_the_exact_limiter_refuses() {
     let Some((server, rt, limiter)) = connected(
         "redis_off_grid_times_never_admit",
         quota,
-        RedisOptions::default(),
+        redis_support::patient(),
     ) else {
         return;
     };
@@ -103,7 +103,8 @@ fn redis_the_default_margin_keeps_keys_for_a_lagging_caller() {
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     let started = Instant::now();
     let mut steps = 0;
-    while started.elapsed() < Duration::from_millis(300) {
+    // 300 ms, and 60 steps at least however a loaded machine spaces them.
+    while started.elapsed() < Duration::from_millis(300) || steps < 60 {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
@@ -118,7 +119,6 @@ fn redis_the_default_margin_keeps_keys_for_a_lagging_caller() {
         steps += 1;
         std::thread::sleep(Duration::from_micros(500));
     }
-    assert!(steps > 50, "{steps} steps");
 }
 
 #[test]
@@ -128,7 +128,7 @@ fn redis_every_tat_written_is_one_the_scripts_read_back() {
     let Some((_server, rt, limiter)) = connected(
         "redis_every_tat_written_is_read_back",
         quota,
-        RedisOptions::default(),
+        redis_support::patient(),
     ) else {
         return;
     };

@@ -5,7 +5,7 @@
 use crate::redis_support;
 
 use cellrate::{Nanos, Quota};
-use cellrate_redis::{Error, FailurePolicy, RedisLimiter, RedisOptions};
+use cellrate_redis::{Error, FailurePolicy, RedisLimiter};
 use redis_support::{connected, runtime, RedisServer};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,7 +49,7 @@ fn redis_corrupt_values_are_errors_under_every_policy() {
         FailurePolicy::Local { servers: 1 },
     ] {
         let log = seen.clone();
-        let options = RedisOptions::default()
+        let options = redis_support::patient()
             .failure_policy(policy)
             .on_error(move |e| log.lock().unwrap().push(e.to_string()));
         let limiter = rt
@@ -118,7 +118,7 @@ fn redis_a_key_of_another_type_is_an_error() {
     let Some((server, rt, limiter)) = connected(
         "redis_a_key_of_another_type",
         Quota::per_second(10),
-        RedisOptions::default(),
+        redis_support::patient(),
     ) else {
         return;
     };
@@ -152,7 +152,7 @@ fn redis_a_quota_too_large_is_refused_under_fail_open() {
     let Some((_server, rt, limiter)) = connected(
         "redis_a_quota_too_large",
         Quota::per_second(10),
-        RedisOptions::default(),
+        redis_support::patient(),
     ) else {
         return;
     };
@@ -175,7 +175,7 @@ fn redis_nothing_outside_the_prefix_is_touched_or_shown() {
     };
     let rt = runtime();
     // An empty prefix would let a caller's key name any Redis key: refused at connect.
-    let empty = RedisOptions::default().key_prefix("");
+    let empty = redis_support::patient().key_prefix("");
     let err = rt
         .block_on(RedisLimiter::connect_with(
             &server.url(),
@@ -195,7 +195,7 @@ fn redis_nothing_outside_the_prefix_is_touched_or_shown() {
     assert!(matches!(err, Error::InvalidOptions(_)), "{err:?}");
     // Another application's data under a prefix shared by mistake: a token is refused, never
     // overwritten, and never repeated in the error (errors get logged).
-    let options = RedisOptions::default().key_prefix("session:");
+    let options = redis_support::patient().key_prefix("session:");
     let limiter = rt
         .block_on(RedisLimiter::connect_with(
             &server.url(),

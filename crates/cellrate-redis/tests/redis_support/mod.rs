@@ -45,6 +45,16 @@ pub fn tool_available(test: &str, program: &str, packages: &str) -> bool {
     found
 }
 
+/// Options for tests of answers, not of failures: a deadline and a connection timeout that a
+/// loaded machine does not reach (a decision takes well under a millisecond on loopback). A
+/// call a stalled machine let miss the default 100 ms would be answered by the failure policy,
+/// and the test would see the policy's answer, not Redis's.
+pub fn patient() -> cellrate_redis::RedisOptions {
+    cellrate_redis::RedisOptions::default()
+        .deadline(Duration::from_secs(5))
+        .connection_timeout(Duration::from_secs(5))
+}
+
 /// Options for tests of faults: deadlines of tens of milliseconds.
 pub fn fast_options() -> cellrate_redis::RedisOptions {
     cellrate_redis::RedisOptions::default()
