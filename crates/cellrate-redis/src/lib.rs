@@ -330,3 +330,8 @@ impl core::fmt::Debug for RedisLimiter {
             .finish()
     }
 }
+
+/// The README's example, compiled as a doc test so that it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}
