@@ -79,7 +79,11 @@ fn redis_decisions_are_published_under_the_name() {
     );
     // Unnamed, the same limiter publishes nothing but still counts.
     let unnamed = rt
-        .block_on(RedisLimiter::connect(&server.url(), Quota::per_hour(3)))
+        .block_on(RedisLimiter::connect_with(
+            &server.url(),
+            Quota::per_hour(3),
+            redis_support::patient(),
+        ))
         .unwrap();
     rt.block_on(unnamed.check_key("c")).unwrap();
     let ((), series) = captured(|| unnamed.publish_metrics());

@@ -73,7 +73,11 @@ fn redis_the_deny_cache_refuses_abusive_keys_without_a_round_trip() {
         return;
     };
     let other = rt
-        .block_on(RedisLimiter::connect(&server.url(), quota))
+        .block_on(RedisLimiter::connect_with(
+            &server.url(),
+            quota,
+            redis_support::patient(),
+        ))
         .unwrap();
     let booking = rt.block_on(limiter.reserve_key_n("abuser", 2)).unwrap();
     let first = rt.block_on(limiter.check_key("abuser")).unwrap_err();

@@ -209,7 +209,11 @@ fn redis_5_and_6_script_errors_are_told_by_their_wrapped_code() {
     // A script error that wraps nothing the limiter knows stays a usage error.
     let server = StandIn::start("ERR Error running script (call to f_1): @user_script:1: boom");
     let limiter = rt
-        .block_on(RedisLimiter::connect(&server.url(), Quota::per_second(10)))
+        .block_on(RedisLimiter::connect_with(
+            &server.url(),
+            Quota::per_second(10),
+            redis_support::patient(),
+        ))
         .unwrap();
     let err = rt.block_on(limiter.try_check_key_n("k", 1)).unwrap_err();
     assert!(err.is_usage() && err.reply_code() == Some("ERR"), "{err:?}");

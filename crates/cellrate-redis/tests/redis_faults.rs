@@ -313,9 +313,10 @@ fn redis_a_server_that_stalls_scripts_trips_the_breaker() {
     let last = last.unwrap().to_string();
     assert!(last.contains("not answering scripts in time"), "{last}");
     assert!(paused.elapsed() < pause, "the calls outlasted the stall");
-    // Once scripts run again, the probe closes the breaker: within 2.5 s of the stall's end,
-    // as many probes as the backoff (capped at 16 probe intervals, 320 ms) allows, 7 or more.
+    // Once scripts run again, the probe closes the breaker: within 5 s of the stall's end, a
+    // probe at least every 520 ms (the backoff's cap of 16 probe intervals, 320 ms, and the
+    // probe's 200 ms deadline), of which a loaded machine may make a few miss their deadline.
     let (took, _) = until_decided(&rt, &limiter);
     let closed = paused.elapsed() + took;
-    assert!(closed < pause + Duration::from_millis(2_500), "{closed:?}");
+    assert!(closed < pause + Duration::from_secs(5), "{closed:?}");
 }

@@ -52,7 +52,11 @@ fn redis_off_grid_times_never_admit_what_the_exact_limiter_refuses() {
         let burst = 1 + next(5) as u32;
         let quota = Quota::try_new(Duration::from_micros(interval_us), burst).unwrap();
         let limiter = rt
-            .block_on(RedisLimiter::connect(&server.url(), quota))
+            .block_on(RedisLimiter::connect_with(
+                &server.url(),
+                quota,
+                redis_support::patient(),
+            ))
             .unwrap();
         let exact = Limiter::with_clock(quota, ManualClock::new());
         let key = format!("offgrid{schedule}");
