@@ -1,7 +1,7 @@
 //! `pace` on the real clock: achieved rates within 1% of the quota, judged on the time the
 //! machine gave the pacer. Its own test binary, so that no other test's threads compete for
-//! the cores while it measures. How two writers share a limit is `pace.rs`'s (on a manual
-//! clock).
+//! the cores while it measures. How two writers share a limit is `pace_write.rs`'s, on a
+//! manual clock.
 #![cfg(feature = "async")]
 
 use cellrate::pace::PaceExt;
