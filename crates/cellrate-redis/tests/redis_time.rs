@@ -112,7 +112,7 @@ fn redis_the_default_margin_keeps_keys_for_a_lagging_caller() {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        let lag = if rng % 2 == 0 { 0 } else { 30_000 };
+        let lag = if rng.is_multiple_of(2) { 0 } else { 30_000 };
         let cost = 1 + (rng >> 8) as u32 % 3;
         let at = Nanos::new((wall_us() - lag) * 1000);
         let got = rt
