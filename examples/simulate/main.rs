@@ -233,3 +233,30 @@ fn write_stdout(text: &str) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{args, quota_from_flags, report, Command};
+
+    /// README.md shows the start and the end of the first workload's table: each line it
+    /// shows (but the `...` between) is a line this example prints with no flags.
+    #[test]
+    fn the_readme_shows_what_it_prints() {
+        let readme = include_str!("../../README.md");
+        let shown = readme
+            .split("```text\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("README.md shows this example's output in a text block");
+        let Ok(Command::Run(options)) = args::parse(Vec::new()) else {
+            panic!("no flags: a run");
+        };
+        let printed = report(&options, &quota_from_flags(&options).unwrap());
+        for line in shown.lines().filter(|line| line.trim() != "...") {
+            assert!(
+                printed.lines().any(|p| p == line),
+                "README.md shows a line this example does not print: {line:?}"
+            );
+        }
+    }
+}
