@@ -6,10 +6,10 @@
 //! of its own requests; and a new key with no room is refused with the time until there is
 //! room, its wait waiting for it.
 
-use crate::common::ms;
+use crate::common::{ms, until_judged};
 use crate::oracle::Exact;
-use cellrate::{KeyedLimiter, ManualClock, MonotonicClock, Nanos, OverflowPolicy, Quota};
-use std::time::{Duration, Instant};
+use cellrate::{Clock, KeyedLimiter, ManualClock, MonotonicClock, Nanos, OverflowPolicy, Quota};
+use std::time::Duration;
 
 const POLICIES: [OverflowPolicy; 2] =
     [OverflowPolicy::EvictNearestNew, OverflowPolicy::DenyNewKeys];
@@ -93,30 +93,39 @@ fn a_new_key_refused_for_room_under_start_empty_is_told_when_room_comes() {
 /// room, then for its own token, and empties no one.
 #[test]
 fn a_new_keys_wait_under_start_empty_waits_for_room() {
-    let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
-        .max_keys(1)
-        .clock(MonotonicClock::new())
-        .start_empty(true)
-        .build();
+    // A run in which this thread is kept off the cores until the first key is full, before the
+    // third key is refused for room, is not judged.
     let quota = |ms| Quota::try_new(Duration::from_millis(ms), 1).unwrap();
-    let _ = limiter.key(&1).with_quota(quota(30)).check();
-    let _ = limiter.key(&2).with_quota(quota(60)).check();
-    let start = Instant::now();
-    let deep = quota(100);
-    let refused = limiter.key(&3).with_quota(deep).reserve(1, Duration::ZERO);
-    assert!(refused.is_err());
-    assert_eq!(limiter.stats().overflow_denials, 1, "refused for room");
-    limiter
-        .key(&3)
-        .with_quota(deep)
-        .wait(1, Duration::MAX)
-        .unwrap();
-    let waited = start.elapsed();
-    // Room at 30 ms, then the new key's own 100 ms from empty.
-    assert!(waited >= Duration::from_millis(120), "{waited:?}");
-    assert_eq!(limiter.stats().overflow_evictions, 0);
-    // A wait bounded by less than the time until room is refused.
-    assert!(limiter.key(&4).wait(1, Duration::from_millis(1)).is_err());
+    until_judged("a_new_keys_wait_under_start_empty_waits_for_room", || {
+        let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
+            .max_keys(1)
+            .clock(MonotonicClock::new())
+            .start_empty(true)
+            .build();
+        let before = limiter.clock().now();
+        let _ = limiter.key(&1).with_quota(quota(30)).check();
+        let _ = limiter.key(&2).with_quota(quota(60)).check();
+        let deep = quota(100);
+        let refused = limiter.key(&3).with_quota(deep).reserve(1, Duration::ZERO);
+        if limiter.stats().overflow_denials == 0 {
+            return false;
+        }
+        assert!(refused.is_err());
+        assert_eq!(limiter.stats().overflow_denials, 1, "refused for room");
+        limiter
+            .key(&3)
+            .with_quota(deep)
+            .wait(1, Duration::MAX)
+            .unwrap();
+        // Room 30 ms after the first key's check, then the new key's own 100 ms from empty,
+        // by the limiter's own (exact) time.
+        let waited = limiter.clock().now().saturating_duration_since(before);
+        assert!(waited >= Duration::from_millis(130), "{waited:?}");
+        assert_eq!(limiter.stats().overflow_evictions, 0);
+        // A wait bounded by less than the time until its token (or room) is refused.
+        assert!(limiter.key(&4).wait(1, Duration::from_millis(1)).is_err());
+        true
+    });
 }
 
 /// One schedule on a table of `max_keys` keys' capacity: `held` keys (one slot fewer than the

@@ -1,8 +1,8 @@
 //! Reservations and their give-backs, waiting and all-or-nothing checks on the buckets of a
 //! keyed limiter.
 
-use crate::common::{keyed, ms};
-use cellrate::{all_of, KeyedLimiter, Limit, ManualClock, Nanos, Quota};
+use crate::common::{decision_time, keyed, ms};
+use cellrate::{all_of, Clock, KeyedLimiter, Limit, ManualClock, Nanos, Quota};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -167,13 +167,17 @@ fn concurrent_all_of_over_keys_never_admits_beyond_a_burst() {
 
 #[test]
 fn wait_key_n_sleeps_in_booking_order() {
-    let limiter = KeyedLimiter::<&str>::new(Quota::per_second(20).with_burst(1));
-    let start = Instant::now();
+    let quota = Quota::per_second(20).with_burst(1);
+    let limiter = KeyedLimiter::<&str>::new(quota);
+    let (before, started) = (decision_time(limiter.clock(), &quota), Instant::now());
     for _ in 0..4 {
         limiter.key(&"a").wait(1, LONG).unwrap();
     }
-    let elapsed = start.elapsed();
-    assert!(elapsed >= Duration::from_millis(145), "{elapsed:?}");
+    // The 4th is ready 3 intervals after the 1st, by the limiter's own time: never early.
+    let waited = limiter.clock().now().saturating_duration_since(before);
+    assert!(waited >= Duration::from_millis(150), "{waited:?}");
+    // Nor 20 times later: a bound far above what a loaded machine adds to 150 ms of sleeps.
+    let elapsed = started.elapsed();
     assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
     assert!(
         limiter.key(&"a").wait(2, LONG).is_err(),

@@ -4,9 +4,9 @@
 //! sweeps never drop a bucket that is not full at the checks' own time, and a new key's wait
 //! waits for room.
 
-use crate::common::{ms, LaggingClock};
+use crate::common::{ms, returns_at_once, until_judged, LaggingClock};
 use cellrate::{Clock, KeyedLimiter, ManualClock, MonotonicClock, OverflowPolicy, Quota};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A two-slot table (one key's capacity) of 10 a second, everything at 0.
 fn two_slots(policy: OverflowPolicy) -> KeyedLimiter<u32, ManualClock> {
@@ -122,46 +122,52 @@ fn a_reservation_takes_over_only_a_bucket_full_at_the_checks_time() {
 
 #[test]
 fn a_new_keys_wait_waits_for_room() {
-    // Two slots held by keys full again 30 ms and 60 ms from now (each key's bucket under a
-    // quota of its own): a third key's wait must wait for the first to be full (room), then
-    // for its own token, not fail at once.
-    let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
-        .max_keys(1)
-        .clock(MonotonicClock::new())
-        .overflow(OverflowPolicy::DenyNewKeys)
-        .build();
-    let now = limiter.clock().now();
+    // Two slots held by keys full again 30 ms and 10 s from now: a third key's wait must wait
+    // for the first to be full (room), then for its own token, not fail at once. A run in which
+    // this thread is kept off the cores for those 30 ms before the wait begins is not judged.
     let quota = |ms| Quota::try_new(Duration::from_millis(ms), 1).unwrap();
-    limiter
-        .at(now)
-        .key(&1)
-        .with_quota(quota(30))
-        .check_n(1)
-        .unwrap();
-    limiter
-        .at(now)
-        .key(&2)
-        .with_quota(quota(60))
-        .check_n(1)
-        .unwrap();
-    let start = Instant::now();
-    assert!(
-        limiter.key(&3).reserve(1, Duration::ZERO).is_err(),
-        "no room"
-    );
-    limiter.key(&3).wait(1, Duration::MAX).unwrap();
-    assert!(
-        start.elapsed() >= Duration::from_millis(25),
-        "{:?}",
-        start.elapsed()
-    );
-    // Key 3 under another quota is another bucket, a new one, refused: no room.
-    limiter
-        .key(&3)
-        .with_quota(quota(60))
-        .check_n(1)
-        .unwrap_err();
-    // And a wait bounded by less than the time until room is refused at once.
-    let refused = limiter.key(&4).wait(1, Duration::from_millis(5));
-    assert!(refused.is_err());
+    until_judged("a_new_keys_wait_waits_for_room", || {
+        let limiter = KeyedLimiter::<u32, _>::builder(Quota::per_second(100).with_burst(1))
+            .max_keys(1)
+            .clock(MonotonicClock::new())
+            .overflow(OverflowPolicy::DenyNewKeys)
+            .build();
+        let now = limiter.clock().now();
+        let room = now.saturating_add(Duration::from_millis(30));
+        limiter
+            .at(now)
+            .key(&1)
+            .with_quota(quota(30))
+            .check_n(1)
+            .unwrap();
+        limiter
+            .at(now)
+            .key(&2)
+            .with_quota(quota(10_000))
+            .check_n(1)
+            .unwrap();
+        if limiter.key(&3).reserve(1, Duration::ZERO).is_ok() {
+            assert!(limiter.clock().now() >= room, "room before there was any");
+            return false;
+        }
+        // Its token taken under a quota that holds the slot for 10 s.
+        limiter
+            .key(&3)
+            .with_quota(quota(10_000))
+            .wait(1, Duration::MAX)
+            .unwrap();
+        let ended = limiter.clock().now();
+        assert!(
+            ended >= room,
+            "ended {:?} early",
+            room.saturating_duration_since(ended)
+        );
+        // Both slots held for 10 s: a wait bounded by less than the time until room is refused
+        // at once.
+        let refused = returns_at_once("a wait for no room", || {
+            limiter.key(&4).wait(1, Duration::from_millis(5))
+        });
+        assert!(refused.is_err());
+        true
+    });
 }

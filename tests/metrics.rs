@@ -4,13 +4,15 @@
 #![cfg(feature = "metrics")]
 
 use crate::common::manual;
+#[cfg(feature = "async")]
+use crate::common::until_judged;
 use crate::metrics_support;
 
 use cellrate::{KeyedLimiter, Limiter, ManualClock, MonotonicClock, Nanos, OverflowPolicy, Quota};
 use metrics_support::{captured, counters, Recording, Value};
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// 2 tokens a second, burst 3.
 fn quota() -> Quota {
@@ -140,21 +142,19 @@ fn overflow_evictions_are_published() {
 /// if it began right after the one before, in seconds), none longer than its plan and 50 ms (a
 /// loaded machine's sleep), and together at least their plans less 10 ms (a wait that began
 /// late waits less).
-fn assert_waited(series: &BTreeMap<String, Value>, name: &str, planned: &[f64]) {
+/// The waits recorded as `name`: as many as `planned`, together no shorter than planned, and
+/// no longer than `took`, the run that made them one after another on this thread (measured
+/// on the clock the limiters read, so this holds however long a loaded machine stretched it).
+fn assert_waited(series: &BTreeMap<String, Value>, name: &str, planned: &[f64], took: Duration) {
     let Value::Histogram(waited) = &series[name] else {
         panic!("{name} is not a histogram: {series:?}");
     };
     assert_eq!(waited.len(), planned.len(), "{name}: {waited:?}");
-    for (waited, planned) in waited.iter().zip(planned) {
-        assert!(
-            *waited >= 0.0 && *waited < planned + 0.05,
-            "{name}: waited {waited} s where {planned} s were due"
-        );
-    }
+    assert!(waited.iter().all(|w| *w >= 0.0), "{name}: {waited:?}");
     let (total, due) = (waited.iter().sum::<f64>(), planned.iter().sum::<f64>());
     assert!(
-        total >= due - 0.01,
-        "{name}: waited {total} s in all where {due} s were due"
+        total >= due - 0.01 && total <= took.as_secs_f64(),
+        "{name}: waited {total} s in all ({waited:?}) where {due} s were due, in a run of {took:?}"
     );
 }
 
@@ -167,6 +167,7 @@ fn waits_are_recorded_in_a_histogram_as_waited() {
         .clock(MonotonicClock::new())
         .build()
         .named("shaped keys");
+    let started = Instant::now();
     let ((), series) = captured(|| {
         limiter.wait(1, Duration::ZERO).unwrap(); // no wait
         limiter.wait(1, Duration::from_secs(1)).unwrap(); // 20 ms
@@ -175,15 +176,18 @@ fn waits_are_recorded_in_a_histogram_as_waited() {
         keyed.key(&1).wait(1, Duration::ZERO).unwrap();
         keyed.key(&1).wait(1, Duration::from_secs(1)).unwrap();
     });
+    let took = started.elapsed();
     assert_waited(
         &series,
         "cellrate_wait_seconds{limiter=shaped}",
         &[0.0, 0.02, 0.02],
+        took,
     );
     assert_waited(
         &series,
         "cellrate_wait_seconds{limiter=shaped keys}",
         &[0.0, 0.02],
+        took,
     );
     let stats = limiter.stats();
     assert_eq!((stats.allowed, stats.denied), (3, 1));
@@ -192,29 +196,40 @@ fn waits_are_recorded_in_a_histogram_as_waited() {
 #[cfg(feature = "async")]
 #[test]
 fn async_waits_are_recorded_as_waited_and_a_dropped_one_not_at_all() {
-    let limiter = Limiter::with_clock(Quota::per_second(50).with_burst(1), MonotonicClock::new())
-        .named("async");
-    let ((), series) = captured(|| {
-        futures::executor::block_on(async {
-            limiter.until_ready(1, Duration::ZERO).await.unwrap();
-            limiter
-                .until_ready(1, Duration::from_secs(1))
-                .await
-                .unwrap();
-            // Dropped before it ends: its tokens come back, and it is no decision.
-            let dropped = limiter.until_ready(1, Duration::from_secs(1));
-            futures::pin_mut!(dropped);
-            let waker = futures::task::noop_waker();
-            let mut cx = std::task::Context::from_waker(&waker);
-            assert!(dropped.as_mut().poll(&mut cx).is_pending());
-        })
+    // A run in which this thread is kept off the cores until the third wait's token is there
+    // (so that it ends on its first poll, not dropped while waiting) is not judged.
+    until_judged("async waits", || {
+        let limiter =
+            Limiter::with_clock(Quota::per_second(50).with_burst(1), MonotonicClock::new())
+                .named("async");
+        let started = Instant::now();
+        let (dropped_waiting, series) = captured(|| {
+            futures::executor::block_on(async {
+                limiter.until_ready(1, Duration::ZERO).await.unwrap();
+                limiter
+                    .until_ready(1, Duration::from_secs(1))
+                    .await
+                    .unwrap();
+                // Dropped before it ends: its tokens come back, and it is no decision.
+                let dropped = limiter.until_ready(1, Duration::from_secs(1));
+                futures::pin_mut!(dropped);
+                let waker = futures::task::noop_waker();
+                let mut cx = std::task::Context::from_waker(&waker);
+                dropped.as_mut().poll(&mut cx).is_pending()
+            })
+        });
+        if !dropped_waiting {
+            return false;
+        }
+        assert_waited(
+            &series,
+            "cellrate_wait_seconds{limiter=async}",
+            &[0.0, 0.02],
+            started.elapsed(),
+        );
+        assert_eq!(limiter.stats().allowed, 2, "the dropped wait was counted");
+        true
     });
-    assert_waited(
-        &series,
-        "cellrate_wait_seconds{limiter=async}",
-        &[0.0, 0.02],
-    );
-    assert_eq!(limiter.stats().allowed, 2, "the dropped wait was counted");
 }
 
 #[test]

@@ -1,52 +1,120 @@
-//! `pace` on the real clock: achieved rates within 1% of the quota, and two writers sharing a
-//! limit each getting half of it whatever their inner writers take per call. Its own test
-//! binary, so that no other test's threads compete for the cores while it measures.
+//! `pace` on the real clock: achieved rates within 1% of the quota, judged on the time the
+//! machine gave the pacer. Its own test binary, so that no other test's threads compete for
+//! the cores while it measures. How two writers share a limit is `pace_write.rs`'s, on a
+//! manual clock.
 #![cfg(feature = "async")]
 
 use cellrate::pace::PaceExt;
 use cellrate::{Limiter, Quota};
 use futures::executor::block_on;
-use futures::io::{AsyncWrite, AsyncWriteExt};
+use futures::io::AsyncWriteExt;
 use futures::{stream, SinkExt, StreamExt};
-use std::io;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The rate achieved after the burst: `(units - burst) / elapsed`, in units per second.
-fn rate_after_burst(units: u64, burst: u64, elapsed: Duration) -> f64 {
-    (units - burst) as f64 / elapsed.as_secs_f64()
+/// How long the threads that drive a pacer here have waited for a core so far: this thread,
+/// which polls it, and futures-timer's, which wakes it (the second field of each one's
+/// `/proc/.../schedstat`, the time it was runnable but not running). Zero where Linux does not
+/// tell.
+fn waited_for_a_core() -> Duration {
+    let run_delay = |path: &std::path::Path| -> u64 {
+        let stat = std::fs::read_to_string(path).unwrap_or_default();
+        stat.split_whitespace()
+            .nth(1)
+            .and_then(|ns| ns.parse().ok())
+            .unwrap_or(0)
+    };
+    let mut ns = run_delay("/proc/thread-self/schedstat".as_ref());
+    for task in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() == "futures-timer" {
+            ns += run_delay(&task.path().join("schedstat"));
+        }
+    }
+    Duration::from_nanos(ns)
 }
 
-/// Runs `attempt` (which returns its achieved rate) until one is within 1% of `expected`, at
-/// most three times. No attempt may be faster than the quota: that would be the pacer's fault.
-/// Slower can be the machine's: a thread that is not run for longer than the burst's slack
-/// loses that time, as any token bucket's user does, so the best of three is judged.
-fn assert_within_1_percent(expected: f64, mut attempt: impl FnMut() -> f64) {
-    let mut rates = Vec::new();
+/// One paced run: the units handed on after the burst, in how long, of which how long the
+/// pacer's threads waited for a core.
+struct Run {
+    after_burst: u64,
+    elapsed: Duration,
+    waited: Duration,
+}
+
+impl Run {
+    /// Times `pace`, which hands on `units` units of a quota of burst `burst`.
+    fn measure(units: u64, burst: u64, pace: impl FnOnce()) -> Run {
+        let (start, waited) = (Instant::now(), waited_for_a_core());
+        pace();
+        Run {
+            after_burst: units - burst,
+            elapsed: start.elapsed(),
+            waited: waited_for_a_core().saturating_sub(waited),
+        }
+    }
+
+    /// Units per second over the whole run.
+    fn rate(&self) -> f64 {
+        self.after_burst as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Units per second over the time the machine gave the pacer: the run less its threads'
+    /// waits for a core. A waker or poller kept off the cores makes the pacer late, as it
+    /// would any token bucket's user, and the time it loses is at most that wait (less where
+    /// the burst makes up for it); a pacer that sleeps longer than the limiter asks loses
+    /// time that no such wait accounts for.
+    fn rate_given_the_cores(&self) -> f64 {
+        let given = self.elapsed.saturating_sub(self.waited);
+        self.after_burst as f64 / given.as_secs_f64()
+    }
+}
+
+/// Held by the test measuring: one at a time, since futures-timer's thread, which they share,
+/// would count one test's waits for a core in another's.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+/// Runs `attempt` until one is within 1% of `expected` on the time its threads were given, at
+/// most three times. No run may be faster than the quota over its whole time: a timer never
+/// ends early, so a loaded machine can only make a run slower, and faster is the pacer's fault.
+fn assert_within_1_percent(expected: f64, mut attempt: impl FnMut() -> Run) {
+    let _alone = MEASURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut runs = Vec::new();
     for _ in 0..3 {
-        let rate = attempt();
+        let run = attempt();
         assert!(
-            rate <= expected * 1.001,
-            "achieved {rate:.1}/s against {expected}/s"
+            run.rate() <= expected * 1.001,
+            "achieved {:.1}/s against {expected}/s",
+            run.rate()
         );
-        rates.push(rate);
-        if rate >= expected * 0.99 {
+        let judged = run.rate_given_the_cores();
+        runs.push(format!(
+            "{judged:.1}/s ({:.1}/s over {:?}, of which {:?} waiting for a core)",
+            run.rate(),
+            run.elapsed,
+            run.waited
+        ));
+        if judged >= expected * 0.99 {
             return;
         }
     }
-    panic!("achieved {rates:.1?} per second against {expected}/s");
+    panic!("achieved {runs:?} against {expected}/s");
 }
 
 #[test]
 fn a_paced_stream_keeps_the_quota_rate() {
     assert_within_1_percent(1_000.0, || {
         let limiter = Limiter::new(Quota::per_second(1_000).with_burst(10));
-        let start = Instant::now();
-        let count = block_on(stream::iter(0..2_010).paced(&limiter).count());
-        assert_eq!(count, 2_010);
-        rate_after_burst(2_010, 10, start.elapsed())
+        Run::measure(2_010, 10, || {
+            let count = block_on(stream::iter(0..2_010).paced(&limiter).count());
+            assert_eq!(count, 2_010);
+        })
     });
 }
 
@@ -55,15 +123,16 @@ fn a_paced_writer_keeps_the_byte_rate() {
     assert_within_1_percent(100_000.0, || {
         let limiter = Arc::new(Limiter::new(Quota::per_second(100_000).with_burst(1_000)));
         let mut out = Vec::new().paced_write(limiter);
-        let start = Instant::now();
-        block_on(async {
-            for _ in 0..201 {
-                out.write_all(&[7u8; 1_000]).await.unwrap();
-            }
-            out.flush().await.unwrap();
+        let run = Run::measure(201_000, 1_000, || {
+            block_on(async {
+                for _ in 0..201 {
+                    out.write_all(&[7u8; 1_000]).await.unwrap();
+                }
+                out.flush().await.unwrap();
+            })
         });
         assert_eq!(out.get_ref().len(), 201_000);
-        rate_after_burst(201_000, 1_000, start.elapsed())
+        run
     });
 }
 
@@ -73,80 +142,20 @@ fn a_paced_sink_forwards_every_item_in_order_at_the_rate() {
         let limiter = Limiter::new(Quota::per_second(500).with_burst(5));
         let (tx, rx) = futures::channel::mpsc::unbounded::<u32>();
         let mut paced = tx.paced_sink_by(&limiter, |&n: &u32| n);
-        let start = Instant::now();
-        block_on(async {
-            for n in [1, 2, 2] {
-                paced.send(n).await.unwrap();
-            }
-            for _ in 0..1_000 {
-                paced.send(1).await.unwrap();
-            }
-            paced.close().await.unwrap();
+        let run = Run::measure(1_005, 5, || {
+            block_on(async {
+                for n in [1, 2, 2] {
+                    paced.send(n).await.unwrap();
+                }
+                for _ in 0..1_000 {
+                    paced.send(1).await.unwrap();
+                }
+                paced.close().await.unwrap();
+            })
         });
-        let elapsed = start.elapsed();
         let got: Vec<u32> = block_on(rx.collect());
         assert_eq!(got.len(), 1_003);
         assert_eq!(&got[..3], &[1, 2, 2]);
-        rate_after_burst(1_005, 5, elapsed)
+        run
     });
-}
-
-/// A writer that drops what it is given, taking at most `per_call` bytes a call.
-struct Discard {
-    per_call: usize,
-    taken: usize,
-}
-
-impl AsyncWrite for Discard {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let n = buf.len().min(self.per_call);
-        self.taken += n;
-        Poll::Ready(Ok(n))
-    }
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-#[test]
-fn two_writers_sharing_a_limit_get_a_half_each_whatever_their_inner_writers_take() {
-    const RATE: u32 = 100_000;
-    const BURST: u32 = 4_096;
-    let limiter = Arc::new(Limiter::new(Quota::per_second(RATE).with_burst(BURST)));
-    let run_for = Duration::from_secs(2);
-    let start = Instant::now();
-    let writers: Vec<_> = [300, usize::MAX]
-        .into_iter()
-        .map(|per_call| {
-            let limiter = Arc::clone(&limiter);
-            std::thread::spawn(move || {
-                let mut out = Discard { per_call, taken: 0 }.paced_write(limiter);
-                block_on(async {
-                    while start.elapsed() < run_for {
-                        out.write_all(&[0u8; 4_096]).await.unwrap();
-                    }
-                });
-                out.get_ref().taken
-            })
-        })
-        .collect();
-    let taken: Vec<usize> = writers.into_iter().map(|w| w.join().unwrap()).collect();
-    let elapsed = start.elapsed();
-    let total = (taken[0] + taken[1]) as f64;
-    let most = BURST as f64 + RATE as f64 * elapsed.as_secs_f64();
-    assert!(
-        total <= most,
-        "{total} bytes in {elapsed:?}: more than the quota"
-    );
-    for &share in &taken {
-        let share = share as f64 / total;
-        assert!((0.45..=0.55).contains(&share), "shares {taken:?}");
-    }
 }

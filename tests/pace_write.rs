@@ -1,15 +1,17 @@
 //! `pace`: a paced writer's bookings. What an inner writer does not take is offered again
 //! within the hold, then given back under the give-back rule; a writer dropped or closed gives
-//! back what it did not hand on; writers sharing a limit book only what they are offered.
+//! back what it did not hand on; writers sharing a limit book only what they are offered, and
+//! get a half each.
 //! All on a manual clock, polled by hand.
 #![cfg(feature = "async")]
 
 use crate::common::manual;
 use cellrate::pace::{PaceExt, WRITE_HOLD};
-use cellrate::{Nanos, Quota};
-use futures::io::AsyncWrite;
+use cellrate::{Clock, Nanos, Quota};
+use futures::io::{AsyncWrite, AsyncWriteExt};
 use futures::task::noop_waker_ref;
 use std::cell::Cell;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -188,4 +190,44 @@ fn a_named_limiter_counts_each_booking_written_from_and_none_given_back_whole() 
     assert!(write(&mut out, 100).is_ready());
     drop(out);
     assert_eq!(limiter.stats().allowed, 3, "30 of 100 written: counted");
+}
+
+/// Two writers sharing a limit, each writing 4,096 bytes at a time as fast as it may, one
+/// whose inner writer takes 300 bytes a call and one whose takes all it is offered: each gets
+/// half of the rate, and together no more than the quota. Two seconds of the limiter's time, a
+/// millisecond a step, each writer polled once a step.
+#[test]
+fn two_writers_sharing_a_limit_get_a_half_each_whatever_their_inner_writers_take() {
+    const RATE: u32 = 100_000;
+    const BURST: u32 = 4_096;
+    const RUN_FOR: Duration = Duration::from_secs(2);
+    let (limiter, clock) = manual(Quota::per_second(RATE).with_burst(BURST));
+    let gates = [gate(300), gate(usize::MAX)];
+    let mut writers: Vec<_> = gates
+        .iter()
+        .map(|gate| {
+            let mut out = gate.clone().paced_write(&limiter);
+            Box::pin(async move {
+                loop {
+                    out.write_all(&[0u8; 4_096]).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    let mut cx = Context::from_waker(noop_waker_ref());
+    while clock.now() < Nanos::ZERO.saturating_add(RUN_FOR) {
+        for writer in &mut writers {
+            assert!(writer.as_mut().poll(&mut cx).is_pending());
+        }
+        clock.advance(Duration::from_millis(1));
+    }
+    let taken = gates.map(|gate| gate.taken.get());
+    let total = taken[0] + taken[1];
+    let most = BURST as usize + RATE as usize * RUN_FOR.as_secs() as usize;
+    assert!(total <= most, "{taken:?} bytes: more than the quota");
+    assert!(total >= most * 99 / 100, "{taken:?} bytes: the limit idled");
+    for share in taken {
+        let share = share as f64 / total as f64;
+        assert!((0.45..=0.55).contains(&share), "shares {taken:?}");
+    }
 }

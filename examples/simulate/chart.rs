@@ -85,7 +85,7 @@ impl Chart {
     /// The token value at the top of `row` (row 0 is the bottom), shown on every other row
     /// counting down from the top.
     fn row_label(&self, row: usize) -> String {
-        if (self.height - 1 - row) % 2 != 0 {
+        if !(self.height - 1 - row).is_multiple_of(2) {
             return String::new();
         }
         let tokens = (row + 1) as f64 * f64::from(self.burst) / self.height as f64;

@@ -68,7 +68,15 @@ fn quota_from_flags(options: &Options) -> Result<Quota, QuotaError> {
 fn report(options: &Options, quota: &Quota) -> String {
     let mut out = format!(
         "quota: {} tokens/s (one every {}), capacity {} tokens, empty to full in {} s\n\
-         the bucket starts full at t = 0; every request costs one token\n",
+         the bucket starts full at t = 0; every request costs one token\n\
+         time is simulated: the limiter reads a ManualClock set to each request's time, so the\n\
+         run takes no real time and prints the same every time\n\
+         \n\
+         columns: remaining    whole tokens left after the request\n\
+         \x20        level        tokens in the bucket after an allowed request, or that a\n\
+         \x20                     denied one found there (it spends nothing)\n\
+         \x20        retry-after  for a denial: how long until the same request would pass\n\
+         \x20        reset-after  how long until the bucket is full again\n",
         options.rate,
         millis(duration_ns(quota.emission_interval())),
         quota.burst(),
@@ -227,6 +235,33 @@ fn write_stdout(text: &str) -> ExitCode {
         Err(error) => {
             eprintln!("simulate: cannot write the report: {error}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{args, quota_from_flags, report, Command};
+
+    /// README.md shows the start and the end of the first workload's table: each line it
+    /// shows (but the `...` between) is a line this example prints with no flags.
+    #[test]
+    fn the_readme_shows_what_it_prints() {
+        let readme = include_str!("../../README.md");
+        let shown = readme
+            .split("```text\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("README.md shows this example's output in a text block");
+        let Ok(Command::Run(options)) = args::parse(Vec::new()) else {
+            panic!("no flags: a run");
+        };
+        let printed = report(&options, &quota_from_flags(&options).unwrap());
+        for line in shown.lines().filter(|line| line.trim() != "...") {
+            assert!(
+                printed.lines().any(|p| p == line),
+                "README.md shows a line this example does not print: {line:?}"
+            );
         }
     }
 }

@@ -140,3 +140,54 @@ impl Clock for LaggingClock {
         Nanos::new(self.bound_ns)
     }
 }
+
+/// The reading a limiter on `clock` decides `quota` on: the cached one where the quota is deep
+/// enough for it (`now_within` a sixteenth of its depth, what a limiter asks for). Taken just
+/// before an operation, it is no later than the operation's own reading, and `clock.now()`
+/// taken just after is no earlier: real-clock tests measure between the two, in the limiter's
+/// own time, so that a refresher or a test thread kept off the cores cannot move the figures.
+pub fn decision_time<C: Clock>(clock: &C, quota: &Quota) -> Nanos {
+    let depth = u64::try_from(quota.replenish_all().as_nanos()).unwrap_or(u64::MAX);
+    clock.now_within(Nanos::new(depth / 16))
+}
+
+/// Runs `call` and asserts that it returned without sleeping (see [`slept`]).
+pub fn returns_at_once<T>(what: &str, call: impl FnOnce() -> T) -> T {
+    let (answer, slept) = slept(call);
+    assert!(!slept, "{what}: slept");
+    answer
+}
+
+/// Runs `call`, and tells whether it slept, however long a loaded machine kept this thread off
+/// the cores meanwhile. On Linux: by the thread's voluntary context switches
+/// (`/proc/thread-self/status`), which every sleep and blocking wait adds to and a preemption
+/// does not. Elsewhere: by whether it took half a second, far more than the calls these tests
+/// expect at once take and less than the waits they would sleep.
+pub fn slept<T>(call: impl FnOnce() -> T) -> (T, bool) {
+    let (started, switches) = (std::time::Instant::now(), voluntary_switches());
+    let answer = call();
+    let slept = match (switches, voluntary_switches()) {
+        (Some(before), Some(after)) => after != before,
+        _ => started.elapsed() >= Duration::from_millis(500),
+    };
+    (answer, slept)
+}
+
+/// This thread's voluntary context switches so far, where Linux tells.
+fn voluntary_switches() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/thread-self/status").ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// Runs `attempt` until a run of it is judged, at most 10 times. A real-clock test whose premise
+/// a loaded machine can break (a few statements in a row taking longer than a bucket takes to
+/// refill, say) checks what it still can in a run whose premise did not hold and returns
+/// `false`; a run that judged returns `true`.
+pub fn until_judged(what: &str, mut attempt: impl FnMut() -> bool) {
+    if !(0..10).any(|_| attempt()) {
+        panic!("{what}: the premise failed in each of 10 runs");
+    }
+}

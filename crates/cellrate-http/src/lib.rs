@@ -200,3 +200,8 @@ pub use remote::{RedisKey, RedisPolicies, RedisPolicy};
 pub use service::RateLimit;
 pub use stats::LayerStats;
 pub use tiered::Tiered;
+
+/// The README's example, compiled as a doc test so that it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}

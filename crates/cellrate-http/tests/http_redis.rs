@@ -23,7 +23,7 @@ fn per_ip_and_global_in_redis_all_or_nothing() {
         return;
     };
     runtime().block_on(async {
-        let options = RedisOptions::default().key_prefix("t:");
+        let options = redis_support::patient().key_prefix("t:");
         let url = server.url();
         let connect = |quota| RedisLimiter::connect_with(&url, quota, options.clone());
         let per_ip = connect(Quota::per_minute(1).with_burst(3)).await.unwrap();
@@ -73,9 +73,13 @@ fn a_redis_refund_gives_the_token_back() {
         return;
     };
     runtime().block_on(async {
-        let limiter = RedisLimiter::connect(&server.url(), Quota::per_minute(1).with_burst(1))
-            .await
-            .unwrap();
+        let limiter = RedisLimiter::connect_with(
+            &server.url(),
+            Quota::per_minute(1).with_burst(1),
+            redis_support::patient(),
+        )
+        .await
+        .unwrap();
         let layer =
             RateLimitLayer::builder(RedisPolicy::new("ip", limiter.clone(), ClientIp::new()))
                 .refund_if(|response| response.status.is_server_error())
@@ -124,7 +128,7 @@ fn joint_redis_refusals_tell_each_policys_own_figures() {
         return;
     };
     runtime().block_on(async {
-        let options = RedisOptions::default().key_prefix("t:");
+        let options = redis_support::patient().key_prefix("t:");
         let url = server.url();
         let connect = |quota| RedisLimiter::connect_with(&url, quota, options.clone());
         let per_ip = connect(Quota::per_minute(1).with_burst(3)).await.unwrap();
@@ -171,9 +175,13 @@ fn client_keys_become_bounded_redis_key_names() {
         return;
     };
     runtime().block_on(async {
-        let limiter = RedisLimiter::connect(&server.url(), Quota::per_minute(1).with_burst(2))
-            .await
-            .unwrap();
+        let limiter = RedisLimiter::connect_with(
+            &server.url(),
+            Quota::per_minute(1).with_burst(2),
+            redis_support::patient(),
+        )
+        .await
+        .unwrap();
         let layer = RateLimitLayer::new(RedisPolicy::new(
             "key",
             limiter.clone(),
@@ -221,9 +229,10 @@ fn a_redis_refund_gives_back_under_the_quota_chosen_per_request() {
     };
     runtime().block_on(async {
         // The limiter's own quota is a token an hour; the request's plan one per 6 s.
-        let limiter = RedisLimiter::connect(&server.url(), Quota::per_hour(1))
-            .await
-            .unwrap();
+        let limiter =
+            RedisLimiter::connect_with(&server.url(), Quota::per_hour(1), redis_support::patient())
+                .await
+                .unwrap();
         let plan = Quota::per_minute(10).with_burst(2);
         let layer = RateLimitLayer::builder(
             RedisPolicy::new("ip", limiter.clone(), ClientIp::new())
@@ -318,9 +327,10 @@ fn a_quota_chosen_per_request_is_told_as_redis_enforces_it() {
         return;
     };
     runtime().block_on(async {
-        let limiter = RedisLimiter::connect(&server.url(), Quota::per_hour(1))
-            .await
-            .unwrap();
+        let limiter =
+            RedisLimiter::connect_with(&server.url(), Quota::per_hour(1), redis_support::patient())
+                .await
+                .unwrap();
         // An interval 1 ns past a whole µs: Redis enforces 999 ns more per token, 0.1 s over
         // the burst; a `t` worked out from the interval as given would come 0.1 s early for
         // an empty bucket and round past Retry-After.
@@ -360,7 +370,7 @@ fn a_redis_policy_never_skips_a_hop_a_trusted_proxy_wrote_unreadably() {
         return;
     };
     runtime().block_on(async {
-        let options = RedisOptions::default().key_prefix("skip:");
+        let options = redis_support::patient().key_prefix("skip:");
         let limiter = RedisLimiter::connect_with(&server.url(), Quota::per_minute(1), options)
             .await
             .unwrap();
@@ -392,7 +402,7 @@ fn redis_admissions_without_headers_come_after_the_decision() {
         return;
     };
     runtime().block_on(async {
-        let options = RedisOptions::default().key_prefix("plain:");
+        let options = redis_support::patient().key_prefix("plain:");
         let limiter =
             RedisLimiter::connect_with(&server.url(), Quota::per_minute(1).with_burst(3), options)
                 .await

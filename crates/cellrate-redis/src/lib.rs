@@ -387,3 +387,8 @@ impl core::fmt::Debug for RedisLimiter {
 fn quota_suffix(quota: &MicroQuota) -> String {
     format!("%q{}x{}%", quota.interval_us, quota.burst)
 }
+
+/// The README's example, compiled as a doc test so that it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}

@@ -82,7 +82,7 @@ pub(crate) fn micros_since_epoch(now: Nanos) -> Result<MicroTime, Error> {
     }
     Ok(MicroTime {
         floor_us: us,
-        fraction: now.as_u64() % 1000 != 0,
+        fraction: !now.as_u64().is_multiple_of(1000),
     })
 }
 

@@ -14,12 +14,9 @@ use metrics_support::{captured, counters, Value};
 use proxy::FaultProxy;
 use redis_support::{connected, free_port, runtime, RedisServer};
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 fn options() -> RedisOptions {
-    RedisOptions::default()
-        .deadline(Duration::from_millis(40))
-        .connection_timeout(Duration::from_millis(100))
+    redis_support::patient()
 }
 
 /// Every series a Redis limiter named `name` publishes, with these values (in the order of
@@ -83,7 +80,11 @@ fn redis_decisions_are_published_under_the_name() {
     );
     // Unnamed, the same limiter publishes nothing but still counts.
     let unnamed = rt
-        .block_on(RedisLimiter::connect(&server.url(), Quota::per_hour(3)))
+        .block_on(RedisLimiter::connect_with(
+            &server.url(),
+            Quota::per_hour(3),
+            redis_support::patient(),
+        ))
         .unwrap();
     rt.block_on(unnamed.check_key("c")).unwrap();
     let ((), series) = captured(|| unnamed.publish_metrics());

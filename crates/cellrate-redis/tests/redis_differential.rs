@@ -155,7 +155,9 @@ fn redis_check_all_equals_all_of_in_process() {
         Quota::try_new(Duration::from_micros(1_100), 5).unwrap(), // another user
         Quota::try_new(Duration::from_micros(300), 6).unwrap(), // the whole org
     ];
-    let options = RedisOptions::default().expiry_margin(Duration::from_secs(600));
+    let options = RedisOptions::default()
+        .expiry_margin(Duration::from_secs(600))
+        .deadline(Duration::from_secs(5));
     let limiter = rt
         .block_on(RedisLimiter::connect_with(
             &server.url(),

@@ -29,6 +29,8 @@ fn redis_down_at_start_fails_fast_and_the_policy_answers() {
     assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
     assert!(!err.outcome_unknown(), "a refused connection ran nothing");
     assert!(err.to_string().contains("refused"), "{err}");
+    // A refused connection fails in microseconds; a connect that waited out its timeouts and
+    // retries would take seconds more than a loaded machine's stalls.
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "connect stalled"
@@ -83,6 +85,7 @@ fn redis_killed_and_restarted_mid_run() {
         assert!(rt.block_on(limiter.check_key("k")).is_ok());
         assert!(rt.block_on(limiter.try_check_key_n("k", 1)).is_err());
     }
+    // 20 calls that each waited out the 100 ms deadline would take 2 s; these fail at once.
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "down server stalled calls"
@@ -128,6 +131,8 @@ fn redis_paused_past_the_deadline_is_an_unknown_outcome() {
     assert!(err.outcome_unknown(), "{err:?}");
     let batch = rt.block_on(limiter.check_many(&[("k", 1), ("j", 1)]));
     assert!(batch.iter().all(|answer| answer.is_err()));
+    // Three calls of 100 ms deadlines and a batch that finds no connection: well under 2 s
+    // on a loaded machine, forever for a call that kept no deadline.
     let waited = started.elapsed();
     assert!(
         waited < Duration::from_secs(2),

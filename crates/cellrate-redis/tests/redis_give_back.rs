@@ -21,7 +21,7 @@ fn at(us: u64) -> Nanos {
 
 /// Keys written at a caller's time outlive the test's schedules.
 fn options() -> RedisOptions {
-    RedisOptions::default().expiry_margin(Duration::from_secs(600))
+    redis_support::patient().expiry_margin(Duration::from_secs(600))
 }
 
 #[test]

@@ -59,10 +59,12 @@ fn down_then_up(policy: FailurePolicy, test: &str) -> Option<(Vec<bool>, Duratio
 }
 
 /// What every policy shares: fast answers, no decision from Redis, at most one unknown (the
-/// one call that may meet the connection as it drops).
+/// one call that may meet the connection as it drops). Fast: 50 calls that each waited out
+/// their 100 ms deadline would take 5 s; 2.5 s is far more than a loaded machine adds to 50
+/// calls that fail at once and a reconnect's backoff.
 fn check_common(took: Duration, stats: &Stats) {
     assert!(
-        took < Duration::from_millis(500),
+        took < Duration::from_millis(2_500),
         "50 calls to a dead server took {took:?}: they should fail at once"
     );
     assert_eq!(stats.allowed + stats.denied, 0, "{stats:?}");

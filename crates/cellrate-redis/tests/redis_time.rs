@@ -19,7 +19,7 @@ fn redis_off_grid_times_never_admit_what_the_exact_limiter_refuses() {
     let Some((server, rt, limiter)) = connected(
         "redis_off_grid_times_never_admit",
         quota,
-        RedisOptions::default(),
+        redis_support::patient(),
     ) else {
         return;
     };
@@ -52,7 +52,11 @@ fn redis_off_grid_times_never_admit_what_the_exact_limiter_refuses() {
         let burst = 1 + next(5) as u32;
         let quota = Quota::try_new(Duration::from_micros(interval_us), burst).unwrap();
         let limiter = rt
-            .block_on(RedisLimiter::connect(&server.url(), quota))
+            .block_on(RedisLimiter::connect_with(
+                &server.url(),
+                quota,
+                redis_support::patient(),
+            ))
             .unwrap();
         let exact = Limiter::with_clock(quota, ManualClock::new());
         let key = format!("offgrid{schedule}");
@@ -103,11 +107,12 @@ fn redis_the_default_margin_keeps_keys_for_a_lagging_caller() {
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     let started = Instant::now();
     let mut steps = 0;
-    while started.elapsed() < Duration::from_millis(300) {
+    // 300 ms, and 60 steps at least however a loaded machine spaces them.
+    while started.elapsed() < Duration::from_millis(300) || steps < 60 {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        let lag = if rng % 2 == 0 { 0 } else { 30_000 };
+        let lag = if rng.is_multiple_of(2) { 0 } else { 30_000 };
         let cost = 1 + (rng >> 8) as u32 % 3;
         let at = Nanos::new((wall_us() - lag) * 1000);
         let got = rt
@@ -118,7 +123,6 @@ fn redis_the_default_margin_keeps_keys_for_a_lagging_caller() {
         steps += 1;
         std::thread::sleep(Duration::from_micros(500));
     }
-    assert!(steps > 50, "{steps} steps");
 }
 
 #[test]
@@ -128,7 +132,7 @@ fn redis_every_tat_written_is_one_the_scripts_read_back() {
     let Some((_server, rt, limiter)) = connected(
         "redis_every_tat_written_is_read_back",
         quota,
-        RedisOptions::default(),
+        redis_support::patient(),
     ) else {
         return;
     };

@@ -50,7 +50,7 @@ fn redis_corrupt_values_are_errors_under_every_policy() {
         FailurePolicy::Local { servers: 1 },
     ] {
         let log = seen.clone();
-        let options = RedisOptions::default()
+        let options = redis_support::patient()
             .failure_policy(policy)
             .on_error(move |e| log.lock().unwrap().push(e.to_string()));
         let limiter = rt
@@ -121,7 +121,7 @@ fn redis_a_key_of_another_type_is_an_error() {
     let Some((server, rt, limiter)) = connected(
         "redis_a_key_of_another_type",
         Quota::per_second(10),
-        RedisOptions::default(),
+        redis_support::patient(),
     ) else {
         return;
     };
@@ -159,7 +159,7 @@ fn redis_a_quota_too_large_is_refused_under_fail_open() {
     let Some((_server, rt, limiter)) = connected(
         "redis_a_quota_too_large",
         Quota::per_second(10),
-        RedisOptions::default(),
+        redis_support::patient(),
     ) else {
         return;
     };
@@ -182,7 +182,7 @@ fn redis_nothing_outside_the_prefix_is_touched_or_shown() {
     };
     let rt = runtime();
     // An empty prefix would let a caller's key name any Redis key: refused at connect.
-    let empty = RedisOptions::default().key_prefix("");
+    let empty = redis_support::patient().key_prefix("");
     let err = rt
         .block_on(RedisLimiter::connect_with(
             &server.url(),
@@ -202,7 +202,7 @@ fn redis_nothing_outside_the_prefix_is_touched_or_shown() {
     assert!(matches!(err, Error::InvalidOptions(_)), "{err:?}");
     // Another application's data under a prefix shared by mistake: a token is refused, never
     // overwritten, and never repeated in the error (errors get logged).
-    let options = RedisOptions::default().key_prefix("session:");
+    let options = redis_support::patient().key_prefix("session:");
     let limiter = rt
         .block_on(RedisLimiter::connect_with(
             &server.url(),

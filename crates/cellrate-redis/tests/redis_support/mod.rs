@@ -45,6 +45,16 @@ pub fn tool_available(test: &str, program: &str, packages: &str) -> bool {
     found
 }
 
+/// Options for tests of answers, not of failures: a deadline and a connection timeout that a
+/// loaded machine does not reach (a decision takes well under a millisecond on loopback). A
+/// call a stalled machine let miss the default 100 ms would be answered by the failure policy,
+/// and the test would see the policy's answer, not Redis's.
+pub fn patient() -> cellrate_redis::RedisOptions {
+    cellrate_redis::RedisOptions::default()
+        .deadline(Duration::from_secs(5))
+        .connection_timeout(Duration::from_secs(5))
+}
+
 /// Options for tests of faults: deadlines of tens of milliseconds.
 pub fn fast_options() -> cellrate_redis::RedisOptions {
     cellrate_redis::RedisOptions::default()
@@ -230,14 +240,31 @@ pub fn connected(
 )> {
     let server = RedisServer::start(test)?;
     let rt = runtime();
-    let limiter = rt
-        .block_on(cellrate_redis::RedisLimiter::connect_with(
-            &server.url(),
-            quota,
-            options,
-        ))
-        .expect("connect to the test's redis-server");
+    let limiter = connect_for_setup(&rt, &server.url(), quota, options);
     Some((server, rt, limiter))
+}
+
+/// A limiter connected to `url` with `options`, for a test's setup. The setup is not what the
+/// test checks, and the short connection timeouts of the fault tests can be missed on a loaded
+/// machine, so a failed attempt is made again, for up to 10 s.
+pub fn connect_for_setup(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    quota: cellrate::Quota,
+    options: cellrate_redis::RedisOptions,
+) -> cellrate_redis::RedisLimiter {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match rt.block_on(cellrate_redis::RedisLimiter::connect_with(
+            url,
+            quota,
+            options.clone(),
+        )) {
+            Ok(limiter) => return limiter,
+            Err(e) if Instant::now() < deadline => eprintln!("setup: {e}; connecting again"),
+            Err(e) => panic!("connect to the test's redis-server: {e}"),
+        }
+    }
 }
 
 impl RedisServer {

@@ -1,7 +1,8 @@
 //! A fault-injecting TCP proxy on loopback, between the limiter and a real `redis-server`:
 //! it forwards bytes both ways until told to freeze the connections open at the time (they
 //! stay open and silent, as behind a failed-over virtual IP, a NAT that dropped its state or a
-//! stopped host), reset them, delay replies, or freeze once a number of reply bytes has passed.
+//! stopped host; what the client sends on them is kept for the test to count, never
+//! forwarded), reset them, delay replies, or freeze once a number of reply bytes has passed.
 //! New connections are forwarded normally whatever happened to the old ones, to an upstream
 //! that can be moved (a name or virtual IP pointed at another server after a failover).
 //! Threads poll every few milliseconds and all end when the proxy is dropped.
@@ -36,6 +37,8 @@ struct Shared {
     upstream: AtomicU16,
     /// Connections accepted so far.
     accepted: AtomicU64,
+    /// Chunks of reply bytes forwarded to clients so far.
+    replies: AtomicU64,
 }
 
 /// One proxied connection. The pumps hold clones of the two streams and drop them within a
@@ -45,6 +48,8 @@ struct Link {
     server: Mutex<Option<TcpStream>>,
     frozen: AtomicBool,
     closed: AtomicBool,
+    /// What the client sent while the link was frozen, lost on the way.
+    lost: Mutex<Vec<u8>>,
 }
 
 impl FaultProxy {
@@ -105,14 +110,29 @@ impl FaultProxy {
         self.shared.upstream.store(upstream, Ordering::SeqCst);
     }
 
+    /// How many chunks of reply bytes the proxy has forwarded so far.
+    pub fn replies_forwarded(&self) -> u64 {
+        self.shared.replies.load(Ordering::SeqCst)
+    }
+
     /// How many connections the proxy has accepted so far.
     pub fn accepted_connections(&self) -> u64 {
         self.shared.accepted.load(Ordering::SeqCst)
     }
 
-    /// How many proxied connections are open.
-    pub fn open_connections(&self) -> usize {
-        self.open().len()
+    /// How many times `command` (such as `EVALSHA`) was sent on a connection while it was
+    /// frozen: calls lost on a dead path.
+    pub fn sent_while_frozen(&self, command: &str) -> usize {
+        let conns = self.shared.conns.lock().unwrap();
+        conns
+            .iter()
+            .map(|link| {
+                let lost = link.lost.lock().unwrap();
+                lost.windows(command.len())
+                    .filter(|w| w.eq_ignore_ascii_case(command.as_bytes()))
+                    .count()
+            })
+            .sum()
     }
 
     fn open(&self) -> Vec<Arc<Link>> {
@@ -194,6 +214,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
             server: Mutex::new(Some(server)),
             frozen: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            lost: Mutex::new(Vec::new()),
         });
         shared.conns.lock().unwrap().push(link.clone());
         let mut threads = shared.threads.lock().unwrap();
@@ -211,7 +232,15 @@ fn pump(link: &Link, mut from: TcpStream, mut to: TcpStream, to_client: bool, sh
     let mut buf = vec![0u8; 64 * 1024];
     while !shared.stop.load(Ordering::SeqCst) && !link.closed.load(Ordering::SeqCst) {
         if link.frozen.load(Ordering::SeqCst) {
-            std::thread::sleep(POLL);
+            // Requests are read and kept, as a dead path would swallow them; an end of stream
+            // goes no further either. Replies stay where they are.
+            if to_client {
+                std::thread::sleep(POLL);
+            } else if let Ok(n @ 1..) = from.read(&mut buf) {
+                link.lost.lock().unwrap().extend_from_slice(&buf[..n]);
+            } else {
+                std::thread::sleep(POLL);
+            }
             continue;
         }
         let n = match from.read(&mut buf) {
@@ -221,7 +250,11 @@ fn pump(link: &Link, mut from: TcpStream, mut to: TcpStream, to_client: bool, sh
             Err(_) => return link.close(true),
         };
         if link.frozen.load(Ordering::SeqCst) {
-            continue; // frozen while reading: the bytes are lost, as on a dead path
+            // Frozen while reading: the bytes are lost, as on a dead path.
+            if !to_client {
+                link.lost.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+            continue;
         }
         let mut n = n;
         if to_client {
@@ -243,6 +276,9 @@ fn pump(link: &Link, mut from: TcpStream, mut to: TcpStream, to_client: bool, sh
         }
         if to.write_all(&buf[..n]).is_err() {
             return link.close(true);
+        }
+        if to_client {
+            shared.replies.fetch_add(1, Ordering::SeqCst);
         }
     }
 }
