@@ -6,9 +6,12 @@
 //! memory.
 
 mod bad_input;
+mod cell_model;
 mod config_files;
 mod decisions;
 mod python;
 mod redis;
+mod resp_client;
 mod support;
+mod throttle_replies;
 mod transport;

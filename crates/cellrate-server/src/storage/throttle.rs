@@ -28,7 +28,7 @@
 use crate::settings::Overflow;
 use crate::storage::embedded::SharedClock;
 use crate::throttle::counts::TableFigures;
-use crate::throttle::{Decision, Rate, Reply};
+use crate::throttle::{duration_ns, Decision, Rate, Reply};
 use cellrate::{Clock, Limiter, Nanos, Quota, QuotaChange};
 use siphasher::sip128::{Hasher128, SipHasher13};
 use std::collections::HashMap;
@@ -248,10 +248,21 @@ impl ThrottleTable {
     }
 }
 
-/// The decision on `bucket` at `now` for `quantity` tokens. A quantity beyond a `u32` is more
-/// than any bucket holds: refused for good, nothing spent.
+/// The decision on `bucket` at `now` for `quantity` tokens. A quantity of 0 is a peek, which
+/// redis-cell refuses (with the time until it would pass) only for a bucket left past empty by
+/// a change to a shallower quota. A quantity beyond a `u32` is more than any bucket holds:
+/// refused for good, nothing spent.
 fn decide(bucket: &Bucket, now: Nanos, quantity: u64) -> Decision {
     match u32::try_from(quantity) {
+        Ok(0) => {
+            let ahead = ahead(bucket, now);
+            let past_empty = ahead.checked_sub(duration_ns(bucket.quota().replenish_all()));
+            Decision {
+                limited: past_empty.is_some_and(|by| by > 0),
+                reset_after_ns: ahead,
+                retry_after_ns: past_empty.filter(|&by| by > 0),
+            }
+        }
         Ok(cost) => Decision::of(bucket.at(now).check_n(cost)),
         Err(_) => Decision {
             limited: true,
@@ -267,16 +278,14 @@ fn ahead(bucket: &Bucket, now: Nanos) -> u64 {
         Ok(allowed) => allowed.reset_after(),
         Err(denied) => denied.reset_after(),
     };
-    crate::throttle::duration_ns(level)
+    duration_ns(level)
 }
 
 /// Moves `bucket` to `quota` at `now`, its TAT kept (module docs).
 fn change(bucket: &mut Bucket, quota: Quota, now: Nanos) {
     let old = bucket.quota();
     let ahead = ahead(bucket, now);
-    if ahead > crate::throttle::duration_ns(old.replenish_all())
-        && quota.replenish_all() > old.replenish_all()
-    {
+    if ahead > duration_ns(old.replenish_all()) && quota.replenish_all() > old.replenish_all() {
         if let Some(rebuilt) = full_at(quota, now, ahead) {
             *bucket = rebuilt;
             return;
