@@ -45,7 +45,7 @@ impl Reply {
 /// One connection.
 pub struct Client {
     reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
+    writer: Option<OwnedWriteHalf>,
 }
 
 /// A command as RESP bytes.
@@ -65,7 +65,7 @@ impl Client {
         let (read, write) = stream.into_split();
         Client {
             reader: BufReader::new(read),
-            writer: write,
+            writer: Some(write),
         }
     }
 
@@ -78,7 +78,19 @@ impl Client {
 
     /// Writes raw bytes.
     pub async fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).await.unwrap();
+        let writer = self.writer.as_mut().expect("the writing half");
+        writer.write_all(bytes).await.unwrap();
+    }
+
+    /// Writes `bytes` from a task of its own, ignoring a server that closes before taking them
+    /// all, while this client reads.
+    pub fn send_in_background(&mut self, bytes: Vec<u8>) -> tokio::task::JoinHandle<()> {
+        let mut writer = self.writer.take().expect("the writing half");
+        tokio::spawn(async move {
+            if writer.write_all(&bytes).await.is_ok() {
+                let _ = writer.shutdown().await;
+            }
+        })
     }
 
     /// Reads one reply; `None` at the end of the stream.

@@ -216,6 +216,7 @@ pub fn binary() -> std::process::Command {
         "REDIS_TYPE",
         "LOG_LEVEL",
         "LOG_FORMAT",
+        "CELLRATE_RESP_PASSWORD",
     ] {
         command.env_remove(name);
     }

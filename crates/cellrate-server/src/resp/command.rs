@@ -25,7 +25,8 @@ pub(crate) async fn run(ctx: &Context, session: &mut Session, args: Args<'_>, ou
         "cl.throttle" => throttle::run(ctx, args, out).await,
         "ping" => match args.len() {
             1 => out.simple("PONG"),
-            _ => out.bulk(args.get(1)),
+            2 => out.bulk(args.get(1)),
+            _ => wrong_arity("ping", out),
         },
         "echo" => out.bulk(args.get(1)),
         "quit" => {

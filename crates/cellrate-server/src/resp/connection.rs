@@ -17,8 +17,9 @@ use super::{Context, Session};
 use crate::throttle::counts::ThrottleCounts;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 use std::time::Instant;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
@@ -79,6 +80,9 @@ pub(crate) async fn serve(
         }
         if broken.is_some() || session.quit {
             let _ = stream.shutdown().await;
+            if broken.is_some() {
+                linger(&mut stream).await;
+            }
             return;
         }
         let consumed = parser.consumed();
@@ -103,6 +107,24 @@ pub(crate) async fn serve(
         }
     }
 }
+
+/// After an error reply and the close of the write side, reads and drops what the client still
+/// sends (until it closes, for at most a second and a megabyte): closing with its input unread
+/// would reset the connection, and a reset can reach the client before it reads the reply.
+async fn linger(stream: &mut TcpStream) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    let mut sink = vec![0u8; READ_CHUNK];
+    let mut left = LINGER_BYTES;
+    while left > 0 {
+        match tokio::time::timeout_at(deadline, stream.read(&mut sink)).await {
+            Ok(Ok(n)) if n > 0 => left = left.saturating_sub(n),
+            _ => return,
+        }
+    }
+}
+
+/// The most bytes [`linger`] drops.
+const LINGER_BYTES: usize = 1 << 20;
 
 /// Writes `bytes` whole within the timeout.
 async fn write(stream: &mut TcpStream, bytes: &[u8], ctx: &Context) -> io::Result<()> {
