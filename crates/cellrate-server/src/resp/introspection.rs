@@ -292,7 +292,7 @@ fn glob(pattern: &[u8], text: &[u8]) -> bool {
     pattern[p.min(pattern.len())..].iter().all(|&c| c == b'*')
 }
 
-/// `INFO`: the server and its clients.
+/// `INFO`: the server, its clients, and the keys of the throttle table (as database 0's).
 pub(crate) fn info(ctx: &Context, out: &mut Out) {
     let s = ctx.server.settings();
     let mut text = String::new();
@@ -312,6 +312,13 @@ pub(crate) fn info(ctx: &Context, out: &mut Out) {
             .load(Ordering::Relaxed),
         s.resp_max_connections,
     );
+    if let Some(table) = ctx.server.store().throttles() {
+        let keys = table.stats().keys;
+        let _ = write!(
+            text,
+            "\r\n# Keyspace\r\ndb0:keys={keys},expires=0,avg_ttl=0\r\n"
+        );
+    }
     out.bulk(text.as_bytes());
 }
 

@@ -15,15 +15,21 @@
 //! # Bounds and concurrency
 //! Keys are stored as 128-bit fingerprints (SipHash-1-3 under a random key of the process),
 //! so an entry's size does not depend on the key's length, and no client can choose keys
-//! that collide. The table is split into shards of at most `max_keys / shards` entries, each
-//! behind a read-write lock: a call on a key whose quota does not change takes the read lock
-//! and decides on the limiter with its lock-free check, so calls on one shard run together; a
-//! new key, a quota change or a removal takes the write lock, so no limiter is changed or
-//! removed while a call is deciding on it. A shard that is full when a new key comes first
-//! forgets its idle keys (full buckets, which carry nothing: a key forgotten while full comes
-//! back full); if none is idle, `--overflow` decides: `deny` refuses the new key until the
-//! nearest bucket is full (no key loses its state), `evict` forgets the bucket nearest to
-//! full.
+//! that collide. The table is split into at most 256 shards of `max_keys / shards` entries,
+//! each behind a read-write lock: few enough that the locks stay in cache, many enough that
+//! the server's threads rarely meet on one. A call on a key whose quota does not change takes
+//! the read lock and decides on the limiter with its lock-free check, so calls on one shard
+//! run together; a new key, a quota change or a removal takes the write lock, so no limiter is
+//! changed or removed while a call is deciding on it. Each entry keeps its limiter's quota
+//! beside its fingerprint, so that a call compares quotas without reading the limiter.
+//!
+//! A shard that is full when a new key comes first forgets its idle keys (full buckets, which
+//! carry nothing: a key forgotten while full comes back full); if none is idle, `--overflow`
+//! decides: `deny` refuses the new key until the nearest bucket is full (no key loses its
+//! state; the shard remembers that time, so refusals until then cost no scan), `evict`
+//! forgets the bucket nearest to full. A scan of a full shard keeps its 32 buckets nearest to
+//! full as the next ones to forget, so that a flood of new keys costs a scan per 32 of them;
+//! by the time one is forgotten it may have spent again, so "nearest" is as of that scan.
 
 use crate::settings::Overflow;
 use crate::storage::embedded::SharedClock;
@@ -37,9 +43,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-/// The entries a shard holds at most when the table is large: a full shard is scanned for
-/// idle keys, so this bounds the cost of a new key.
-const SHARD_KEYS: usize = 256;
+/// The most shards (module docs).
+const MAX_SHARDS: usize = 256;
+
+/// The fewest entries a shard holds before the table has more than one.
+const SHARD_KEYS: usize = 1024;
+
+/// The buckets nearest to full a scan keeps to forget next (`--overflow evict`).
+const CANDIDATES: usize = 32;
 
 /// The clock of the table's limiters, never read: every operation passes the time of its
 /// call (`at`), read once from the server's clock. Were it read, time zero is a stale
@@ -76,13 +87,21 @@ impl Hasher for Fingerprint {
     }
 }
 
+/// A key's entry: its limiter's quota (the same as `bucket.quota()`, changed with it under the
+/// write lock) and the limiter, boxed so that an entry is small however big a limiter is.
+struct Entry {
+    quota: Quota,
+    bucket: Box<Bucket>,
+}
+
 struct Slots {
-    /// Boxed: an entry of the map is a fingerprint and a pointer, however big a limiter is.
-    map: HashMap<u128, Box<Bucket>, BuildHasherDefault<Fingerprint>>,
+    map: HashMap<u128, Entry, BuildHasherDefault<Fingerprint>>,
     /// Under `--overflow deny`: no entry can be forgotten before this time (the nearest
     /// bucket's full time when the shard was last found full), so new keys are refused
     /// without a scan until then.
     no_room_until: u64,
+    /// Under `--overflow evict`: the buckets to forget next, nearest to full first.
+    candidates: Vec<u128>,
 }
 
 /// A shard on cache lines of its own: its lock word is written by every call on it.
@@ -117,7 +136,7 @@ impl ThrottleTable {
     /// A table of at most `max_keys` keys (at least 1) on `clock`.
     pub fn new(max_keys: usize, overflow: Overflow, clock: SharedClock) -> ThrottleTable {
         let max_keys = max_keys.max(1);
-        let shards = (max_keys / SHARD_KEYS).next_power_of_two().min(1 << 16);
+        let shards = (max_keys / SHARD_KEYS).next_power_of_two().min(MAX_SHARDS);
         let mut seed = [0u8; 16];
         // Without the OS's randomness, the keys are still unguessable enough to spread keys
         // (the address of a fresh allocation and the time), if not to resist a chosen flood.
@@ -136,6 +155,7 @@ impl ThrottleTable {
                     Shard(RwLock::new(Slots {
                         map: HashMap::default(),
                         no_room_until: 0,
+                        candidates: Vec::new(),
                     }))
                 })
                 .collect(),
@@ -171,19 +191,20 @@ impl ThrottleTable {
         let shard = self.shard(fp);
         {
             let slots = shard.read();
-            if let Some(bucket) = slots.map.get(&fp) {
-                if bucket.quota() == rate.quota {
-                    return Reply::new(rate, decide(bucket, now, quantity));
+            if let Some(entry) = slots.map.get(&fp) {
+                if entry.quota == rate.quota {
+                    return Reply::new(rate, decide(&entry.bucket, now, quantity));
                 }
             }
         }
         let mut slots = shard.write();
-        if let Some(bucket) = slots.map.get_mut(&fp) {
-            if bucket.quota() != rate.quota {
-                change(bucket, rate.quota, now);
+        if let Some(entry) = slots.map.get_mut(&fp) {
+            if entry.quota != rate.quota {
+                change(&mut entry.bucket, rate.quota, now);
+                entry.quota = rate.quota;
                 self.quota_changes.fetch_add(1, Ordering::Relaxed);
             }
-            return Reply::new(rate, decide(bucket, now, quantity));
+            return Reply::new(rate, decide(&entry.bucket, now, quantity));
         }
         let fresh = Box::new(Limiter::with_clock(rate.quota, Given));
         let decision = decide(&fresh, now, quantity);
@@ -196,7 +217,11 @@ impl ThrottleTable {
                 return Reply::no_room(rate, wait_ns);
             }
         }
-        slots.map.insert(fp, fresh);
+        let entry = Entry {
+            quota: rate.quota,
+            bucket: fresh,
+        };
+        slots.map.insert(fp, entry);
         self.keys.fetch_add(1, Ordering::Relaxed);
         Reply::new(rate, decision)
     }
@@ -207,27 +232,40 @@ impl ThrottleTable {
             self.refusals.fetch_add(1, Ordering::Relaxed);
             return Err(slots.no_room_until - now.as_u64());
         }
+        while let Some(fp) = slots.candidates.pop() {
+            if let Some(entry) = slots.map.remove(&fp) {
+                self.keys.fetch_sub(1, Ordering::Relaxed);
+                if ahead(&entry.bucket, now) > 0 {
+                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                }
+                return Ok(());
+            }
+        }
         let before = slots.map.len();
-        slots.map.retain(|_, bucket| ahead(bucket, now) > 0);
+        slots.map.retain(|_, entry| ahead(&entry.bucket, now) > 0);
         let forgotten = before - slots.map.len();
         self.keys.fetch_sub(forgotten as u64, Ordering::Relaxed);
         if forgotten > 0 {
             return Ok(());
         }
-        let Some((&nearest, wait_ns)) = slots
+        let mut nearest: Vec<(u64, u128)> = slots
             .map
             .iter()
-            .map(|(fp, bucket)| (fp, ahead(bucket, now)))
-            .min_by_key(|&(_, ahead)| ahead)
-        else {
+            .map(|(&fp, entry)| (ahead(&entry.bucket, now), fp))
+            .collect();
+        let keep = nearest.len().min(CANDIDATES);
+        if keep == 0 {
             return Ok(());
-        };
+        }
+        nearest.select_nth_unstable(keep - 1);
+        nearest.truncate(keep);
+        nearest.sort_unstable();
+        let wait_ns = nearest[0].0;
         match self.overflow {
             Overflow::Evict => {
-                slots.map.remove(&nearest);
-                self.keys.fetch_sub(1, Ordering::Relaxed);
-                self.evictions.fetch_add(1, Ordering::Relaxed);
-                Ok(())
+                // Popped from the end: nearest to full last.
+                slots.candidates = nearest.iter().rev().map(|&(_, fp)| fp).collect();
+                self.make_room(slots, now)
             }
             Overflow::Deny => {
                 slots.no_room_until = now.as_u64().saturating_add(wait_ns);
