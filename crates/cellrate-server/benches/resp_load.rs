@@ -14,8 +14,9 @@
 //! redis-cell's parameters `15 30 60 1` (a bucket of 16, one token every 2 s) are throttlecrab's
 //! `16 30 60 1` (its burst counts the whole bucket).
 
+mod common;
+
 use cellrate_server::{Config, Listeners, Server, Settings};
-use std::io::Write;
 use std::net::TcpListener as StdListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -448,14 +449,5 @@ fn report(rows: &[Row<'_>], versions: &[(&str, String)], memory: Option<(u64, f6
         lines.push(String::new());
         lines.push("BENCH_QUICK=1: a smoke run, not a measurement.".to_owned());
     }
-    for line in &lines {
-        eprintln!("{line}");
-    }
-    if let Ok(path) = std::env::var("BENCH_RECORDS") {
-        let mut file = std::fs::File::create(path).unwrap();
-        for line in &lines {
-            let escaped = line.replace('\\', "\\\\").replace('"', "\\\"");
-            writeln!(file, "{{\"kind\": \"markdown\", \"line\": \"{escaped}\"}}").unwrap();
-        }
-    }
+    common::report_markdown(&lines);
 }

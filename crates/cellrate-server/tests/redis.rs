@@ -40,6 +40,17 @@ impl Redis {
     }
 }
 
+impl Redis {
+    /// The settings of a server keeping its buckets in this Redis.
+    fn settings(&self) -> impl FnOnce(&mut cellrate_server::Settings) {
+        let url = format!("redis://127.0.0.1:{}", self.1);
+        move |s| {
+            s.redis = Some(url);
+            s.redis_deadline_ms = 2_000;
+        }
+    }
+}
+
 impl Drop for Redis {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -55,13 +66,8 @@ async fn two_servers_share_one_limit_through_redis() {
         eprintln!("skipped: redis-server not found");
         return;
     };
-    let url = format!("redis://127.0.0.1:{}", redis.1);
-    let with_redis = |s: &mut cellrate_server::Settings| {
-        s.redis = Some(url.clone());
-        s.redis_deadline_ms = 2_000;
-    };
-    let mut a = Running::start(&[("shared.yaml", SHARED)], with_redis).await;
-    let mut b = Running::start(&[("shared.yaml", SHARED)], with_redis).await;
+    let mut a = Running::start(&[("shared.yaml", SHARED)], redis.settings()).await;
+    let mut b = Running::start(&[("shared.yaml", SHARED)], redis.settings()).await;
     let call = || request("shared", vec![descriptor(&[("user", "u1")])], 0);
     let mut admitted = 0;
     for i in 0..12 {
@@ -165,13 +171,8 @@ async fn cl_throttle_buckets_are_shared_through_redis() {
         eprintln!("skipped: redis-server not found");
         return;
     };
-    let url = format!("redis://127.0.0.1:{}", redis.1);
-    let with_redis = |s: &mut cellrate_server::Settings| {
-        s.redis = Some(url.clone());
-        s.redis_deadline_ms = 2_000;
-    };
-    let a = Running::start(&[], with_redis).await;
-    let b = Running::start(&[], with_redis).await;
+    let a = Running::start(&[], redis.settings()).await;
+    let b = Running::start(&[], redis.settings()).await;
     let mut clients = [
         Client::connect(a.resp_port).await,
         Client::connect(b.resp_port).await,

@@ -7,9 +7,8 @@
 //! `.ci/run` sets after installing it).
 
 use crate::cell_model::CellModel;
-use crate::support::Running;
+use crate::support::with_password;
 use cellrate::Clock;
-use cellrate_server::settings::Password;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -51,10 +50,7 @@ async fn redis_cli_calls_cl_throttle() {
     if !installed("redis-cli") {
         return;
     }
-    let s = Running::start(&[], |settings| {
-        settings.resp_password = Some(Password::parse("pw").unwrap());
-    })
-    .await;
+    let s = with_password("pw").await;
     let port = s.resp_port.to_string();
     let auth = ["-p", &port, "-a", "pw", "--no-auth-warning"];
     let mut model = CellModel::default();
@@ -95,23 +91,10 @@ async fn redis_cli_calls_cl_throttle() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_redis_package_calls_cl_throttle() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/resp_client.py");
-    let has_module = Command::new("python3")
-        .args(["-c", "import redis"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_module {
-        assert!(
-            std::env::var("CELLRATE_REQUIRE_PYTHON").as_deref() != Ok("1"),
-            "python3 with the redis package is required (CELLRATE_REQUIRE_PYTHON=1)"
-        );
-        eprintln!("skipped: python3's redis package not found (pip install redis)");
+    if !crate::support::python_has("redis", "redis") {
         return;
     }
-    let s = Running::start(&[], |settings| {
-        settings.resp_password = Some(Password::parse("s3cret").unwrap());
-    })
-    .await;
+    let s = with_password("s3cret").await;
     let mut python = Command::new("python3")
         .arg(script)
         .args(["--port", &s.resp_port.to_string(), "--password", "s3cret"])
@@ -175,10 +158,7 @@ async fn redis_benchmark_drives_it() {
     if !installed("redis-benchmark") {
         return;
     }
-    let s = Running::start(&[], |settings| {
-        settings.resp_password = Some(Password::parse("pw").unwrap());
-    })
-    .await;
+    let s = with_password("pw").await;
     let port = s.resp_port.to_string();
     let out = tokio::task::spawn_blocking(move || {
         Command::new("redis-benchmark")

@@ -4,7 +4,6 @@
 
 use crate::resp_client::{frame, Client, Reply};
 use crate::support::Running;
-use cellrate_server::settings::Password;
 
 fn bulk(text: &str) -> Reply {
     Reply::Bulk(text.as_bytes().to_vec())
@@ -155,10 +154,7 @@ async fn hello_speaks_resp3_or_refuses_cleanly() {
 
 #[tokio::test]
 async fn a_password_is_required_first() {
-    let s = Running::start(&[], |settings| {
-        settings.resp_password = Some(Password::parse("s3cret").unwrap());
-    })
-    .await;
+    let s = crate::support::with_password("s3cret").await;
     let mut c = Client::connect(s.resp_port).await;
     assert_eq!(
         c.call(&["PING"]).await,

@@ -255,3 +255,28 @@ pub async fn http_post(
     let (headers, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
     (status, headers.to_owned(), body.to_owned())
 }
+
+/// Whether python3 can `import` `modules` (the packages of `install`, from PyPI); if not, the
+/// test is skipped with a notice, unless `CELLRATE_REQUIRE_PYTHON=1` (as `.ci/run` sets after
+/// installing them), where that fails it.
+pub fn python_has(modules: &str, install: &str) -> bool {
+    let found = std::process::Command::new("python3")
+        .args(["-c", &format!("import {modules}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert!(
+            std::env::var("CELLRATE_REQUIRE_PYTHON").as_deref() != Ok("1"),
+            "python3 with {install} is required (CELLRATE_REQUIRE_PYTHON=1)"
+        );
+        eprintln!("skipped: python3 with {install} not found (pip install {install})");
+    }
+    found
+}
+
+/// A server in this process whose RESP clients must give `password`.
+pub async fn with_password(password: &str) -> Running {
+    let password = cellrate_server::settings::Password::parse(password).unwrap();
+    Running::start(&[], move |settings| settings.resp_password = Some(password)).await
+}
