@@ -148,6 +148,13 @@ class Report:
         return [f"_Not measured in this run: {names} failed or did not run (see the output "
                 "of `benches/report.sh`)._"]
 
+    def markdown_section(self, suite):
+        """A suite that writes its own markdown lines, after the context line."""
+        run, recs = self.run(suite), self.records.get(suite)
+        if not run or not recs:
+            return self.missing(suite)
+        return [*self.context(run), "", *[x["line"] for x in recs if x["kind"] == "markdown"]]
+
     def rows_section(self, suite, keep=lambda r: True, note=True):
         run, recs = self.run(suite), self.records.get(suite)
         if not run or recs is None:
@@ -243,9 +250,8 @@ def sections(report, repo):
         if http is not None and r.run("http") else r.missing("http"),
         "redis": [*r.context(r.run("redis")), "", *rows_md.redis_tables(redis)]
         if redis else r.missing("redis"),
-        "rls": [*r.context(r.run("rls")), "",
-                *[x["line"] for x in r.records["rls"] if x["kind"] == "markdown"]]
-        if r.records.get("rls") and r.run("rls") else r.missing("rls"),
+        "rls": r.markdown_section("rls"),
+        "resp": r.markdown_section("resp"),
         "losses": [f"- **{label}**: {text}" for label, text in losses]
         or ["- none in this run"],
     }

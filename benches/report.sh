@@ -15,7 +15,8 @@
 #
 # Order: one build; the criterion suites `direct` and `keyed` (run `criterion`); the plain suites (`paired`,
 # `hot_cas`, `keyed_paired`, `named_paired`, `changed_paired`, `keyed_memory`, `http`, `redis`),
-# then `rls` (cellrate-server over gRPC, crates/cellrate-server/benches/rls_load.rs),
+# then `rls` (cellrate-server over gRPC, crates/cellrate-server/benches/rls_load.rs) and `resp`
+# (CL.THROTTLE under redis-benchmark beside throttlecrab-server and Redis, resp_load.rs there),
 # each writing its results as JSON lines (BENCH_RECORDS); then, where valgrind is installed,
 # callgrind's instruction counts of `profile` loops and of HTTP requests (these do not depend
 # on the load). A suite that fails (no redis-server, ...) is reported and left out. Every ~5 s
@@ -138,6 +139,29 @@ for line in sys.stdin:
         run_suite rls plain "$report_dir/rls.out" "$records/rls.jsonl" \
             cargo bench -p cellrate-server --bench rls_load \
             || say "warning: suite 'rls' failed; it is left out of the report"
+    fi
+
+    # RESP beside its peers: a bench target of the server's crate. throttlecrab-server is built
+    # once into a cache directory (its build needs protoc: Debian's protobuf-compiler, installed
+    # here if missing); if it cannot be had, its rows are left out and the others still run.
+    if [[ resp =~ $only ]]; then
+        cache="${CELLRATE_BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cellrate-bench}"
+        crab="$cache/throttlecrab/bin/throttlecrab-server"
+        if [[ ! -x $crab ]]; then
+            if ! command -v protoc >/dev/null && command -v apt-get >/dev/null; then
+                say "installing protobuf-compiler (throttlecrab-server's build needs protoc)"
+                { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+                    protobuf-compiler; } >"$report_dir/protoc.out" 2>&1 || true
+            fi
+            say "building throttlecrab-server into $cache (once)"
+            cargo install --locked --root "$cache/throttlecrab" throttlecrab-server \
+                >"$report_dir/throttlecrab.out" 2>&1 \
+                || say "warning: throttlecrab-server did not build (see $report_dir/throttlecrab.out); its rows are left out"
+        fi
+        if [[ -x $crab ]]; then export THROTTLECRAB_SERVER=$crab; fi
+        run_suite resp plain "$report_dir/resp.out" "$records/resp.jsonl" \
+            cargo bench -p cellrate-server --bench resp_load \
+            || say "warning: suite 'resp' failed; it is left out of the report"
     fi
 
     if [[ profile =~ $only ]] && command -v valgrind >/dev/null; then

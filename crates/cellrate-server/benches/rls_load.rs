@@ -13,6 +13,8 @@
 //! the bottleneck. Every call names one of 1,000 client addresses under a rule that admits
 //! them all, so each is a keyed lookup and a compare-and-swap.
 
+mod common;
+
 use cellrate_server::{Config, Server, Settings};
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
@@ -22,7 +24,6 @@ use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::{
     RateLimitService, RateLimitServiceServer,
 };
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
-use std::io::Write;
 use std::net::TcpListener as StdListener;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -344,14 +345,5 @@ fn report(results: &[(&str, Vec<Round>)], quick: bool) {
         results[0].1.len(),
         if quick { " (BENCH_QUICK=1: a smoke run, not a measurement)" } else { "" }
     ));
-    for line in &lines {
-        eprintln!("{line}");
-    }
-    if let Ok(path) = std::env::var("BENCH_RECORDS") {
-        let mut file = std::fs::File::create(path).unwrap();
-        for line in &lines {
-            let escaped = line.replace('\\', "\\\\").replace('"', "\\\"");
-            writeln!(file, "{{\"kind\": \"markdown\", \"line\": \"{escaped}\"}}").unwrap();
-        }
-    }
+    common::report_markdown(&lines);
 }

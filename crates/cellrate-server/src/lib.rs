@@ -38,15 +38,17 @@ mod http;
 mod keys;
 mod metrics;
 mod reload;
+mod resp;
 mod rls;
 mod serve;
 mod server;
 pub mod settings;
 mod storage;
+mod throttle;
 
 pub use config::{Config, ConfigError, ConfigErrors};
 pub use rls::Rls;
-pub use serve::termination;
+pub use serve::{termination, Listeners};
 pub use server::Server;
 pub use settings::Settings;
 pub use storage::embedded::SharedClock;

@@ -35,11 +35,18 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async move {
         let dir = settings.config_dir();
-        let config = match Config::load_dir_merging(&dir, settings.merge_domains) {
-            Ok(config) => config,
-            Err(errors) => {
-                tracing::error!(dir = %dir.display(), errors = %errors, "invalid config");
-                return ExitCode::FAILURE;
+        // A server for RESP alone needs no config: without --config and without the
+        // reference server's runtime directory, it starts with no RLS rules.
+        let config = if settings.config.is_none() && settings.resp_port.is_some() && !dir.is_dir() {
+            tracing::info!(dir = %dir.display(), "no config directory: no RLS rules");
+            Config::default()
+        } else {
+            match Config::load_dir_merging(&dir, settings.merge_domains) {
+                Ok(config) => config,
+                Err(errors) => {
+                    tracing::error!(dir = %dir.display(), errors = %errors, "invalid config");
+                    return ExitCode::FAILURE;
+                }
             }
         };
         let server = match Server::new(settings, config).await {

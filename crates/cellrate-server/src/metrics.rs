@@ -8,6 +8,7 @@
 
 use crate::active::Active;
 use crate::counts::OUTCOMES;
+use crate::throttle::counts::{self as throttle_counts, TableFigures, ThrottleCounts};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
@@ -30,6 +31,8 @@ pub(crate) struct Globals {
     /// Latency histogram: one count per bound, then +Inf; and the sum in nanoseconds.
     buckets: [AtomicU64; BOUNDS.len() + 1],
     sum_ns: AtomicU64,
+    /// `CL.THROTTLE` and `POST /throttle` calls, RESP connections.
+    pub throttle: ThrottleCounts,
 }
 
 /// Which answer a call got.
@@ -67,6 +70,7 @@ pub(crate) fn render(
     globals: &Globals,
     active: &Active,
     redis: Option<&cellrate_redis::RedisStats>,
+    throttle_table: Option<TableFigures>,
 ) -> String {
     let mut out = String::with_capacity(4096);
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -124,6 +128,7 @@ pub(crate) fn render(
         applied.as_secs_f64()
     );
     rules(&mut out, active);
+    throttle_counts::render(&mut out, &globals.throttle, throttle_table);
     if let Some(stats) = redis {
         out.push_str("# HELP cellrate_rls_storage_errors_total Redis calls that gave no decision, by who answered instead (the failure policy, or a refusal for a usage error).\n");
         out.push_str("# TYPE cellrate_rls_storage_errors_total counter\n");

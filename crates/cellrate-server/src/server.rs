@@ -104,7 +104,13 @@ impl Server {
             Store::Redis(redis) => Some(redis.limiter().stats()),
             Store::Local { .. } => None,
         };
-        metrics::render(&self.inner.globals, &self.active(), redis.as_ref())
+        let throttles = self.inner.store.throttles().map(|t| t.stats());
+        metrics::render(
+            &self.inner.globals,
+            &self.active(),
+            redis.as_ref(),
+            throttles,
+        )
     }
 
     /// The settings.

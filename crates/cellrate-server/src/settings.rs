@@ -2,6 +2,7 @@
 //! variables as fallbacks (`GRPC_PORT`, `PORT`, `RUNTIME_ROOT`, ...).
 
 use clap::{Parser, ValueEnum};
+use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,9 +49,51 @@ pub struct Settings {
     #[arg(long, env = "GRPC_PORT", default_value_t = 8081)]
     pub grpc_port: u16,
 
-    /// The HTTP port: `/metrics` (Prometheus), `/healthz`, `/readyz`.
+    /// The HTTP port: `/metrics` (Prometheus), `/healthz`, `/readyz`, and `POST /json` and
+    /// `POST /throttle` unless --json-port moves them.
     #[arg(long, env = "PORT", default_value_t = 8080)]
     pub http_port: u16,
+
+    /// A port of their own for `POST /json` (RLS in JSON) and `POST /throttle`, off the HTTP
+    /// port.
+    #[arg(long, value_name = "PORT")]
+    pub json_port: Option<u16>,
+
+    /// Serve RESP (the Redis protocol) on this port: redis-cell's `CL.THROTTLE` for any Redis
+    /// client. Needs no config directory.
+    #[arg(long, value_name = "PORT")]
+    pub resp_port: Option<u16>,
+
+    /// The password RESP clients must give (`AUTH`, or `HELLO ... AUTH`) before any command.
+    #[arg(long, env = "CELLRATE_RESP_PASSWORD", hide_env_values = true, value_parser = Password::parse)]
+    pub resp_password: Option<Password>,
+
+    /// The most RESP connections open at once; one more is told so and closed.
+    #[arg(long, default_value_t = 10_000)]
+    pub resp_max_connections: usize,
+
+    /// The largest RESP command, in bytes (its arguments and their framing): a larger one is
+    /// answered with a protocol error and its connection closed.
+    #[arg(long, default_value_t = 64 * 1024, value_parser = clap::value_parser!(u32).range(64..))]
+    pub resp_max_command_bytes: u32,
+
+    /// The most arguments of one RESP command.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(8..))]
+    pub resp_max_args: u32,
+
+    /// How long a RESP command may take to arrive once its first byte has, and a reply to be
+    /// taken by its client, in milliseconds; the connection is closed after.
+    #[arg(long, default_value_t = 10_000)]
+    pub resp_timeout_ms: u64,
+
+    /// Close a RESP connection idle this long, in seconds (0: never, as Redis's default).
+    #[arg(long, default_value_t = 0)]
+    pub resp_idle_secs: u64,
+
+    /// The most keys the `CL.THROTTLE` buckets in this process hold (about 300 bytes each
+    /// while used); --overflow says what a new key gets when there is no room.
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=1 << 28))]
+    pub throttle_max_keys: u64,
 
     /// A PEM certificate chain: serve gRPC over TLS (with --tls-key).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -69,8 +112,9 @@ pub struct Settings {
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=1 << 28))]
     pub max_keys: u64,
 
-    /// What a new key gets when its rule's table has no room: `deny` (OVER_LIMIT until room
-    /// comes; no key loses its state) or `evict` (the bucket nearest to full is forgotten).
+    /// What a new key gets when its table has no room: `deny` (OVER_LIMIT, or a limited
+    /// `CL.THROTTLE` reply, until room comes; no key loses its state) or `evict` (the bucket
+    /// nearest to full is forgotten).
     #[arg(long, value_enum, default_value_t = Overflow::Deny)]
     pub overflow: Overflow,
 
@@ -91,7 +135,8 @@ pub struct Settings {
     #[arg(long, default_value_t = 1024)]
     pub max_string_bytes: usize,
 
-    /// The largest gRPC message accepted, in bytes.
+    /// The largest gRPC message accepted, and the largest body of `POST /json` and
+    /// `POST /throttle`, in bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     pub max_message_bytes: usize,
 
@@ -156,6 +201,36 @@ pub struct Settings {
     /// Log level (a tracing filter such as `info` or `cellrate_server=debug`).
     #[arg(long, env = "LOG_LEVEL", default_value = "info")]
     pub log_level: String,
+}
+
+/// A password, never shown by `Debug`.
+#[derive(Clone)]
+pub struct Password(String);
+
+impl Password {
+    /// A password (not empty).
+    pub fn parse(text: &str) -> Result<Password, String> {
+        if text.is_empty() {
+            return Err("an empty password".to_owned());
+        }
+        Ok(Password(text.to_owned()))
+    }
+
+    /// Whether `given` is the password, in a time that does not depend on where they differ.
+    pub fn matches(&self, given: &[u8]) -> bool {
+        let mine = self.0.as_bytes();
+        let differ = mine
+            .iter()
+            .zip(given)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        differ == 0 && mine.len() == given.len()
+    }
+}
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Password(..)")
+    }
 }
 
 /// What a new key gets when its rule's table is full (`--overflow`).

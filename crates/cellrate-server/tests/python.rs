@@ -18,19 +18,8 @@ fn free_port() -> u16 {
 #[test]
 fn grpcio_client_of_the_real_binary() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/rls_client.py");
-    let has_modules = Command::new("python3")
-        .args(["-c", "import grpc, envoy.service.ratelimit.v3.rls_pb2_grpc"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_modules {
-        assert!(
-            std::env::var("CELLRATE_REQUIRE_PYTHON").as_deref() != Ok("1"),
-            "python3 with grpcio and xds-protos is required (CELLRATE_REQUIRE_PYTHON=1)"
-        );
-        eprintln!(
-            "skipped: python3 with grpcio and xds-protos not found (pip install grpcio xds-protos)"
-        );
+    let modules = "grpc, envoy.service.ratelimit.v3.rls_pb2_grpc";
+    if !crate::support::python_has(modules, "grpcio xds-protos") {
         return;
     }
     let dir = crate::support::TempDir::new("python");

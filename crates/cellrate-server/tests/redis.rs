@@ -2,6 +2,7 @@
 //! between them, and a request whose descriptors cost differently is still all or nothing.
 //! Skipped with a notice where `redis-server` is not installed.
 
+use crate::resp_client::Client;
 use crate::support::{descriptor, request, Running};
 use envoy_types::pb::google::protobuf::UInt64Value;
 use std::process::{Child, Command, Stdio};
@@ -39,6 +40,17 @@ impl Redis {
     }
 }
 
+impl Redis {
+    /// The settings of a server keeping its buckets in this Redis.
+    fn settings(&self) -> impl FnOnce(&mut cellrate_server::Settings) {
+        let url = format!("redis://127.0.0.1:{}", self.1);
+        move |s| {
+            s.redis = Some(url);
+            s.redis_deadline_ms = 2_000;
+        }
+    }
+}
+
 impl Drop for Redis {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -54,13 +66,8 @@ async fn two_servers_share_one_limit_through_redis() {
         eprintln!("skipped: redis-server not found");
         return;
     };
-    let url = format!("redis://127.0.0.1:{}", redis.1);
-    let with_redis = |s: &mut cellrate_server::Settings| {
-        s.redis = Some(url.clone());
-        s.redis_deadline_ms = 2_000;
-    };
-    let mut a = Running::start(&[("shared.yaml", SHARED)], with_redis).await;
-    let mut b = Running::start(&[("shared.yaml", SHARED)], with_redis).await;
+    let mut a = Running::start(&[("shared.yaml", SHARED)], redis.settings()).await;
+    let mut b = Running::start(&[("shared.yaml", SHARED)], redis.settings()).await;
     let call = || request("shared", vec![descriptor(&[("user", "u1")])], 0);
     let mut admitted = 0;
     for i in 0..12 {
@@ -154,4 +161,54 @@ async fn the_failure_policy_answers_while_redis_is_down() {
         assert_eq!(crate::support::metric(&text, &series), Some(1.0), "{text}");
         s.stop().await;
     }
+}
+
+/// `CL.THROTTLE` with `--redis`: servers share each key's bucket. There a rate is part of a
+/// bucket's name, so a key called with other parameters is another bucket, full.
+#[tokio::test]
+async fn cl_throttle_buckets_are_shared_through_redis() {
+    let Some(redis) = Redis::start() else {
+        eprintln!("skipped: redis-server not found");
+        return;
+    };
+    let a = Running::start(&[], redis.settings()).await;
+    let b = Running::start(&[], redis.settings()).await;
+    let mut clients = [
+        Client::connect(a.resp_port).await,
+        Client::connect(b.resp_port).await,
+    ];
+    // One token an hour: the remaining counts do not move while the test runs.
+    let call = ["CL.THROTTLE", "user123", "15", "1", "3600"];
+    for i in 0..16 {
+        let reply = clients[i % 2].call(&call).await.ints();
+        assert_eq!(reply[..4], [0, 16, 15 - i as i64, -1], "call {i}");
+    }
+    let refused = clients[0].call(&call).await.ints();
+    assert_eq!(refused[..3], [1, 16, 0], "one bucket between both servers");
+    let other = clients[1]
+        .call(&["CL.THROTTLE", "user123", "3", "1", "3600"])
+        .await;
+    assert_eq!(
+        other.ints()[..3],
+        [0, 4, 3],
+        "other parameters: another bucket"
+    );
+    let keys = Command::new("redis-cli")
+        .args([
+            "-p",
+            &redis.1.to_string(),
+            "--scan",
+            "--pattern",
+            "*throttle*",
+        ])
+        .output();
+    if let Some(out) = keys.ok().filter(|o| o.status.success()) {
+        let keys = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(keys.lines().count(), 2, "{keys}");
+        for key in keys.lines() {
+            assert!(key.starts_with("cellrate-rls:throttle:user123%q"), "{key}");
+        }
+    }
+    a.stop().await;
+    b.stop().await;
 }

@@ -1,7 +1,7 @@
 //! A server in this process on a test clock, on loopback ports, and a tonic client of it.
 
 use cellrate::ManualClock;
-use cellrate_server::{Config, Server, Settings};
+use cellrate_server::{Config, Listeners, Server, Settings};
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::{
     Entry, RateLimitOverride,
 };
@@ -55,6 +55,8 @@ pub struct Running {
     pub client: RateLimitServiceClient<Channel>,
     pub grpc_port: u16,
     pub http_port: u16,
+    /// RESP (`CL.THROTTLE`).
+    pub resp_port: u16,
     /// The config directory (removed with the server); `reload_memory.rs` rewrites it.
     #[allow(dead_code)]
     pub dir: TempDir,
@@ -79,12 +81,12 @@ impl Running {
             .unwrap();
         let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (grpc_port, http_port) = (
-            grpc.local_addr().unwrap().port(),
-            http.local_addr().unwrap().port(),
-        );
+        let resp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = |l: &TcpListener| l.local_addr().unwrap().port();
+        let (grpc_port, http_port, resp_port) = (port(&grpc), port(&http), port(&resp));
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let task = tokio::spawn(server.clone().serve_on(grpc, http, async move {
+        let listeners = Listeners::new(grpc, http).resp(resp);
+        let task = tokio::spawn(server.clone().serve_with(listeners, async move {
             let _ = rx.await;
         }));
         let client = RateLimitServiceClient::connect(format!("http://127.0.0.1:{grpc_port}"))
@@ -96,6 +98,7 @@ impl Running {
             client,
             grpc_port,
             http_port,
+            resp_port,
             dir,
             stop: Some(tx),
             task: Some(task),
@@ -213,8 +216,67 @@ pub fn binary() -> std::process::Command {
         "REDIS_TYPE",
         "LOG_LEVEL",
         "LOG_FORMAT",
+        "CELLRATE_RESP_PASSWORD",
     ] {
         command.env_remove(name);
     }
     command
+}
+
+/// A plain HTTP/1.1 POST on loopback: the status, the response's header block and its body.
+pub async fn http_post(
+    port: u16,
+    path: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> (u16, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let kind = content_type
+        .map(|t| format!("Content-Type: {t}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{kind}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // A server may answer (413) before the body is sent whole, and close.
+    let _ = stream.write_all(body).await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let (headers, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (status, headers.to_owned(), body.to_owned())
+}
+
+/// Whether python3 can `import` `modules` (the packages of `install`, from PyPI); if not, the
+/// test is skipped with a notice, unless `CELLRATE_REQUIRE_PYTHON=1` (as `.ci/run` sets after
+/// installing them), where that fails it.
+pub fn python_has(modules: &str, install: &str) -> bool {
+    let found = std::process::Command::new("python3")
+        .args(["-c", &format!("import {modules}")])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert!(
+            std::env::var("CELLRATE_REQUIRE_PYTHON").as_deref() != Ok("1"),
+            "python3 with {install} is required (CELLRATE_REQUIRE_PYTHON=1)"
+        );
+        eprintln!("skipped: python3 with {install} not found (pip install {install})");
+    }
+    found
+}
+
+/// A server in this process whose RESP clients must give `password`.
+pub async fn with_password(password: &str) -> Running {
+    let password = cellrate_server::settings::Password::parse(password).unwrap();
+    Running::start(&[], move |settings| settings.resp_password = Some(password)).await
 }

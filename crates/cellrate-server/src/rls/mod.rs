@@ -38,21 +38,33 @@ impl RateLimitService for Rls {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
+        self.server
+            .should_rate_limit(request.into_inner())
+            .await
+            .map(Response::new)
+    }
+}
+
+impl Server {
+    /// Decides one RLS request, counted with its latency: what `ShouldRateLimit` and
+    /// `POST /json` answer.
+    pub(crate) async fn should_rate_limit(
+        &self,
+        request: RateLimitRequest,
+    ) -> Result<RateLimitResponse, Status> {
         let started = Instant::now();
-        let answer = self.answer(request.into_inner()).await;
+        let answer = self.answer(request).await;
         let call = match &answer {
             Ok(response) if response.overall_code == 2 => Call::OverLimit,
             Ok(_) => Call::Ok,
             Err(_) => Call::Invalid,
         };
-        self.server.globals().call(call, started.elapsed());
-        answer.map(Response::new)
+        self.globals().call(call, started.elapsed());
+        answer
     }
-}
 
-impl Rls {
     async fn answer(&self, mut request: RateLimitRequest) -> Result<RateLimitResponse, Status> {
-        let server = &self.server;
+        let server = self;
         let checked = request::check(&mut request, request::Bounds::of(server.settings()))
             .map_err(|reason| {
                 tracing::debug!(domain = %request.domain, %reason, "invalid request");

@@ -1,13 +1,18 @@
-//! Where buckets live: in this process (the default) or in Redis (`--redis`), behind one
-//! verb, [`Store::decide`]: spend in every bucket of a request or in none, and answer each
-//! bucket's own figures.
+//! Where buckets live: in this process (the default) or in Redis (`--redis`), behind two
+//! verbs: [`Store::decide`] for RLS (spend in every bucket of a request or in none, and answer
+//! each bucket's own figures) and [`Store::throttle`] for `CL.THROTTLE` (one key's bucket,
+//! redis-cell's reply).
 
 pub(crate) mod embedded;
 pub(crate) mod redis;
+mod redis_throttle;
+pub(crate) mod throttle;
 
 use crate::settings::Settings;
+use crate::throttle::{Rate, Reply};
 use cellrate::{Allowed, Denied, Quota};
 use embedded::{SharedClock, Table};
+use throttle::ThrottleTable;
 
 /// The buckets of one rule (or of one per-call override): a table in this process, or a key
 /// prefix in Redis. Its quota is part of what it is: a changed quota is another `Buckets`.
@@ -36,6 +41,7 @@ pub(crate) enum Store {
         clock: SharedClock,
         max_keys: usize,
         overflow: crate::settings::Overflow,
+        throttles: ThrottleTable,
     },
     Redis(redis::RedisStore),
 }
@@ -43,7 +49,9 @@ pub(crate) enum Store {
 impl Store {
     /// The local store, on `clock`.
     pub fn local(settings: &Settings, clock: SharedClock) -> Store {
+        let throttle_keys = usize::try_from(settings.throttle_max_keys).unwrap_or(usize::MAX);
         Store::Local {
+            throttles: ThrottleTable::new(throttle_keys, settings.overflow, clock.clone()),
             clock,
             max_keys: usize::try_from(settings.max_keys).unwrap_or(usize::MAX),
             overflow: settings.overflow,
@@ -57,6 +65,7 @@ impl Store {
                 clock,
                 max_keys,
                 overflow,
+                ..
             } => Place::Local(Box::new(embedded::table(
                 quota,
                 *max_keys,
@@ -80,6 +89,23 @@ impl Store {
         match self {
             Store::Local { .. } => embedded::all_or_nothing(spends, answers),
             Store::Redis(redis) => redis.all_or_nothing(spends, answers).await,
+        }
+    }
+
+    /// Spends `quantity` in the throttle bucket of `key` under `rate`, or refuses: the reply
+    /// of `CL.THROTTLE`.
+    pub async fn throttle(&self, key: &[u8], rate: &Rate, quantity: u64) -> Reply {
+        match self {
+            Store::Local { throttles, .. } => throttles.throttle(key, rate, quantity),
+            Store::Redis(redis) => redis.throttle(key, rate, quantity).await,
+        }
+    }
+
+    /// The throttle table, if the buckets are in this process.
+    pub fn throttles(&self) -> Option<&ThrottleTable> {
+        match self {
+            Store::Local { throttles, .. } => Some(throttles),
+            Store::Redis(_) => None,
         }
     }
 

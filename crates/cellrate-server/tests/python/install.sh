@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Installs what cellrate-server's Python client test needs, if missing: grpcio and xds-protos
-# (the stubs of Envoy's protos, envoy.service.ratelimit.v3) from PyPI.
+# Installs what cellrate-server's Python client tests need, if missing: grpcio and xds-protos
+# (the stubs of Envoy's protos, envoy.service.ratelimit.v3) and redis (the Redis client
+# package) from PyPI.
 set -euo pipefail
-if python3 -c 'import grpc, envoy.service.ratelimit.v3.rls_pb2_grpc' 2>/dev/null; then
+missing=()
+python3 -c 'import grpc, envoy.service.ratelimit.v3.rls_pb2_grpc' 2>/dev/null || missing+=(grpcio xds-protos)
+python3 -c 'import redis' 2>/dev/null || missing+=(redis)
+if [ ${#missing[@]} -eq 0 ]; then
   echo "installed"
 else
-  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore grpcio xds-protos
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "${missing[@]}"
 fi
