@@ -1,9 +1,9 @@
-//! `baseline::MutexBucket` against `Limiter`, check by check, on random schedules of checks of
-//! every cost at times that mostly move forward (some stale, some exactly at or a nanosecond
-//! before the instant the last refusal named), from full or from empty, over quotas from 1 ns to
-//! 10 s an interval: both report the same decision, `remaining`, `reset_after` and
-//! `retry_after` at every step, and the same tokens available. (Bookings, give-backs and quota
-//! changes are replayed through the oracle in `replay.rs`.)
+//! `MutexBucket` (the tests' exact bucket behind a mutex) against `Limiter`, check by check, on
+//! random schedules of checks of every cost at times that mostly move forward (some stale, some
+//! exactly at or a nanosecond before the instant the last refusal named), from full or from empty,
+//! over quotas from 1 ns to 10 s an interval: both report the same decision, `remaining`,
+//! `reset_after` and `retry_after` at every step, and the same tokens available. (Bookings,
+//! give-backs and quota changes are replayed through the oracle in `replay.rs`.)
 
 use crate::common::mutex_bucket::MutexBucket;
 use crate::common::quota;
