@@ -42,6 +42,18 @@ pub struct Reservation<'a, C: Clock + ?Sized> {
 /// A [`Reservation`] detached from its limiter: `'static` and `Send`, for where a borrow
 /// cannot go. Not `Clone`: [`attach`](Limiter::attach) on the limiter that issued it turns it
 /// back into the one reservation it was.
+///
+/// A ticket moves into its give-back, so a booking cannot be given back twice:
+///
+/// ```compile_fail,E0382
+/// use cellrate::{Limiter, ManualClock, Quota};
+/// use std::time::Duration;
+///
+/// let limiter = Limiter::with_clock(Quota::per_second(10), ManualClock::new());
+/// let ticket = limiter.reserve(5, Duration::ZERO).unwrap().detach();
+/// limiter.attach(ticket).unwrap().cancel();
+/// limiter.attach(ticket).unwrap().cancel(); // error[E0382]: use of moved value
+/// ```
 #[derive(Debug)]
 pub struct Ticket {
     /// The limiter it was booked on (its store's [`TatStore::origin`]).
