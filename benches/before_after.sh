@@ -5,6 +5,9 @@
 # time per check over governor's, or governor's rate over cellrate's for rate rows), so that the
 # load a round ran under divides out; the table gives, per row, that ratio before and after and
 # their quotient (below 1.00 is faster after).
+# Both binaries run their own tree's bench code: where the subjects' code changed between the
+# revisions (the call that replaced another), compare like with like (the same black_box on the
+# time passed in, say) by editing the earlier tree, kept in target/before_after/tree.
 #
 # Usage: benches/before_after.sh REV [ROWS]     (works from any directory)
 #   REV    the earlier revision (a commit, tag or branch)
@@ -74,12 +77,16 @@ def ratios(side):
             if r.get("kind") != "row" or r["subjects"][1] != "governor":
                 continue
             if r["ratio"][1] is not None:  # null: no turn of the row was kept
-                by_row.setdefault(r["name"], []).append(r["ratio"][1])
+                # A rate row's ratio is cellrate's rate over governor's: inverted, every
+                # figure is a cost relative to governor's, below 1 faster.
+                ratio = r["ratio"][1] if r["unit"] == "time" else 1 / r["ratio"][1]
+                by_row.setdefault(r["name"], []).append(ratio)
     return by_row
 
 before, after = ratios("before"), ratios("after")
-print(f"Paired rows, {rev} (before) and this tree (after), {rounds} turns each; figure: ratio "
-      "to governor in the same process, median of the turns")
+print(f"Paired rows, {rev} (before) and this tree (after), {rounds} turns each; figure: cost "
+      "relative to governor in the same process (time over governor's; governor's rate over "
+      "cellrate's for rate rows), median of the turns; after / before below 1: faster after")
 print()
 print("| row | before | after | after / before |")
 print("|---|---|---|---|")
