@@ -85,6 +85,9 @@ pub(crate) async fn decide(
     };
     let overrides = active.overrides.get(domain);
     let mut matched = Vec::new();
+    // The names of rules that a rule matched by this request replaces (no allocation while
+    // none does).
+    let mut replaced: HashSet<&str> = HashSet::new();
     let mut targets = Vec::with_capacity(descriptors.len());
     for d in descriptors {
         let target = if let (Some((n, unit)), Some(overrides)) = (d.limit, overrides) {
@@ -123,6 +126,9 @@ pub(crate) async fn decide(
                 Some(index) => {
                     let rule = &active.config.rules[index];
                     let state = &active.rules[index];
+                    if d.limit.is_none() {
+                        replaced.extend(rule.replaces.iter().map(String::as_str));
+                    }
                     let name = rule.name.clone().unwrap_or_default();
                     match (&rule.limit, &state.buckets) {
                         (Limit::Unlimited, _) => Target::Unlimited,
@@ -147,30 +153,12 @@ pub(crate) async fn decide(
         };
         targets.push(target);
     }
-    drop_replaced(active, &mut targets, descriptors, level);
+    drop_replaced(&mut targets, &replaced);
     Ok(settle(store, descriptors, &targets).await)
 }
 
 /// Sets aside the rules that another rule of the request replaces.
-fn drop_replaced(
-    active: &Active,
-    targets: &mut [Target<'_>],
-    descriptors: &[Descriptor<'_>],
-    level: &crate::config::Level,
-) {
-    let mut replaced: HashSet<&str> = HashSet::new();
-    let mut matched = Vec::new();
-    for d in descriptors.iter().filter(|d| d.limit.is_none()) {
-        let entries = d.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-        if let Some(index) = level.find(entries, &mut matched) {
-            replaced.extend(
-                active.config.rules[index]
-                    .replaces
-                    .iter()
-                    .map(String::as_str),
-            );
-        }
-    }
+fn drop_replaced(targets: &mut [Target<'_>], replaced: &HashSet<&str>) {
     if replaced.is_empty() {
         return;
     }

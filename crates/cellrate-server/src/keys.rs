@@ -2,6 +2,7 @@
 //! per-call override, and its `detailed_metric` label.
 
 use crate::config::Matched;
+use std::fmt::Write;
 
 /// The key of a rule's bucket: the values of the entries that tell its buckets apart, each
 /// preceded by its length (so that no two lists of values make one key).
@@ -9,8 +10,8 @@ pub(crate) fn bucket_key(entries: &[(String, String)], matched: &[Matched]) -> S
     let mut key = String::new();
     for ((_, value), how) in entries.iter().zip(matched) {
         if *how == Matched::PerValue {
-            key.push_str(&value.len().to_string());
-            key.push(':');
+            // Writing to a String cannot fail.
+            let _ = write!(key, "{}:", value.len());
             key.push_str(value);
         }
     }
@@ -29,8 +30,7 @@ pub(crate) fn full_key(entries: &[(String, String)]) -> String {
     let mut key = String::new();
     for (k, v) in entries {
         for part in [k, v] {
-            key.push_str(&part.len().to_string());
-            key.push(':');
+            let _ = write!(key, "{}:", part.len());
             key.push_str(part);
         }
     }
